@@ -1,0 +1,34 @@
+# Kit — set-up and checks. `make demo` and `make test` work on a fresh machine
+# with only Python, pip and apt: they create .venv and install what they need.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.kit-installed
+EXTRAS ?= dev
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	touch $@
+
+demo: $(STAMP)
+	$(BIN)/python -m kit.examples.quickstart
+
+lint: $(STAMP)
+	$(BIN)/ruff check kit tests
+	$(BIN)/ruff format --check kit tests
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest
+
+test: lint typecheck unit
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,5 @@
+"""``python -m kit`` runs the ``kit`` command line."""
+
+from kit.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,32 @@
+"""Configs: OmegaConf files, Hydra-style overrides, schemas for kit sections.
+
+Examples
+--------
+>>> from kit.config import load_config, to_overrides
+>>> base = load_config({"parallel": {"env": "local", "n_workers": 2}})
+>>> edited = load_config(base, ["parallel.n_workers=4"])
+>>> to_overrides(base, edited)
+['parallel.n_workers=4']
+"""
+
+from kit.config._api import config_hash, load_config, resolve_config, save_config, to_overrides
+from kit.config._errors import ConfigError
+from kit.config._schema import (
+    PARALLEL_ENVS,
+    ParallelConfig,
+    RunnerConfig,
+    parallel_section,
+)
+
+__all__ = [
+    "PARALLEL_ENVS",
+    "ConfigError",
+    "ParallelConfig",
+    "RunnerConfig",
+    "config_hash",
+    "load_config",
+    "parallel_section",
+    "resolve_config",
+    "save_config",
+    "to_overrides",
+]

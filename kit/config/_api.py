@@ -1,0 +1,209 @@
+"""Load, override, resolve, diff, hash and save configs."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import (
+    InterpolationResolutionError,
+    MissingMandatoryValue,
+    OmegaConfBaseException,
+)
+
+from kit.config._compose import Provenance, compose_file, leaf_keys, source_of
+from kit.config._errors import ConfigError, error
+from kit.config._overrides import apply_overrides, iter_lines, to_override_list
+from kit.config._schema import check_sections
+
+ConfigSource = str | os.PathLike[str] | Mapping[str, Any] | DictConfig
+
+
+def load_config(source: ConfigSource, overrides: Iterable[str] = ()) -> DictConfig:
+    """Load a config and apply Hydra-style overrides.
+
+    Parameters
+    ----------
+    source
+        A YAML file path, a dict, or a DictConfig (which is copied, never
+        changed). A YAML file may start with a ``defaults:`` list of other
+        YAML files (relative to it) to compose: later entries win and the
+        file's own content comes last.
+    overrides
+        Hydra override strings applied in order: ``a.b=1`` changes an
+        existing key, ``+a.c=2`` adds a new one, ``++a.c=2`` adds or
+        changes, ``~a.b`` deletes. Values parse as in Hydra.
+
+    Returns
+    -------
+    DictConfig
+        The config, interpolations (``${...}``) and ``???`` values kept as
+        they are; see :func:`resolve_config` to resolve them.
+
+    Raises
+    ------
+    ConfigError
+        On a missing file, a YAML syntax error (with file and line), a bad
+        override, or an invalid value in a kit section (``parallel``,
+        ``runner``).
+
+    Examples
+    --------
+    >>> cfg = load_config({"model": {"hidden": 64}, "lr": "${model.hidden}"}, ["model.hidden=128"])
+    >>> cfg.lr
+    128
+    >>> load_config({"a": 1}, ["+b=[1,2]", "~a"])
+    {'b': [1, 2]}
+    """
+    provenance: Provenance = {}
+    cfg = _load_source(source, provenance)
+    apply_overrides(cfg, iter_lines(overrides), provenance)
+    check_sections(cfg, lambda key: source_of(provenance, key))
+    return cfg
+
+
+def _load_source(source: ConfigSource, provenance: Provenance) -> DictConfig:
+    if isinstance(source, DictConfig):
+        return copy.deepcopy(source)
+    if isinstance(source, Mapping):
+        return OmegaConf.create(dict(source))
+    if isinstance(source, (str, os.PathLike)):
+        return compose_file(Path(source), provenance)
+    raise TypeError(
+        f"load_config takes a YAML path, a dict or a DictConfig, not {type(source).__name__}"
+    )
+
+
+def resolve_config(cfg: DictConfig) -> DictConfig:
+    """Return a copy of ``cfg`` with every interpolation resolved.
+
+    Raises
+    ------
+    ConfigError
+        Listing every ``???`` value still missing at once, or naming an
+        interpolation that cannot be resolved.
+
+    Examples
+    --------
+    >>> resolve_config(load_config({"a": 2, "b": "${a}"}))
+    {'a': 2, 'b': 2}
+    >>> resolve_config(load_config({"a": "???", "b": {"c": "???"}}))
+    Traceback (most recent call last):
+    ...
+    kit.config._errors.ConfigError: 2 required values are missing (???): a, b.c
+    ...
+    """
+    missing: list[str] = []
+    for key in leaf_keys(cfg):
+        try:
+            OmegaConf.select(cfg, key, throw_on_missing=True)
+        except MissingMandatoryValue:
+            missing.append(key)
+        except InterpolationResolutionError as exc:
+            raise error(
+                f"cannot resolve interpolation: {_first_line(exc)}",
+                full_key=key,
+                fix="point the ${...} at an existing key, or set a value",
+            ) from None
+        except OmegaConfBaseException as exc:
+            raise error(f"cannot resolve: {_first_line(exc)}", full_key=key) from None
+    if missing:
+        plural = "s are" if len(missing) > 1 else " is"
+        example = " ".join(f"{key}=..." for key in missing)
+        raise ConfigError(
+            f"{len(missing)} required value{plural} missing (???): {', '.join(missing)}\n"
+            f"    fix: set them in the YAML file or as overrides, e.g. `{example}`",
+            full_key=missing[0],
+        )
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(container, dict)
+    return OmegaConf.create(container)
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0]
+
+
+def to_overrides(base: ConfigSource, edited: ConfigSource) -> list[str]:
+    """Return the override list that turns ``base`` into ``edited``.
+
+    ``load_config(base, to_overrides(base, edited)) == edited`` holds for any
+    change of values, added keys and deleted keys. Interpolations and ``???``
+    are compared as written, not resolved.
+
+    Examples
+    --------
+    >>> base = {"model": {"hidden": 64, "drop": 0.1}, "name": "a"}
+    >>> edited = {"model": {"hidden": 128}, "name": "a", "seed": 3}
+    >>> to_overrides(base, edited)
+    ['~model.drop', 'model.hidden=128', '+seed=3']
+    """
+    return to_override_list(_as_config(base), _as_config(edited))
+
+
+def _as_config(source: ConfigSource) -> DictConfig:
+    if isinstance(source, DictConfig):
+        return source
+    return load_config(source)
+
+
+def config_hash(cfg: ConfigSource) -> str:
+    """Return a stable 12-character hash of the resolved content of ``cfg``.
+
+    Key order does not change the hash; any value change does.
+
+    Examples
+    --------
+    >>> config_hash({"a": 1, "b": 2}) == config_hash({"b": 2, "a": 1})
+    True
+    >>> len(config_hash({"a": 1}))
+    12
+    """
+    resolved = resolve_config(_as_config(source=cfg))
+    container = OmegaConf.to_container(resolved, resolve=True)
+    return hashlib.sha256(_canonical(container).encode()).hexdigest()[:12]
+
+
+def _canonical(value: Any) -> str:
+    if isinstance(value, dict):
+        items = sorted((_canonical(k), _canonical(v)) for k, v in value.items())
+        return "{" + ",".join(f"{k}:{v}" for k, v in items) + "}"
+    if isinstance(value, (list, tuple, ListConfig)):
+        return "[" + ",".join(_canonical(v) for v in value) + "]"
+    if isinstance(value, float) and math.isnan(value):
+        return "float:nan"
+    return f"{type(value).__name__}:{value!r}"
+
+
+def save_config(cfg: ConfigSource, path: str | os.PathLike[str]) -> Path:
+    """Write ``cfg`` resolved, as YAML, atomically (temp file, then rename).
+
+    Returns the path written; parent folders are created.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "run" / "config.yaml"
+    >>> print(save_config({"a": 1, "b": "${a}"}, out).read_text(), end="")
+    a: 1
+    b: 1
+    """
+    resolved = resolve_config(_as_config(cfg))
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(OmegaConf.to_yaml(resolved))
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target

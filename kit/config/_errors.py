@@ -1,0 +1,81 @@
+"""The one exception type for bad configuration, and its message layout."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration value, file or override is wrong.
+
+    The message says what is wrong, where (full key, file or override) and how
+    to fix it. The same facts are kept as attributes so that tools (the CLI,
+    the notebook editor) can point at the offending field.
+
+    Parameters
+    ----------
+    message
+        The complete, human-readable message.
+    full_key
+        Dotted path of the offending key (``"parallel.env"``), or None when
+        the problem is not about one key (a YAML syntax error, say).
+    source
+        Path of the file the offending value came from, or None when it came
+        from Python or an override.
+
+    Examples
+    --------
+    >>> err = ConfigError("parallel.env: bad", full_key="parallel.env")
+    >>> isinstance(err, ValueError), err.full_key, err.source
+    (True, 'parallel.env', None)
+    """
+
+    def __init__(
+        self, message: str, *, full_key: str | None = None, source: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.full_key = full_key
+        self.source = source
+
+
+def closest(word: str, candidates: Iterable[str]) -> str | None:
+    """Return the candidate most like ``word``, if any is close enough."""
+    matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def error(
+    problem: str,
+    *,
+    full_key: str | None = None,
+    source: str | None = None,
+    value: Any = None,
+    show_value: bool = False,
+    expected: str | None = None,
+    fix: str | None = None,
+) -> ConfigError:
+    """Build a ConfigError whose message lists its facts one per line.
+
+    The layout mirrors OmegaConf's own errors: a one-line summary, then
+    indented ``name: fact`` lines, so the message reads well in a terminal,
+    a notebook traceback and a widget tooltip alike.
+    """
+    head = f"{full_key}: {problem}" if full_key else problem
+    lines = [head]
+    if show_value:
+        lines.append(f"    value: {value!r}")
+    if expected:
+        lines.append(f"    expected: {expected}")
+    if full_key:
+        lines.append(f"    full_key: {full_key}")
+    if source and source.startswith("override "):
+        # Provenance records overrides as "override '<line>'": not a file.
+        lines.append(f"    from: {source}")
+        source = None
+    elif source:
+        lines.append(f"    file: {source}")
+    if fix:
+        lines.append(f"    fix: {fix}")
+    return ConfigError("\n".join(lines), full_key=full_key, source=source)

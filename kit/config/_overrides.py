@@ -1,0 +1,231 @@
+"""Hydra-style ``key=value`` overrides: apply them, and compute them from a diff.
+
+Parsing is hydra-core's own override parser, so the grammar (quoting, lists,
+dicts, ``+``/``++``/``~``) is exactly Hydra's; only applying them is ours, so
+that every failure becomes a :class:`ConfigError` that names the override.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
+
+from kit.config._compose import Provenance, all_keys
+from kit.config._errors import ConfigError, closest, error
+
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+_FIX_FORMS = (
+    "write `key=value` to change, `+key=value` to add, "
+    "`++key=value` to add or change, `~key` to delete"
+)
+
+
+def _parser() -> Any:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create()
+
+
+def has_key(cfg: DictConfig, dotted: str) -> bool:
+    """Tell whether ``dotted`` names an existing key (a ``null`` or ``???`` value counts)."""
+    node: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, DictConfig) or node._is_none() or node._is_missing():
+            return False
+        # `in` on a DictConfig is False for a ``???`` value; keys() lists it.
+        if part not in node.keys():  # noqa: SIM118
+            return False
+        node = node._get_node(part)
+    return True
+
+
+def apply_overrides(cfg: DictConfig, overrides: Sequence[str], provenance: Provenance) -> None:
+    """Apply ``overrides`` to ``cfg`` in place, in order."""
+    if isinstance(overrides, str):
+        raise TypeError("overrides must be a list of strings, e.g. ['a.b=1'], not one string")
+    parser = _parser()
+    from hydra.errors import OverrideParseException
+
+    for line in overrides:
+        try:
+            (override,) = parser.parse_overrides([line])
+        except OverrideParseException as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
+            raise error(f"cannot parse override {line!r}: {detail}", fix=_FIX_FORMS) from None
+        _apply_one(cfg, override, line, provenance)
+
+
+def _apply_one(cfg: DictConfig, override: Any, line: str, provenance: Provenance) -> None:
+    key: str = override.key_or_group
+    if override.is_sweep_override():
+        raise error(
+            f"override {line!r} is a sweep; sweeps are not supported here",
+            full_key=key,
+            fix="give one value per key; quote a value that contains commas, e.g. key='a,b'",
+        )
+    if override.package is not None:
+        raise error(
+            f"override {line!r} names a package (@...); packages are not supported here",
+            full_key=key,
+            fix="use the plain dotted key, e.g. `db.host=...`",
+        )
+    exists = has_key(cfg, key)
+    value = override.value()
+    where = f"override {line!r}"
+    with open_dict(cfg):
+        if override.is_delete():
+            if not exists:
+                raise _no_such_key(cfg, key, line, "nothing to delete: check the key name")
+            if value is not None and OmegaConf.select(cfg, key) != value:
+                current = OmegaConf.select(cfg, key)
+                raise error(
+                    f"{where} expects the value {value!r}, but it is {current!r}",
+                    full_key=key,
+                    fix=f"write `~{key}` to delete whatever the value is",
+                )
+            parent, _, last = key.rpartition(".")
+            node = OmegaConf.select(cfg, parent) if parent else cfg
+            del node[last]
+            for known in [k for k in provenance if k == key or k.startswith(key + ".")]:
+                del provenance[known]
+            return
+        if override.is_add() and exists:
+            raise error(
+                f"{where} adds a key that already exists",
+                full_key=key,
+                fix=f"write `{key}=...` to change it, or `++{key}=...` to add or change",
+            )
+        if not (override.is_add() or override.is_force_add()) and not exists:
+            raise _no_such_key(cfg, key, line, f"to add it, write `+{line}`")
+        # A mapping merges into an existing section, as in Hydra; anything
+        # else (including a mapping over a list) replaces the old value.
+        merge = isinstance(value, dict) and exists and _is_section(cfg, key)
+        try:
+            OmegaConf.update(cfg, key, value, merge=merge, force_add=True)
+        except Exception as exc:
+            raise error(f"{where} could not be applied: {exc}", full_key=key) from None
+    provenance[key] = where
+
+
+def _is_section(cfg: DictConfig, key: str) -> bool:
+    parent, _, last = key.rpartition(".")
+    node = OmegaConf.select(cfg, parent) if parent else cfg
+    child = node._get_node(last) if isinstance(node, DictConfig) else None
+    return isinstance(child, DictConfig) and not child._is_none() and not child._is_missing()
+
+
+def _no_such_key(cfg: DictConfig, key: str, line: str, fix: str) -> ConfigError:
+    guess = closest(key, all_keys(cfg))
+    problem = f"override {line!r} names a key that does not exist"
+    if guess:
+        problem += f"; did you mean '{guess}'?"
+        fix = f"{fix}; or write `{guess}=...` to change the existing key"
+    return error(problem, full_key=key, fix=fix)
+
+
+# ---------------------------------------------------------------- diffing
+
+
+def to_override_list(base: DictConfig, edited: DictConfig) -> list[str]:
+    """Return the overrides that turn ``base`` into ``edited`` (unresolved)."""
+    left = OmegaConf.to_container(base, resolve=False)
+    right = OmegaConf.to_container(edited, resolve=False)
+    assert isinstance(left, dict) and isinstance(right, dict)
+    out: list[str] = []
+    _diff(left, right, "", out)
+    return out
+
+
+def _diff(left: Mapping[Any, Any], right: Mapping[Any, Any], prefix: str, out: list[str]) -> None:
+    for key in left:
+        if key not in right:
+            out.append(f"~{_path(prefix, key)}")
+    for key, new in right.items():
+        path = _path(prefix, key)
+        if key not in left:
+            out.append(f"+{path}={encode_value(new)}")
+            continue
+        old = left[key]
+        if isinstance(old, dict) and isinstance(new, dict):
+            _diff(old, new, path, out)
+        elif not same(old, new):
+            out.append(f"{path}={encode_value(new)}")
+
+
+def _path(prefix: str, key: Any) -> str:
+    _check_key(key)
+    return f"{prefix}.{key!s}" if prefix else str(key)
+
+
+def _check_key(key: Any) -> None:
+    if not isinstance(key, str) or not _KEY.match(key):
+        raise error(
+            f"the key {key!r} cannot be written as an override",
+            fix="use keys made of letters, digits, '_' and '-', starting with a letter or '_'",
+        )
+
+
+def same(a: Any, b: Any) -> bool:
+    """Compare values strictly: ``1``, ``1.0`` and ``True`` all differ."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def encode_value(value: Any) -> str:
+    """Write ``value`` in Hydra's override grammar so that it parses back unchanged.
+
+    Examples
+    --------
+    >>> encode_value([1, "two", None, {"x": 1.5}])
+    "[1,'two',null,{x:1.5}]"
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return _quote(value)
+    if isinstance(value, (list, tuple, ListConfig)):
+        return "[" + ",".join(encode_value(v) for v in value) + "]"
+    if isinstance(value, (dict, DictConfig)):
+        for key in value:
+            _check_key(key)
+        return "{" + ",".join(f"{k!s}:{encode_value(v)}" for k, v in value.items()) + "}"
+    raise error(
+        f"the value {value!r} of type {type(value).__name__} cannot be written as an override",
+        fix="use numbers, strings, booleans, null, lists and mappings",
+    )
+
+
+def _quote(text: str) -> str:
+    # Hydra treats a backslash as an escape only before a quote or before
+    # other backslashes that precede a quote, so double exactly those runs.
+    out = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", text)
+    out = re.sub(r"(\\+)$", lambda m: m.group(1) * 2, out)
+    return f"'{out}'"
+
+
+def iter_lines(overrides: Iterable[str]) -> list[str]:
+    """Return overrides as a list, refusing a bare string."""
+    if isinstance(overrides, str):
+        raise TypeError("overrides must be a list of strings, e.g. ['a.b=1'], not one string")
+    return list(overrides)

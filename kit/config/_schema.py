@@ -1,0 +1,258 @@
+"""Structured schemas for the sections of a config that Kit itself reads.
+
+Only these sections are checked; everything else in a config belongs to the
+user (their provider, model, data) and is left alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
+
+from kit.config._errors import ConfigError, closest, error
+
+#: Values of ``parallel.env``: where a run's items execute.
+PARALLEL_ENVS = (
+    "inline",
+    "local",
+    "remote",
+    "slurm",
+    "pbs",
+    "sge",
+    "lsf",
+    "htcondor",
+    "moab",
+    "oar",
+)
+
+
+@dataclass
+class ParallelConfig:
+    """Schema of the ``parallel`` section (the same shape ESPnet3 uses).
+
+    Attributes
+    ----------
+    env
+        Where items run: ``inline`` (this process, no Dask), ``local`` (a
+        LocalCluster on this machine), ``remote`` (an existing scheduler at
+        ``address``) or a job queue (``slurm``, ``pbs``, ...).
+    n_workers
+        Number of worker processes (or job-queue jobs) to start.
+    address
+        Scheduler address for ``env: remote``, e.g. ``tcp://127.0.0.1:8786``.
+    options
+        Free mapping forwarded to the cluster class as keyword arguments.
+
+    Examples
+    --------
+    >>> ParallelConfig(env="local", n_workers=2)
+    ParallelConfig(env='local', n_workers=2, address=None, options={})
+    """
+
+    env: str = field(default="local", metadata={"choices": PARALLEL_ENVS})
+    n_workers: int = field(default=1, metadata={"min": 1})
+    address: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunnerConfig:
+    """Schema of the ``runner`` section: how a Runner cuts and retries work.
+
+    Attributes
+    ----------
+    _target_
+        Import path of the Runner class (used by ``kit run``), optional.
+    batch_size
+        Items handed to ``forward`` at once; None calls it per item.
+    chunk_size
+        ``"auto"`` or a fixed number of items per scheduled chunk.
+    resume
+        Skip chunks already completed in ``output_dir``.
+    on_error
+        ``record`` failed items and go on, or ``raise`` at the first one.
+    max_failures
+        Stop once this many items have failed; None never stops early.
+    retries
+        How often a chunk lost with its worker is tried again.
+
+    Examples
+    --------
+    >>> RunnerConfig().chunk_size, RunnerConfig().on_error
+    ('auto', 'record')
+    """
+
+    _target_: str | None = None
+    batch_size: int | None = field(default=None, metadata={"min": 1})
+    chunk_size: Any = field(default="auto", metadata={"auto_or_min": 1})
+    resume: bool = True
+    on_error: str = field(default="record", metadata={"choices": ("record", "raise")})
+    max_failures: int | None = field(default=None, metadata={"min": 1})
+    retries: int = field(default=2, metadata={"min": 0})
+
+
+#: The kit-owned sections and their schemas.
+SECTIONS: Mapping[str, type] = {"parallel": ParallelConfig, "runner": RunnerConfig}
+
+Provenance = Callable[[str], str | None]
+
+
+def _no_source(_: str) -> str | None:
+    return None
+
+
+def check_sections(cfg: DictConfig, source_of: Provenance = _no_source) -> None:
+    """Validate every kit-owned section present in ``cfg``.
+
+    Values still missing (``???``) or behind an interpolation that does not
+    resolve yet are left for :func:`kit.resolve_config` to report.
+    """
+    for name, schema in SECTIONS.items():
+        if name in cfg:
+            check_section(cfg, name, schema, source_of)
+
+
+def check_section(
+    cfg: DictConfig, name: str, schema: type, source_of: Provenance = _no_source
+) -> DictConfig:
+    """Validate section ``name`` of ``cfg`` against ``schema``; return it typed."""
+    node = cfg._get_node(name)
+    if OmegaConf.is_missing(cfg, name) or OmegaConf.is_interpolation(cfg, name):
+        typed_default: DictConfig = OmegaConf.structured(schema)
+        return typed_default
+    section = cfg[name]
+    if section is None:
+        section = {}
+    if not isinstance(section, DictConfig):
+        raise error(
+            f"must be a mapping, got {type(section).__name__}",
+            full_key=name,
+            source=source_of(name),
+            value=section,
+            show_value=True,
+            expected=f"a mapping with keys {', '.join(_field_names(schema))}",
+            fix=f"write `{name}:` followed by indented keys",
+        )
+    del node
+    typed = OmegaConf.structured(schema)
+    try:
+        merged = OmegaConf.merge(typed, section)
+    except ConfigKeyError as exc:
+        raise _unknown_key(name, schema, exc, source_of) from None
+    except ValidationError as exc:
+        key = f"{name}.{exc.key}" if exc.key is not None else name
+        expected = _expected_type(schema, str(exc.key))
+        raise error(
+            f"{exc.value!r} is not {expected}",
+            full_key=key,
+            source=source_of(key),
+            expected=expected,
+            fix=f"set `{key}` to {expected}",
+        ) from None
+    assert isinstance(merged, DictConfig)
+    for f in dataclasses.fields(schema):
+        _check_field(merged, name, f, source_of)
+    return merged
+
+
+def _field_names(schema: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(schema)]
+
+
+def _expected_type(schema: type, key: str) -> str:
+    for f in dataclasses.fields(schema):
+        if f.name == key:
+            return f"a value of type {f.type}"
+    return "a valid value"
+
+
+def _unknown_key(
+    name: str, schema: type, exc: OmegaConfBaseException, source_of: Provenance
+) -> ConfigError:
+    bad = str(getattr(exc, "key", "") or "")
+    full_key = f"{name}.{bad}" if bad else name
+    valid = _field_names(schema)
+    guess = closest(bad, valid)
+    problem = f"unknown key '{bad}' in section '{name}'"
+    if guess:
+        problem += f"; did you mean '{guess}'?"
+    fix = f"rename it to `{name}.{guess}`" if guess else f"remove `{full_key}`"
+    if name == "parallel":
+        fix += " (cluster-specific settings go under `parallel.options`)"
+    return error(
+        problem,
+        full_key=full_key,
+        source=source_of(full_key),
+        expected=f"one of the keys {', '.join(valid)}",
+        fix=fix,
+    )
+
+
+def _check_field(
+    merged: DictConfig, section: str, f: dataclasses.Field[Any], source_of: Provenance
+) -> None:
+    key = f"{section}.{f.name}"
+    if OmegaConf.is_missing(merged, f.name) or OmegaConf.is_interpolation(merged, f.name):
+        return
+    value = merged[f.name]
+    choices = f.metadata.get("choices")
+    if choices is not None and value not in choices:
+        guess = closest(str(value), choices)
+        problem = f"'{value}' is not a valid choice"
+        if guess:
+            problem += f"; did you mean '{guess}'?"
+        raise error(
+            problem,
+            full_key=key,
+            source=source_of(key),
+            expected=f"one of {', '.join(choices)}",
+            fix=f"set it with `{key}={guess or choices[0]}`",
+        )
+    minimum = f.metadata.get("min")
+    if minimum is not None and value is not None and value < minimum:
+        raise error(
+            f"must be at least {minimum}, got {value!r}",
+            full_key=key,
+            source=source_of(key),
+            expected=f"an integer >= {minimum}",
+            fix=f"set it with `{key}={minimum}` or more",
+        )
+    auto_min = f.metadata.get("auto_or_min")
+    if auto_min is not None and value != "auto":
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= auto_min
+        if not ok:
+            raise error(
+                f"must be 'auto' or an integer >= {auto_min}, got {value!r}",
+                full_key=key,
+                source=source_of(key),
+                expected=f"'auto' or an integer >= {auto_min}",
+                fix=f"set it with `{key}=auto`",
+            )
+
+
+def parallel_section(cfg: DictConfig | Mapping[str, Any] | None) -> ParallelConfig:
+    """Return a ``parallel`` section as a validated :class:`ParallelConfig`.
+
+    Accepts the section itself (a mapping with ``env`` etc.) or None, which
+    means ``inline``.
+
+    Examples
+    --------
+    >>> parallel_section({"env": "local", "n_workers": 2}).n_workers
+    2
+    >>> parallel_section(None).env
+    'inline'
+    """
+    if cfg is None:
+        return ParallelConfig(env="inline")
+    section = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
+    wrapped = OmegaConf.create({"parallel": OmegaConf.to_container(section)})
+    typed = check_section(wrapped, "parallel", ParallelConfig)
+    obj = OmegaConf.to_object(typed)
+    assert isinstance(obj, ParallelConfig)
+    return obj

@@ -1,0 +1,1 @@
+"""Runnable examples; their configs ship with the package."""

@@ -1,0 +1,114 @@
+"""Hydra-style overrides applied by load_config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kit import ConfigError, load_config
+
+BASE = {"model": {"hidden": 64, "name": "tiny"}, "lr": 0.1, "parallel": {"env": "local"}}
+
+
+@pytest.mark.parametrize(
+    ("override", "key", "expected"),
+    [
+        ("lr=0.5", "lr", 0.5),
+        ("model.hidden=128", "model.hidden", 128),
+        ("model.name='big model'", "model.name", "big model"),
+        ("model.name=null", "model.name", None),
+        ("lr=1e-3", "lr", 0.001),
+        ("model.hidden=true", "model.hidden", True),
+        ("+seed=3", "seed", 3),
+        ("+model.layers=[1,2,3]", "model.layers", [1, 2, 3]),
+        ("++lr=2", "lr", 2),
+        ("++fresh.key=x", "fresh.key", "x"),
+        ("+extra={a: 1, b: [x, y]}", "extra", {"a": 1, "b": ["x", "y"]}),
+    ],
+)
+def test_override_values_parse_as_in_hydra(override: str, key: str, expected: object) -> None:
+    from omegaconf import OmegaConf
+
+    cfg = load_config(BASE, [override])
+    value = OmegaConf.select(cfg, key)
+    if OmegaConf.is_config(value):
+        value = OmegaConf.to_container(value)
+    assert value == expected
+    assert type(value) is type(expected)
+
+
+def test_delete_removes_the_key() -> None:
+    assert "name" not in load_config(BASE, ["~model.name"]).model
+
+
+def test_a_mapping_merges_into_an_existing_section() -> None:
+    cfg = load_config(BASE, ["model={layers: 2}"])
+    assert cfg.model == {"hidden": 64, "name": "tiny", "layers": 2}
+
+
+def test_overrides_apply_in_order() -> None:
+    assert load_config(BASE, ["lr=1", "lr=2"]).lr == 2
+
+
+def test_overrides_apply_after_composition(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("lr: 0.1\nwarm: ${lr}\n")
+    assert load_config(path, ["lr=0.3"]).warm == 0.3
+
+
+def test_changing_a_missing_key_suggests_adding_it_and_the_closest_key() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(BASE, ["model.hiden=3"])
+    assert str(info.value) == (
+        "model.hiden: override 'model.hiden=3' names a key that does not exist;"
+        " did you mean 'model.hidden'?\n"
+        "    full_key: model.hiden\n"
+        "    fix: to add it, write `+model.hiden=3`; or write `model.hidden=...`"
+        " to change the existing key"
+    )
+    assert info.value.full_key == "model.hiden"
+    assert info.value.source is None
+
+
+def test_adding_an_existing_key_is_an_error() -> None:
+    with pytest.raises(ConfigError, match=r"adds a key that already exists") as info:
+        load_config(BASE, ["+lr=3"])
+    assert "`++lr=...` to add or change" in str(info.value)
+
+
+def test_deleting_a_missing_key_is_an_error() -> None:
+    with pytest.raises(ConfigError, match=r"override '~model.size' names a key that does not"):
+        load_config(BASE, ["~model.size"])
+
+
+def test_a_sweep_is_rejected() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(BASE, ["lr=0.1,0.2"])
+    assert str(info.value).splitlines()[0] == (
+        "lr: override 'lr=0.1,0.2' is a sweep; sweeps are not supported here"
+    )
+
+
+def test_a_range_sweep_is_rejected() -> None:
+    with pytest.raises(ConfigError, match="sweeps are not supported here"):
+        load_config(BASE, ["model.hidden=range(1,4)"])
+
+
+def test_a_syntax_error_shows_the_override_and_the_forms() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(BASE, ["lr=[1"])
+    message = str(info.value)
+    assert message.startswith("cannot parse override 'lr=[1':")
+    assert "`+key=value` to add" in message
+
+
+def test_a_single_string_is_refused() -> None:
+    with pytest.raises(TypeError, match="list of strings"):
+        load_config(BASE, "lr=1")
+
+
+def test_a_bad_override_of_a_kit_section_names_the_override() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(BASE, ["parallel.env=slurmm"])
+    assert "from: override 'parallel.env=slurmm'" in str(info.value)

@@ -1,0 +1,69 @@
+"""The ``kit`` command line, run as a real subprocess."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def kit(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kit", *args], capture_output=True, text=True, cwd=cwd, check=False
+    )
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    path = tmp_path / "base.yaml"
+    path.write_text("model:\n  hidden: 64\nwidth: ${model.hidden}\nparallel:\n  env: local\n")
+    return path
+
+
+def test_config_show_prints_resolved_yaml_with_overrides(base: Path) -> None:
+    result = kit("config", "show", str(base), "model.hidden=8", "+seed=1")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "model:\n  hidden: 8\nwidth: 8\nparallel:\n  env: local\nseed: 1\n"
+
+
+def test_config_diff_prints_the_override_list(base: Path, tmp_path: Path) -> None:
+    edited = tmp_path / "edited.yaml"
+    edited.write_text("model:\n  hidden: 32\nwidth: ${model.hidden}\nparallel:\n  env: slurm\n")
+    result = kit("config", "diff", str(base), str(edited))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["model.hidden=32", "parallel.env='slurm'"]
+
+
+def test_config_error_exits_2_with_the_message_and_no_traceback(base: Path) -> None:
+    result = kit("config", "show", str(base), "parallel.env=slurmm")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith(
+        "kit: error: parallel.env: 'slurmm' is not a valid choice; did you mean 'slurm'?"
+    )
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_values_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("a: ???\nb: ???\n")
+    result = kit("config", "show", str(path))
+    assert result.returncode == 2
+    assert "2 required values are missing (???): a, b" in result.stderr
+
+
+def test_usage_error_exits_2() -> None:
+    result = kit("config")
+    assert result.returncode == 2
+    assert "usage: kit config" in result.stderr
+
+
+def test_the_installed_kit_script_runs(base: Path) -> None:
+    script = Path(sys.executable).with_name("kit")
+    result = subprocess.run(
+        [str(script), "config", "show", str(base)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "hidden: 64" in result.stdout

@@ -1,0 +1,44 @@
+"""The core imports and works with the notebook stack blocked from import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+BLOCKED = ("ipywidgets", "bokeh", "IPython", "jupyter_bokeh", "ipykernel", "widgets")
+
+SCRIPT = textwrap.dedent(
+    """
+    import importlib.abc, sys
+
+    BLOCKED = {blocked!r}
+
+    class Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in BLOCKED:
+                raise ImportError(f"blocked for this test: {{name}}")
+            return None
+
+    sys.meta_path.insert(0, Block())
+
+    import kit
+    from kit.examples.quickstart import quickstart_config
+
+    cfg = kit.load_config({{"a": 1, "b": "${{a}}"}}, ["a=2", "+c=[1]"])
+    assert kit.resolve_config(cfg).b == 2
+    assert kit.to_overrides({{"a": 1}}, cfg) == ["a=2", "+b='${{a}}'", "+c=[1]"]
+    assert quickstart_config(["parallel.n_workers=1"]).parallel.n_workers == 1
+    leaked = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+    assert not leaked, leaked
+    print("ok")
+    """
+).format(blocked=BLOCKED)
+
+
+def test_kit_works_without_jupyter_ipywidgets_or_bokeh() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

@@ -1,0 +1,32 @@
+"""The public surface is exactly what ``__all__`` says."""
+
+from __future__ import annotations
+
+import inspect
+from types import ModuleType
+
+import pytest
+
+import kit
+import kit.config
+
+
+def public_names(module: ModuleType) -> set[str]:
+    return {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_") and not inspect.ismodule(value)
+    }
+
+
+@pytest.mark.parametrize("module", [kit, kit.config], ids=lambda m: m.__name__)
+def test_all_lists_exactly_the_public_names(module: ModuleType) -> None:
+    assert set(module.__all__) == public_names(module)
+
+
+@pytest.mark.parametrize("module", [kit, kit.config], ids=lambda m: m.__name__)
+def test_every_public_function_has_a_docstring_example(module: ModuleType) -> None:
+    for name in module.__all__:
+        obj = getattr(module, name)
+        if inspect.isfunction(obj) or inspect.isclass(obj):
+            assert obj.__doc__ and ">>>" in obj.__doc__, f"{module.__name__}.{name}"
