@@ -33,7 +33,7 @@ def test_config_diff_prints_the_override_list(base: Path, tmp_path: Path) -> Non
     edited.write_text("model:\n  hidden: 32\nwidth: ${model.hidden}\nparallel:\n  env: slurm\n")
     result = kit("config", "diff", str(base), str(edited))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["model.hidden=32", "parallel.env='slurm'"]
+    assert result.stdout.splitlines() == ["model.hidden=32", "parallel.env=slurm"]
 
 
 def test_config_error_exits_2_with_the_message_and_no_traceback(base: Path) -> None:

@@ -187,8 +187,8 @@ def encode_value(value: Any) -> str:
 
     Examples
     --------
-    >>> encode_value([1, "two", None, {"x": 1.5}])
-    "[1,'two',null,{x:1.5}]"
+    >>> print(encode_value([1, "two", None, {"x": 1.5}, "two words"]))
+    [1,two,null,{x:1.5},'two words']
     """
     if value is None:
         return "null"
@@ -216,7 +216,14 @@ def encode_value(value: Any) -> str:
     )
 
 
+# Words Hydra reads as something other than a string when left unquoted.
+_KEYWORDS = {"true", "false", "null", "inf", "nan"}
+_BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-./]*$")
+
+
 def _quote(text: str) -> str:
+    if _BARE.match(text) and text.lower() not in _KEYWORDS:
+        return text  # plain words read better bare: `parallel.env=slurm`
     # Hydra treats a backslash as an escape only before a quote or before
     # other backslashes that precede a quote, so double exactly those runs.
     out = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", text)

@@ -20,7 +20,10 @@ scalars = st.one_of(
     st.integers(min_value=-(2**62), max_value=2**62),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=12),
-    st.sampled_from(["${a}", "${b.c}", "x ${a} y", "???", "1", "true", "null", "a,b", "[1]"]),
+    st.sampled_from(
+        ["${a}", "${b.c}", "x ${a} y", "???", "1", "true", "TRUE", "null", "a,b", "[1]", "NaN"]
+    ),
+    st.from_regex(r"[A-Za-z_][A-Za-z0-9_\-./]{0,6}", fullmatch=True),
 )
 values = st.recursive(
     scalars,
@@ -78,7 +81,7 @@ def test_interpolations_are_compared_as_written() -> None:
 
 def test_section_replaced_by_a_value_and_back() -> None:
     base = {"opt": {"lr": 0.1}}
-    assert to_overrides(base, {"opt": "sgd"}) == ["opt='sgd'"]
+    assert to_overrides(base, {"opt": "sgd"}) == ["opt=sgd"]
     assert to_overrides({"opt": "sgd"}, base) == ["opt={lr:0.1}"]
     assert load_config({"opt": "sgd"}, ["opt={lr:0.1}"]).opt.lr == 0.1
 
