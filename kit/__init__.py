@@ -11,6 +11,7 @@ Examples
 3
 """
 
+from kit._engine import RunHandle
 from kit.config import (
     ConfigError,
     config_hash,
@@ -19,14 +20,34 @@ from kit.config import (
     save_config,
     to_overrides,
 )
+from kit.provider import EnvironmentProvider
+from kit.result import ItemError, Progress, RunError, RunResult, RunStats, WorkerStats
+from kit.runner import Runner
+from kit.session import Session, get_session, sessions, shutdown
+from kit.store import RecordWriter, StoreError
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ConfigError",
+    "EnvironmentProvider",
+    "ItemError",
+    "Progress",
+    "RecordWriter",
+    "RunError",
+    "RunHandle",
+    "RunResult",
+    "RunStats",
+    "Runner",
+    "Session",
+    "StoreError",
+    "WorkerStats",
     "config_hash",
+    "get_session",
     "load_config",
     "resolve_config",
     "save_config",
+    "sessions",
+    "shutdown",
     "to_overrides",
 ]

@@ -1,0 +1,81 @@
+"""Cut pending positions into chunks: many small ones, sized by measured speed.
+
+Guided self-scheduling: each chunk takes a share of what remains (so the last
+chunks are small and no worker idles while another finishes a big one), no
+more than ``target_seconds`` of work, and no less than ``min_seconds`` (so
+trivial items are not drowned in per-chunk overhead).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable
+
+
+class ChunkPlanner:
+    """Hand out ``(start, stop)`` position ranges to run next.
+
+    Examples
+    --------
+    >>> planner = ChunkPlanner([(0, 100)], n_workers=2, chunk_size=30)
+    >>> planner.next(), planner.next(), planner.remaining
+    ((0, 30), (30, 60), 40)
+    """
+
+    def __init__(
+        self,
+        pending: Iterable[tuple[int, int]],
+        n_workers: int,
+        chunk_size: int | str = "auto",
+        batch_size: int | None = None,
+        target_seconds: float = 0.5,
+        min_seconds: float = 0.05,
+    ) -> None:
+        self._ranges: deque[tuple[int, int]] = deque(r for r in pending if r[1] > r[0])
+        self.remaining = sum(stop - start for start, stop in self._ranges)
+        self.n_workers = max(1, n_workers)
+        self.chunk_size = chunk_size
+        self.unit = batch_size or 1
+        self.target_seconds = target_seconds
+        self.min_seconds = min_seconds
+        self._items = 0
+        self._busy = 0.0
+
+    @property
+    def seconds_per_item(self) -> float | None:
+        """Measured mean seconds per item, or None before the first chunk returns."""
+        return self._busy / self._items if self._items else None
+
+    def observe(self, items: int, busy_seconds: float) -> None:
+        """Record that a chunk of ``items`` took ``busy_seconds`` in forward."""
+        self._items += items
+        self._busy += busy_seconds
+
+    def give_back(self, start: int, stop: int) -> None:
+        """Put a range back at the front (its chunk is to be tried again)."""
+        self._ranges.appendleft((start, stop))
+        self.remaining += stop - start
+
+    def size(self) -> int:
+        """Items in the next chunk (before cutting at a range's end)."""
+        if isinstance(self.chunk_size, int):
+            return max(1, self.chunk_size)
+        per_item = self.seconds_per_item
+        if per_item is None:
+            return self.unit  # probe: learn the speed from a small chunk first
+        per_item = max(per_item, 1e-7)
+        fair_share = self.remaining / (2 * self.n_workers)
+        size = min(self.target_seconds / per_item, max(fair_share, self.min_seconds / per_item))
+        return max(self.unit, math.ceil(size / self.unit) * self.unit)
+
+    def next(self) -> tuple[int, int] | None:
+        """Return the next range to run, or None when nothing is left."""
+        if not self._ranges:
+            return None
+        start, stop = self._ranges.popleft()
+        end = min(stop, start + self.size())
+        if end < stop:
+            self._ranges.appendleft((end, stop))
+        self.remaining -= end - start
+        return start, end

@@ -1,0 +1,101 @@
+"""The worker side of providers: a Dask WorkerPlugin holding the env, and the chunk task."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import cloudpickle
+from distributed import get_worker
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from kit._chunk import ChunkResult, execute_chunk
+from kit._inject import ForwardSpec
+from kit.provider import check_env
+from kit.result import Index
+
+
+class ProviderSetupError(RuntimeError):
+    """A provider's worker setup function failed or returned something other than a dict."""
+
+
+class ProviderPlugin(WorkerPlugin):
+    """Build a provider's env once per worker process and keep it for tasks.
+
+    ``idempotent``: registering a plugin of the same name again (the same
+    provider class and config) keeps the env already built.
+    """
+
+    idempotent = True
+
+    def __init__(self, name: str, label: str, setup: bytes, provider: bytes) -> None:
+        self.name = name
+        self.label = label
+        # Pickled by value with cloudpickle on the driver, so providers and
+        # setup functions defined in a notebook (__main__) reach the workers.
+        self._setup = setup
+        self._provider = provider
+        self.env: dict[str, Any] | None = None
+        self.builds = 0
+
+    def setup(self, worker: Any) -> None:
+        """Build the env; wrap any failure with the provider and worker named."""
+        try:
+            fn = cloudpickle.loads(self._setup)
+            env = check_env(fn(), self.label, "the worker setup function")
+        except Exception as exc:
+            text = "".join(traceback.format_exception(exc))
+            raise ProviderSetupError(
+                f"{self.label}: building the env failed on worker {worker.name} "
+                f"({worker.address}):\n{text}"
+            ) from None
+        self.env = env
+        self.builds += 1
+
+    def teardown(self, worker: Any) -> None:
+        """Release the env through the provider's ``teardown_env``."""
+        env, self.env = self.env, None
+        if env is not None:
+            provider = cloudpickle.loads(self._provider)
+            provider.teardown_env(env)
+
+
+def worker_env(name: str) -> Mapping[str, Any]:
+    """Return the env named ``name`` on the current worker, or raise."""
+    worker = get_worker()
+    plugin = worker.plugins.get(name)
+    if not isinstance(plugin, ProviderPlugin) or plugin.env is None:
+        raise ProviderSetupError(
+            f"the env {name!r} is not built on worker {worker.name} ({worker.address}); "
+            "its setup may have failed when the worker started: see the worker's log"
+        )
+    return plugin.env
+
+
+def run_chunk(
+    forward: Callable[..., Any],
+    env_name: str,
+    spec: ForwardSpec,
+    explicit: Mapping[str, Any],
+    indices: Sequence[Index],
+    start: int,
+    batch_size: int | None,
+) -> ChunkResult:
+    """Run positions ``start...`` on this worker with its env injected (the Dask task)."""
+    worker = get_worker()
+    kwargs = spec.kwargs(worker_env(env_name), explicit)
+    return execute_chunk(forward, kwargs, indices, start, batch_size, str(worker.name))
+
+
+def env_report(name: str, dask_worker: Any) -> dict[str, Any]:
+    """For ``client.run``: the env's keys and build count on one worker."""
+    plugin = dask_worker.plugins.get(name)
+    if not isinstance(plugin, ProviderPlugin) or plugin.env is None:
+        return {"built": False, "keys": [], "builds": 0}
+    return {"built": True, "keys": sorted(plugin.env), "builds": plugin.builds}
+
+
+def plugin_names(dask_scheduler: Any) -> list[str]:
+    """For ``client.run_on_scheduler``: names of the registered worker plugins."""
+    return list(dask_scheduler.worker_plugins)

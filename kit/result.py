@@ -1,0 +1,205 @@
+"""What a run gives back: records, item errors, statistics, progress."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+Index = int | str
+
+
+@dataclass(frozen=True)
+class ItemError:
+    """One item whose ``forward`` raised (or whose chunk could not be run).
+
+    Attributes
+    ----------
+    index
+        The item's index, as passed to ``run``.
+    position
+        Where the item stands in the list of indices given to ``run``.
+    type
+        Qualified name of the exception type, e.g. ``"builtins.ValueError"``.
+    message
+        ``str(exception)``.
+    traceback
+        The formatted traceback, as seen on the worker.
+    worker
+        Name of the worker (``"driver"`` in inline runs).
+
+    Examples
+    --------
+    >>> err = ItemError(7, 2, "builtins.ValueError", "bad item", "Traceback ...", "0")
+    >>> print(err)
+    item 7 (position 2) failed on worker 0: builtins.ValueError: bad item
+    """
+
+    index: Index
+    position: int
+    type: str
+    message: str
+    traceback: str
+    worker: str
+
+    @classmethod
+    def from_exception(
+        cls, index: Index, position: int, exc: BaseException, worker: str
+    ) -> ItemError:
+        """Describe ``exc`` raised by item ``index``; skip Kit's own frame."""
+        tb = exc.__traceback__
+        if tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        text = "".join(traceback.format_exception(type(exc), exc, tb))
+        kind = type(exc)
+        return cls(
+            index, position, f"{kind.__module__}.{kind.__qualname__}", str(exc), text, worker
+        )
+
+    def __str__(self) -> str:
+        return (
+            f"item {self.index!r} (position {self.position}) failed on worker {self.worker}: "
+            f"{self.type}: {self.message}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the error as a JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class WorkerStats:
+    """Items run and seconds spent in ``forward`` by one worker."""
+
+    items: int = 0
+    busy_seconds: float = 0.0
+    chunks: int = 0
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """Counts and timings of a run.
+
+    ``items`` is the number of indices asked for; ``ok + failed + not_run``
+    equals it. ``resumed`` counts items whose results were read back from
+    ``output_dir`` instead of being run again.
+    """
+
+    items: int
+    ok: int
+    failed: int
+    not_run: int
+    resumed: int
+    wall_seconds: float
+    setup_seconds: float
+    chunks: int
+    workers: dict[str, WorkerStats] = field(default_factory=dict)
+
+    @property
+    def items_per_second(self) -> float:
+        """Items finished (ok or failed) in this run per second of wall time."""
+        ran = self.ok + self.failed - self.resumed
+        return ran / self.wall_seconds if self.wall_seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the statistics as a JSON-ready dict."""
+        out = asdict(self)
+        out["items_per_second"] = self.items_per_second
+        return out
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a run is: items finished (ok or failed), failed, total."""
+
+    done: int
+    failed: int
+    total: int
+
+    @property
+    def fraction(self) -> float:
+        """Share of items finished, from 0.0 to 1.0."""
+        return self.done / self.total if self.total else 1.0
+
+
+@dataclass
+class RunResult:
+    """The outcome of a run.
+
+    Attributes
+    ----------
+    indices
+        The indices asked for, in order.
+    records
+        ``forward``'s outputs in the order of ``indices``; None where an
+        item failed or did not run.
+    errors
+        One :class:`ItemError` per failed item, in the order of ``indices``.
+    stats
+        Counts and timings.
+    status
+        ``"completed"`` (every item ran), ``"cancelled"`` or ``"stopped"``
+        (on_error or max_failures ended it early).
+    output_dir
+        Where the run was stored, or None.
+    summary
+        The runner's ``summarize(records)`` for a completed run.
+    """
+
+    indices: Sequence[Index]
+    records: list[Any]
+    errors: list[ItemError]
+    stats: RunStats
+    status: str
+    output_dir: Path | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed_indices(self) -> list[Index]:
+        """Indices of the items that failed."""
+        return [err.index for err in self.errors]
+
+    def to_pandas(self) -> Any:
+        """Return one row per item: index, record (dict records spread into columns), error.
+
+        Needs pandas (``pip install pandas``).
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("RunResult.to_pandas() needs pandas: pip install pandas") from None
+        errors = {err.position: err for err in self.errors}
+        rows = []
+        for pos, (index, record) in enumerate(zip(self.indices, self.records, strict=True)):
+            row: dict[str, Any] = {"index": index}
+            if isinstance(record, dict):
+                row.update(record)
+            else:
+                row["record"] = record
+            err = errors.get(pos)
+            row["error"] = f"{err.type}: {err.message}" if err else None
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        s = self.stats
+        return (
+            f"RunResult(status={self.status!r}, items={s.items}, ok={s.ok}, failed={s.failed}, "
+            f"not_run={s.not_run}, wall={s.wall_seconds:.2f}s, output_dir={self.output_dir})"
+        )
+
+
+class RunError(RuntimeError):
+    """A run stopped early: an item failed with ``on_error="raise"``, or too many failed.
+
+    The completed part is kept: ``.result`` holds it (and ``output_dir``
+    has it, so the next run resumes); ``.error`` is the item error that
+    stopped the run.
+    """
+
+    def __init__(self, message: str, result: RunResult, error: ItemError | None) -> None:
+        super().__init__(message)
+        self.result = result
+        self.error = error

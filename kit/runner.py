@@ -1,0 +1,241 @@
+"""Runners: apply a static ``forward`` to items, inline or on a Dask cluster."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from kit._engine import RunHandle, RunSpec
+from kit._inject import ForwardSpec
+from kit.config import ParallelConfig, RunnerConfig, parallel_section
+from kit.config._schema import check_section
+from kit.events import EventStream, Subscriber
+from kit.provider import EnvironmentProvider
+from kit.result import Index, RunResult
+from kit.session import get_session
+from kit.store import RecordWriter, RunStore
+
+
+class Runner:
+    """Run ``forward`` over items with the provider's env injected by keyword name.
+
+    Subclasses define ``forward`` as a ``@staticmethod`` taking the item
+    index first and env entries by name (``**env`` takes all of them);
+    with ``batch_size=k`` it takes a list of up to k indices and returns a
+    list of as many results. Nothing of ``self`` is sent to the workers.
+
+    Parameters
+    ----------
+    provider
+        Builds the env (once on the driver inline, once per worker otherwise).
+    parallel
+        The ``parallel`` config section (``env``, ``n_workers``, ``address``,
+        ``options``); None runs inline in this process.
+    output_dir
+        Where to store the run (manifest, chunk files, errors, config); None
+        keeps results in memory only.
+    batch_size, chunk_size, resume, on_error, max_failures, retries
+        As in the ``runner`` config section: see :class:`kit.config.RunnerConfig`.
+    writer
+        How records are stored in ``output_dir`` (default: JSON lines,
+        cloudpickle for records that are not plain JSON).
+
+    Examples
+    --------
+    >>> from omegaconf import OmegaConf
+    >>> from kit import EnvironmentProvider, Runner
+    >>> class Scale(EnvironmentProvider):
+    ...     def build_env_local(self):
+    ...         return {"factor": self.config.factor}
+    ...     def make_worker_setup_fn(self):
+    ...         factor = self.config.factor
+    ...         return lambda: {"factor": factor}
+    >>> class Times(Runner):
+    ...     @staticmethod
+    ...     def forward(idx, factor):
+    ...         return idx * factor
+    >>> result = Times(Scale(OmegaConf.create({"factor": 3}))).run(range(4))
+    >>> result.records, result.status
+    ([0, 3, 6, 9], 'completed')
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "forward" in cls.__dict__ and not isinstance(cls.__dict__["forward"], staticmethod):
+            raise TypeError(
+                f"{cls.__qualname__}.forward must be a @staticmethod (so nothing of the "
+                "runner is pickled and sent to workers): add @staticmethod above it"
+            )
+
+    @staticmethod
+    def forward(idx: Any, **env: Any) -> Any:
+        """Process one item (or a list of items with ``batch_size``); override this."""
+        raise NotImplementedError("define forward(idx, **env) as a @staticmethod in a subclass")
+
+    def summarize(self, records: list[Any]) -> dict[str, Any]:
+        """Aggregate the records of a completed run (e.g. corpus WER); override this."""
+        return {}
+
+    def __init__(
+        self,
+        provider: EnvironmentProvider,
+        *,
+        parallel: DictConfig | Mapping[str, Any] | ParallelConfig | None = None,
+        output_dir: str | os.PathLike[str] | None = None,
+        batch_size: int | None = None,
+        chunk_size: int | str = "auto",
+        resume: bool = True,
+        on_error: str = "record",
+        max_failures: int | None = None,
+        retries: int = 2,
+        writer: RecordWriter | None = None,
+    ) -> None:
+        if not isinstance(provider, EnvironmentProvider):
+            raise TypeError(
+                f"provider must be an EnvironmentProvider, got {type(provider).__name__}"
+            )
+        if type(self).forward is Runner.forward:
+            raise TypeError(f"{type(self).__qualname__} must define a @staticmethod forward")
+        options = {
+            "batch_size": batch_size,
+            "chunk_size": chunk_size,
+            "resume": resume,
+            "on_error": on_error,
+            "max_failures": max_failures,
+            "retries": retries,
+        }
+        checked = check_section(OmegaConf.create({"runner": options}), "runner", RunnerConfig)
+        self.options = RunnerConfig(**OmegaConf.to_container(checked))  # type: ignore[arg-type]
+        self.provider = provider
+        self.parallel = (
+            parallel if isinstance(parallel, ParallelConfig) else parallel_section(parallel)
+        )
+        self.output_dir = Path(output_dir) if output_dir is not None else None
+        self.writer = writer
+        self.forward_spec = ForwardSpec.of(type(self).forward, f"{type(self).__qualname__}.forward")
+
+    # -------------------------------------------------------------- running
+    def run(
+        self,
+        indices: int | Iterable[Index],
+        *,
+        on_event: Subscriber | None = None,
+        **forward_kwargs: Any,
+    ) -> RunResult:
+        """Run ``forward`` over ``indices`` and wait for the result.
+
+        ``indices`` is a list (or range) of item indices (ints or strings), or
+        an int n for ``range(n)``. Extra keyword arguments go to every
+        ``forward`` call. Ctrl-C cancels pending work and keeps what is done.
+
+        Raises
+        ------
+        RunError
+            When ``on_error="raise"`` or ``max_failures`` stops the run.
+        """
+        handle = self._handle(indices, forward_kwargs, on_event)
+        if handle.spec.session.client is None:
+            handle.drive()  # inline: in this thread, so a debugger stops inside forward
+            return handle.result()
+        handle.start_background()
+        try:
+            return handle.result()
+        except KeyboardInterrupt:
+            handle.cancel()
+            handle.join(timeout=30)
+            raise
+
+    __call__ = run
+
+    def submit(
+        self,
+        indices: int | Iterable[Index],
+        *,
+        on_event: Subscriber | None = None,
+        **forward_kwargs: Any,
+    ) -> RunHandle:
+        """Start the run in the background and return its :class:`RunHandle` at once."""
+        handle = self._handle(indices, forward_kwargs, on_event)
+        handle.start_background()
+        return handle
+
+    def _handle(
+        self,
+        indices: int | Iterable[Index],
+        forward_kwargs: Mapping[str, Any],
+        on_event: Subscriber | None,
+    ) -> RunHandle:
+        items = normalize_indices(indices)
+        store = RunStore(self.output_dir, self.writer) if self.output_dir is not None else None
+        options = self.options
+        spec = RunSpec(
+            provider=self.provider,
+            forward=type(self).forward,
+            forward_spec=self.forward_spec,
+            explicit=dict(forward_kwargs),
+            indices=items,
+            session=get_session(self.parallel),
+            batch_size=options.batch_size,
+            chunk_size=options.chunk_size,
+            on_error=options.on_error,
+            max_failures=options.max_failures,
+            retries=options.retries,
+            store=store,
+            resume=options.resume,
+            runner_name=f"{type(self).__module__}.{type(self).__qualname__}",
+            summarize=self.summarize,
+            config=self.provider.config if isinstance(self.provider.config, DictConfig) else None,
+        )
+        events = EventStream()
+        if on_event is not None:
+            events.subscribe(on_event)
+        return RunHandle(spec, events)
+
+
+def normalize_indices(indices: int | Iterable[Index]) -> Sequence[Index]:
+    """Return ``indices`` as a range or a list, checking every item is an int or a str.
+
+    Examples
+    --------
+    >>> normalize_indices(3)
+    range(0, 3)
+    >>> normalize_indices(["a", 2])
+    ['a', 2]
+    >>> normalize_indices([1, 2.5])
+    Traceback (most recent call last):
+    ...
+    TypeError: indices[1] is 2.5 (float); indices must be ints or strings
+    """
+    if isinstance(indices, bool):
+        raise TypeError("indices must be an int count or a list of ints or strings, not a bool")
+    if isinstance(indices, int):
+        if indices < 0:
+            raise ValueError(f"indices: a count must be >= 0, got {indices}")
+        return range(indices)
+    if isinstance(indices, range):
+        return indices
+    if isinstance(indices, (str, bytes)) or not isinstance(indices, Iterable):
+        raise TypeError(
+            "indices must be an int count or a list of ints or strings, "
+            f"got {type(indices).__name__}"
+        )
+    items = list(indices)
+    for pos, index in enumerate(items):
+        if isinstance(index, bool) or not isinstance(index, (int, str)):
+            try:
+                import numpy as np
+
+                if isinstance(index, np.integer):
+                    items[pos] = int(index)
+                    continue
+            except ImportError:
+                pass
+            raise TypeError(
+                f"indices[{pos}] is {index!r} ({type(index).__name__}); "
+                "indices must be ints or strings"
+            )
+    return items

@@ -1,0 +1,246 @@
+"""Sessions: one cluster and client per distinct ``parallel`` config, reused across runs.
+
+The registry is explicit: :func:`sessions` lists what is open and
+:func:`shutdown` closes it (and runs at interpreter exit). Kit closes only
+clusters it started itself, never a remote scheduler it merely connected to.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import cloudpickle
+from omegaconf import DictConfig
+
+from kit.config import ParallelConfig, config_hash, parallel_section
+from kit.provider import Env, EnvironmentProvider, check_env, env_name_prefix
+
+_LOCK = threading.RLock()
+_SESSIONS: dict[str, Session] = {}
+_ATEXIT_REGISTERED = False
+
+
+@dataclass(eq=False)
+class Session:
+    """An open place to run items: inline, or a Dask client (and maybe its cluster).
+
+    Attributes
+    ----------
+    key
+        Hash of the ``parallel`` section this session was made for.
+    parallel
+        That section.
+    client
+        The Dask client, or None for inline.
+    cluster
+        The cluster object Kit started (LocalCluster, a job-queue cluster),
+        or None when Kit only connected to a remote scheduler.
+    """
+
+    key: str
+    parallel: ParallelConfig
+    client: Any = None
+    cluster: Any = None
+    started: float = field(default_factory=time.time)
+    local_envs: dict[str, Env] = field(default_factory=dict, repr=False)
+
+    @property
+    def dashboard_link(self) -> str | None:
+        """The Dask dashboard address, or None (inline, or no bokeh installed)."""
+        if self.client is None:
+            return None
+        try:
+            link: str | None = self.client.dashboard_link
+        except Exception:  # no dashboard running (bokeh missing)
+            return None
+        return link
+
+    @property
+    def n_workers(self) -> int:
+        """Worker threads available now (1 for inline)."""
+        if self.client is None:
+            return 1
+        threads: dict[str, int] = self.client.nthreads()
+        return max(1, sum(threads.values()))
+
+    def attach(self, provider: EnvironmentProvider) -> tuple[str, list[str]]:
+        """Make ``provider``'s env available; return its name and keys.
+
+        Inline, the env is built once with ``build_env_local`` and cached in
+        this session. On a cluster it is built by a worker plugin on every
+        worker (and on workers that join later); an env of the same provider
+        class with another config is torn down first.
+        """
+        name = provider.env_name()
+        label = type(provider).__qualname__
+        if self.client is None:
+            if name not in self.local_envs:
+                for old in [
+                    n for n in self.local_envs if n.startswith(env_name_prefix(type(provider)))
+                ]:
+                    provider.teardown_env(self.local_envs.pop(old))
+                env = check_env(provider.build_env_local(), label, "build_env_local()")
+                self.local_envs[name] = env
+            return name, sorted(self.local_envs[name])
+        return name, _attach_to_cluster(self.client, provider, name, label)
+
+    def close(self) -> None:
+        """Close the client, and the cluster if Kit started it."""
+        with _LOCK:
+            _SESSIONS.pop(self.key, None)
+        for env in self.local_envs.values():
+            _close_quietly(env)
+        self.local_envs.clear()
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def describe(self) -> dict[str, Any]:
+        """Describe the session for JSON: env, workers, dashboard."""
+        return {
+            "key": self.key,
+            "parallel": asdict(self.parallel),
+            "scheduler": None if self.client is None else self.client.scheduler.address,
+            "dashboard": self.dashboard_link,
+            "workers": self.n_workers,
+            "owns_cluster": self.cluster is not None,
+        }
+
+
+def _close_quietly(env: Env) -> None:
+    for value in env.values():
+        close = getattr(value, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                close()
+
+
+def _attach_to_cluster(
+    client: Any, provider: EnvironmentProvider, name: str, label: str
+) -> list[str]:
+    from kit._plugin import ProviderPlugin, env_report, plugin_names
+
+    registered = client.run_on_scheduler(plugin_names)
+    prefix = env_name_prefix(type(provider))
+    for old in registered:
+        if old.startswith(prefix) and old != name:
+            client.unregister_worker_plugin(old)
+    plugin = ProviderPlugin(
+        name, label, cloudpickle.dumps(provider.worker_setup_fn()), cloudpickle.dumps(provider)
+    )
+    try:
+        client.register_plugin(plugin, name=name)
+    except Exception as exc:
+        # Leave nothing half-registered: a later worker must not retry a broken setup.
+        with contextlib.suppress(Exception):
+            client.unregister_worker_plugin(name)
+        from kit._plugin import ProviderSetupError
+
+        if isinstance(exc, ProviderSetupError):
+            raise ProviderSetupError(str(exc)) from None
+        raise ProviderSetupError(
+            f"{label}: registering the env on the workers failed: {exc!r}"
+        ) from exc
+    reports = client.run(env_report, name)
+    keys: set[str] = set()
+    for report in reports.values():
+        keys.update(report["keys"])
+    return sorted(keys)
+
+
+def _make(parallel: ParallelConfig, key: str) -> Session:
+    env = parallel.env
+    if env == "inline":
+        return Session(key, parallel)
+    from distributed import Client
+
+    options = dict(parallel.options)
+    if env == "local":
+        from distributed import LocalCluster
+
+        kwargs: dict[str, Any] = {
+            "n_workers": parallel.n_workers,
+            "threads_per_worker": 1,
+            "processes": True,
+            "host": "127.0.0.1",
+            "dashboard_address": "127.0.0.1:0",
+        }
+        kwargs.update(options)
+        cluster = LocalCluster(**kwargs)  # type: ignore[no-untyped-call]
+        client = Client(cluster, set_as_default=False)  # type: ignore[no-untyped-call]
+        return Session(key, parallel, client=client, cluster=cluster)
+    if env == "remote":
+        if not parallel.address:
+            from kit.config import ConfigError
+
+            raise ConfigError(
+                "parallel.address: env 'remote' needs the scheduler address\n"
+                "    full_key: parallel.address\n"
+                "    fix: set it, e.g. `parallel.address=tcp://127.0.0.1:8786`",
+                full_key="parallel.address",
+            )
+        timeout = options.pop("timeout", 30)
+        client = Client(  # type: ignore[no-untyped-call]
+            parallel.address, set_as_default=False, timeout=timeout, **options
+        )
+        client.wait_for_workers(1, timeout=timeout)
+        return Session(key, parallel, client=client)
+    raise NotImplementedError(
+        f"parallel.env: {env!r} (a job-queue cluster) is not available yet in this version"
+    )
+
+
+def get_session(parallel: ParallelConfig | DictConfig | Mapping[str, Any] | None) -> Session:
+    """Return the open session for ``parallel``, starting one if needed.
+
+    Examples
+    --------
+    >>> session = get_session({"env": "inline"})
+    >>> session is get_session({"env": "inline"}), session.client is None
+    (True, True)
+    """
+    section = parallel if isinstance(parallel, ParallelConfig) else parallel_section(parallel)
+    key = config_hash(asdict(section))
+    global _ATEXIT_REGISTERED
+    with _LOCK:
+        session = _SESSIONS.get(key)
+        if session is not None and (session.client is None or session.client.status == "running"):
+            return session
+        session = _make(section, key)
+        _SESSIONS[key] = session
+        if not _ATEXIT_REGISTERED:
+            atexit.register(shutdown)
+            _ATEXIT_REGISTERED = True
+        return session
+
+
+def sessions() -> list[Session]:
+    """Return the open sessions, oldest first.
+
+    Examples
+    --------
+    >>> isinstance(sessions(), list)
+    True
+    """
+    with _LOCK:
+        return sorted(_SESSIONS.values(), key=lambda s: s.started)
+
+
+def shutdown() -> None:
+    """Close every session: clients, and the clusters Kit started.
+
+    Examples
+    --------
+    >>> shutdown()
+    >>> sessions()
+    []
+    """
+    for session in sessions():
+        session.close()
