@@ -51,6 +51,24 @@ class RunHandle:
     """A run in progress: watch it, iterate over its records, wait, or cancel.
 
     Returned by :meth:`kit.Runner.submit`; :meth:`kit.Runner.run` waits on one.
+
+    Examples
+    --------
+    >>> from kit import Runner, EnvironmentProvider
+    >>> class Env(EnvironmentProvider):
+    ...     def build_env_local(self): return {}
+    ...     def make_worker_setup_fn(self): return dict
+    >>> class Square(Runner):
+    ...     @staticmethod
+    ...     def forward(idx):
+    ...         return idx * idx
+    >>> handle = Square(Env({})).submit(range(5))
+    >>> handle.result(timeout=30).records
+    [0, 1, 4, 9, 16]
+    >>> handle.progress
+    Progress(done=5, failed=0, total=5)
+    >>> sorted(handle)
+    [(0, 0), (1, 1), (2, 4), (3, 9), (4, 16)]
     """
 
     def __init__(self, spec: RunSpec, events: EventStream | None = None) -> None:

@@ -71,7 +71,13 @@ class ItemError:
 
 @dataclass(frozen=True)
 class WorkerStats:
-    """Items run and seconds spent in ``forward`` by one worker."""
+    """Items run and seconds spent in ``forward`` by one worker.
+
+    Examples
+    --------
+    >>> WorkerStats(items=10, busy_seconds=0.5, chunks=2).items
+    10
+    """
 
     items: int = 0
     busy_seconds: float = 0.0
@@ -85,6 +91,13 @@ class RunStats:
     ``items`` is the number of indices asked for; ``ok + failed + not_run``
     equals it. ``resumed`` counts items whose results were read back from
     ``output_dir`` instead of being run again.
+
+    Examples
+    --------
+    >>> stats = RunStats(items=4, ok=3, failed=1, not_run=0, resumed=0,
+    ...                  wall_seconds=2.0, setup_seconds=0.1, chunks=2)
+    >>> stats.items_per_second
+    2.0
     """
 
     items: int
@@ -112,7 +125,13 @@ class RunStats:
 
 @dataclass(frozen=True)
 class Progress:
-    """How far a run is: items finished (ok or failed), failed, total."""
+    """How far a run is: items finished (ok or failed), failed, total.
+
+    Examples
+    --------
+    >>> Progress(done=5, failed=1, total=20).fraction
+    0.25
+    """
 
     done: int
     failed: int
@@ -146,6 +165,23 @@ class RunResult:
         Where the run was stored, or None.
     summary
         The runner's ``summarize(records)`` for a completed run.
+
+    Examples
+    --------
+    >>> from kit import Runner, EnvironmentProvider
+    >>> class Env(EnvironmentProvider):
+    ...     def build_env_local(self): return {}
+    ...     def make_worker_setup_fn(self): return dict
+    >>> class Half(Runner):
+    ...     @staticmethod
+    ...     def forward(idx):
+    ...         return 10 // idx
+    >>> result = Half(Env({})).run([1, 0, 5])
+    >>> result.records, result.failed_indices
+    ([10, None, 2], [0])
+    >>> err = result.errors[0]
+    >>> err.position, err.type, err.worker
+    (1, 'builtins.ZeroDivisionError', 'driver')
     """
 
     indices: Sequence[Index]
@@ -197,6 +233,22 @@ class RunError(RuntimeError):
     The completed part is kept: ``.result`` holds it (and ``output_dir``
     has it, so the next run resumes); ``.error`` is the item error that
     stopped the run.
+
+    Examples
+    --------
+    >>> from kit import Runner, EnvironmentProvider
+    >>> class Env(EnvironmentProvider):
+    ...     def build_env_local(self): return {}
+    ...     def make_worker_setup_fn(self): return dict
+    >>> class Half(Runner):
+    ...     @staticmethod
+    ...     def forward(idx):
+    ...         return 10 // idx
+    >>> try:
+    ...     Half(Env({}), on_error="raise").run([1, 0, 5])
+    ... except RunError as err:
+    ...     print(err.error.index, err.result.status)
+    0 stopped
     """
 
     def __init__(self, message: str, result: RunResult, error: ItemError | None) -> None:

@@ -41,6 +41,12 @@ class Session:
     cluster
         The cluster object Kit started (LocalCluster, a job-queue cluster),
         or None when Kit only connected to a remote scheduler.
+
+    Examples
+    --------
+    >>> session = get_session({"env": "inline"})
+    >>> session.describe()["workers"], session.dashboard_link
+    (1, None)
     """
 
     key: str

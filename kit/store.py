@@ -160,7 +160,13 @@ def indices_digest(indices: Sequence[Index]) -> str:
 
 
 class StoreError(RuntimeError):
-    """An output directory cannot be used for this run (say why and how to proceed)."""
+    """An output directory cannot be used for this run; the message says why and what to do.
+
+    Examples
+    --------
+    >>> issubclass(StoreError, RuntimeError)
+    True
+    """
 
 
 class RunStore:
