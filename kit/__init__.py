@@ -20,7 +20,7 @@ from kit.config import (
     save_config,
     to_overrides,
 )
-from kit.provider import EnvironmentProvider
+from kit.provider import EnvironmentProvider, ProviderSetupError
 from kit.result import ItemError, Progress, RunError, RunResult, RunStats, WorkerStats
 from kit.runner import Runner
 from kit.session import Session, get_session, sessions, shutdown
@@ -33,6 +33,7 @@ __all__ = [
     "EnvironmentProvider",
     "ItemError",
     "Progress",
+    "ProviderSetupError",
     "RecordWriter",
     "RunError",
     "RunHandle",

@@ -12,12 +12,8 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from kit._chunk import ChunkResult, execute_chunk
 from kit._inject import ForwardSpec
-from kit.provider import check_env
+from kit.provider import ProviderSetupError, check_env
 from kit.result import Index
-
-
-class ProviderSetupError(RuntimeError):
-    """A provider's worker setup function failed or returned something other than a dict."""
 
 
 class ProviderPlugin(WorkerPlugin):

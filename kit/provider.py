@@ -118,6 +118,16 @@ class EnvironmentProvider(abc.ABC):
         return f"{env_name_prefix(type(self))}{config_hash(self.config)}"
 
 
+class ProviderSetupError(RuntimeError):
+    """Building a provider's env on a worker failed (the message has the worker's traceback).
+
+    Examples
+    --------
+    >>> issubclass(ProviderSetupError, RuntimeError)
+    True
+    """
+
+
 def env_name_prefix(cls: type) -> str:
     """Return the part of env names shared by every config of provider ``cls``."""
     return f"kit-env:{cls.__module__}.{cls.__qualname__}:"

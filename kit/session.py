@@ -19,7 +19,13 @@ import cloudpickle
 from omegaconf import DictConfig
 
 from kit.config import ParallelConfig, config_hash, parallel_section
-from kit.provider import Env, EnvironmentProvider, check_env, env_name_prefix
+from kit.provider import (
+    Env,
+    EnvironmentProvider,
+    ProviderSetupError,
+    check_env,
+    env_name_prefix,
+)
 
 _LOCK = threading.RLock()
 _SESSIONS: dict[str, Session] = {}
@@ -147,8 +153,6 @@ def _attach_to_cluster(
         # Leave nothing half-registered: a later worker must not retry a broken setup.
         with contextlib.suppress(Exception):
             client.unregister_worker_plugin(name)
-        from kit._plugin import ProviderSetupError
-
         if isinstance(exc, ProviderSetupError):
             raise ProviderSetupError(str(exc)) from None
         raise ProviderSetupError(

@@ -1,0 +1,102 @@
+"""Provider envs on real Dask workers: built once, reused, rebuilt, torn down, failures."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kit
+from kit import ProviderSetupError
+from kit._plugin import plugin_names
+from tests.workloads import Affine, NewNameProvider, ToyProvider, WhereRan, lines, toy_config
+
+
+def pids(log_dir: Path, name: str = "setup.log") -> list[str]:
+    return [line.split()[0] for line in lines(log_dir, name)]
+
+
+def test_each_worker_builds_the_env_once_across_three_runs(tmp_path: Path, local: dict) -> None:
+    runner = WhereRan(ToyProvider(toy_config(tmp_path)), parallel=local)
+    seen: set[int] = set()
+    for _ in range(3):
+        result = runner.run(range(200))
+        seen |= {r["pid"] for r in result.records}
+        assert all(r["pid"] == r["env_pid"] for r in result.records)
+    builds = pids(tmp_path)
+    assert len(builds) == 2 == len(set(builds))
+    assert {int(p) for p in builds} == seen
+
+
+def test_a_new_runner_with_the_same_config_reuses_the_env(tmp_path: Path, local: dict) -> None:
+    for _ in range(2):
+        WhereRan(ToyProvider(toy_config(tmp_path)), parallel=local).run(range(10))
+    assert len(pids(tmp_path)) == 2
+
+
+def test_a_changed_config_builds_anew_and_tears_the_old_env_down(
+    tmp_path: Path, local: dict
+) -> None:
+    Affine(ToyProvider(toy_config(tmp_path, factor=2)), parallel=local).run(range(10))
+    result = Affine(ToyProvider(toy_config(tmp_path, factor=5)), parallel=local).run(range(10))
+    assert result.records[3] == {"idx": 3, "y": 16}
+    factors = sorted(line.split()[1] for line in lines(tmp_path, "setup.log"))
+    assert factors == ["2", "2", "5", "5"]
+    deadline = time.monotonic() + 10
+    while len(lines(tmp_path, "teardown.log")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(line.split()[1] for line in lines(tmp_path, "teardown.log")) == ["2", "2"]
+
+
+def test_a_failing_setup_fails_at_once_and_leaves_nothing_registered(
+    tmp_path: Path, local: dict, local_client: Any
+) -> None:
+    provider = ToyProvider(toy_config(tmp_path, fail_setup=True))
+    with pytest.raises(ProviderSetupError) as info:
+        Affine(provider, parallel=local).run(range(5))
+    message = str(info.value)
+    assert message.startswith("ToyProvider: building the env failed on worker ")
+    assert "Traceback (most recent call last)" in message
+    assert "RuntimeError: model file is corrupt" in message
+    assert provider.env_name() not in local_client.run_on_scheduler(plugin_names)
+
+
+def test_a_setup_that_returns_no_dict_is_an_error(tmp_path: Path, local: dict) -> None:
+    with pytest.raises(ProviderSetupError, match="must return a dict of env entries"):
+        Affine(ToyProvider(toy_config(tmp_path, bad_setup=True)), parallel=local).run(range(5))
+
+
+def test_the_newer_method_name_works_on_workers(local: dict) -> None:
+    result = Affine(NewNameProvider(toy_config()), parallel=local).run(range(3))
+    assert result.records == [{"idx": i, "y": 2 * i} for i in range(3)]
+
+
+def test_workers_that_join_or_restart_build_the_env(tmp_path: Path) -> None:
+    parallel = {"env": "local", "n_workers": 1, "options": {"name": "join-restart"}}
+    session = kit.get_session(parallel)
+    try:
+        runner = WhereRan(ToyProvider(toy_config(tmp_path)), parallel=parallel)
+        runner.run(range(5))
+        assert len(pids(tmp_path)) == 1
+        session.cluster.scale(2)
+        session.client.wait_for_workers(2, timeout=60)
+        result = runner.run(range(200))
+        assert len(set(pids(tmp_path))) == 2
+        assert all(r["pid"] == r["env_pid"] for r in result.records)
+        session.client.restart()
+        result = runner.run(range(50))
+        assert len(set(pids(tmp_path))) == 4
+        assert all(r["pid"] == r["env_pid"] for r in result.records)
+    finally:
+        session.close()
+    assert session not in kit.sessions()
+
+
+def test_sessions_are_reused_and_listed(local: dict) -> None:
+    first = kit.get_session(local)
+    assert kit.get_session(dict(local)) is first
+    assert first in kit.sessions()
+    assert first.describe()["workers"] == 2
+    assert first.dashboard_link is None or first.dashboard_link.startswith("http://127.0.0.1:")

@@ -1,0 +1,151 @@
+"""Providers and runners the engine tests run (importable by worker processes).
+
+Side effects that tests count (env builds, forward calls, teardowns) are
+appended as lines to files under the config's ``log_dir``, because they
+happen in other processes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from kit import EnvironmentProvider, Runner
+
+
+def log(cfg: Any, name: str, line: str) -> None:
+    with open(Path(cfg.log_dir) / name, "a") as fh:
+        fh.write(line + "\n")
+
+
+def lines(log_dir: Path, name: str) -> list[str]:
+    path = log_dir / name
+    return path.read_text().splitlines() if path.exists() else []
+
+
+class Model:
+    """A toy heavy object: counts its builds, can be closed."""
+
+    def __init__(self, cfg: Any) -> None:
+        self.cfg = cfg
+        self.factor = cfg.factor
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+        if self.cfg.get("log_dir"):
+            log(self.cfg, "teardown.log", f"{os.getpid()} {self.cfg.factor}")
+
+
+def build_env(cfg: Any) -> dict[str, Any]:
+    if cfg.get("log_dir"):
+        log(cfg, "setup.log", f"{os.getpid()} {cfg.factor}")
+    if cfg.get("fail_setup"):
+        raise RuntimeError("model file is corrupt")
+    if cfg.get("bad_setup"):
+        return ["not", "a", "dict"]  # type: ignore[return-value]
+    return {"model": Model(cfg), "offset": cfg.get("offset", 0), "pid": os.getpid()}
+
+
+class ToyProvider(EnvironmentProvider):
+    def build_env_local(self) -> dict[str, Any]:
+        return build_env(self.config)
+
+    def make_worker_setup_fn(self) -> Any:
+        cfg = self.config
+
+        def setup() -> dict[str, Any]:
+            return build_env(cfg)
+
+        return setup
+
+
+class NewNameProvider(EnvironmentProvider):
+    """Uses ESPnet3's newer method name."""
+
+    def build_env_local(self) -> dict[str, Any]:
+        return {"model": Model(self.config), "offset": 0}
+
+    def build_worker_setup_fn(self) -> Any:
+        cfg = self.config
+        return lambda: {"model": Model(cfg), "offset": 0}
+
+
+class Affine(Runner):
+    @staticmethod
+    def forward(idx: int, model: Model, offset: int = 0) -> dict[str, Any]:
+        if model.cfg.get("fail_on") is not None and idx in model.cfg.fail_on:
+            raise ValueError(f"item {idx} is broken")
+        if model.cfg.get("sleep"):
+            time.sleep(model.cfg.sleep)
+        if model.cfg.get("log_dir") and model.cfg.get("log_calls"):
+            log(model.cfg, "calls.log", str(idx))
+        return {"idx": idx, "y": idx * model.factor + offset}
+
+    def summarize(self, records: list[Any]) -> dict[str, Any]:
+        ys = [r["y"] for r in records if r is not None]
+        return {"mean_y": sum(ys) / len(ys) if ys else None}
+
+
+class WhereRan(Runner):
+    @staticmethod
+    def forward(idx: int, pid: int) -> dict[str, int]:
+        return {"idx": idx, "env_pid": pid, "pid": os.getpid()}
+
+
+class AllEnv(Runner):
+    @staticmethod
+    def forward(idx: int, **env: Any) -> list[str]:
+        return sorted(env)
+
+
+class Batched(Runner):
+    @staticmethod
+    def forward(idx: list[int], model: Model) -> list[int]:
+        if model.cfg.get("short_batches"):
+            return [i * model.factor for i in idx][:-1]
+        return [i * model.factor for i in idx]
+
+
+class Scaled(Runner):
+    @staticmethod
+    def forward(idx: int, model: Model, scale: float) -> float:
+        return idx * model.factor * scale
+
+
+class NeedsTokenizer(Runner):
+    @staticmethod
+    def forward(idx: int, model: Model, tokenizer: Any) -> int:
+        return idx
+
+
+class Opaque:
+    """A record that is not plain JSON."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Opaque) and other.value == self.value
+
+
+class OpaqueRecords(Runner):
+    @staticmethod
+    def forward(idx: int, model: Model) -> Opaque:
+        return Opaque(idx * model.factor)
+
+
+def toy_config(tmp: Path | None = None, **values: Any) -> DictConfig:
+    base: dict[str, Any] = {"factor": 2, "offset": 1}
+    if tmp is not None:
+        base["log_dir"] = str(tmp)
+    base.update(values)
+    return OmegaConf.create(base)
+
+
+def expected(indices: Any, factor: int = 2, offset: int = 1) -> list[dict[str, int]]:
+    return [{"idx": i, "y": i * factor + offset} for i in indices]
