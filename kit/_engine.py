@@ -6,6 +6,7 @@ import queue
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -265,10 +266,13 @@ class RunHandle:
         spec = self.spec
         client = spec.session.client
         arrived: queue.Queue[Any] = queue.Queue()
-        in_flight: dict[str, tuple[int, int, int, Any]] = {}
+        in_flight: dict[str, tuple[int, int, int, bool, Any]] = {}
         capacity = 2 * spec.session.n_workers
+        # Chunks lost with a worker run again alone, so a chunk that kills its
+        # worker cannot take innocent chunks down with it (see _on_lost).
+        isolated: deque[tuple[int, int, int]] = deque()
 
-        def launch(start: int, stop: int, attempt: int) -> None:
+        def launch(start: int, stop: int, attempt: int, alone: bool) -> None:
             future = client.submit(
                 run_chunk,
                 spec.forward,
@@ -278,20 +282,23 @@ class RunHandle:
                 list(spec.indices[start:stop]),
                 start,
                 spec.batch_size,
-                key=f"kit-{self.run_id}-{start}-{attempt}",
+                key=f"kit-{self.run_id}-{start}-{stop}-{attempt}-{int(alone)}",
                 pure=False,
             )
-            in_flight[future.key] = (start, stop, attempt, future)
+            in_flight[future.key] = (start, stop, attempt, alone, future)
             future.add_done_callback(arrived.put)
 
-        attempts: dict[int, int] = {}
         try:
             while True:
-                while not self._should_stop() and len(in_flight) < capacity:
-                    span = planner.next()
-                    if span is None:
-                        break
-                    launch(span[0], span[1], attempts.get(span[0], 0))
+                if isolated:
+                    if not in_flight and not self._should_stop():
+                        launch(*isolated.popleft(), alone=True)
+                else:
+                    while not self._should_stop() and len(in_flight) < capacity:
+                        span = planner.next()
+                        if span is None:
+                            break
+                        launch(span[0], span[1], 0, alone=False)
                 if not in_flight or self._should_stop():
                     return
                 try:
@@ -301,40 +308,56 @@ class RunHandle:
                 entry = in_flight.pop(future.key, None)
                 if entry is None:
                     continue
-                start, stop, attempt, _ = entry
+                start, stop, attempt, alone, _ = entry
+                failure: BaseException | None = None
                 if future.status == "finished":
                     try:
                         chunk = future.result()
                     except Exception as exc:  # lost between finishing and gathering
-                        self._retry_or_fail(planner, start, stop, attempt, exc, attempts)
+                        failure = exc
+                    else:
+                        planner.observe(len(chunk.records), chunk.busy_seconds)
+                        self._complete(chunk)
                         continue
-                    planner.observe(len(chunk.records), chunk.busy_seconds)
-                    self._complete(chunk)
-                else:
-                    failure = future.exception() if future.status == "error" else None
-                    self._retry_or_fail(planner, start, stop, attempt, failure, attempts)
+                elif future.status == "error":
+                    failure = future.exception()
+                self._on_lost(isolated, start, stop, attempt, alone, failure)
                 del future
         finally:
             if in_flight:
-                client.cancel([entry[3] for entry in in_flight.values()])
+                client.cancel([entry[4] for entry in in_flight.values()])
 
-    def _retry_or_fail(
+    def _on_lost(
         self,
-        planner: ChunkPlanner,
+        isolated: deque[tuple[int, int, int]],
         start: int,
         stop: int,
         attempt: int,
+        alone: bool,
         exc: BaseException | None,
-        attempts: dict[int, int],
     ) -> None:
-        if attempt < self.spec.retries:
-            attempts[start] = attempt + 1
-            planner.give_back(start, stop)
-            return
+        """Decide what to do with a chunk whose task failed (its worker died, say).
+
+        A chunk that failed beside others may be a bystander: run it again
+        alone. One that fails alone is split in halves, each run alone, until
+        the item that kills its worker is found; that item gets ``retries``
+        more attempts, then is recorded as failed. Every other item runs.
+        """
+        if not alone:
+            isolated.append((start, stop, attempt))
+        elif stop - start > 1:
+            middle = (start + stop) // 2
+            isolated.extend([(start, middle, attempt), (middle, stop, attempt)])
+        elif attempt < self.spec.retries:
+            isolated.append((start, stop, attempt + 1))
+        else:
+            self._fail_lost(start, stop, attempt, exc)
+
+    def _fail_lost(self, start: int, stop: int, attempt: int, exc: BaseException | None) -> None:
         reason = exc if exc is not None else RuntimeError("the chunk was cancelled by the cluster")
         message = (
-            f"the chunk holding this item could not run after {attempt + 1} attempts "
-            f"({type(reason).__name__}: {reason})"
+            f"this item's task failed {attempt + 1} times when run alone, as when it kills "
+            f"its worker ({type(reason).__name__}: {reason})"
         )
         wrapped = RuntimeError(message)
         wrapped.__traceback__ = getattr(reason, "__traceback__", None)

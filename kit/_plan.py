@@ -52,11 +52,6 @@ class ChunkPlanner:
         self._items += items
         self._busy += busy_seconds
 
-    def give_back(self, start: int, stop: int) -> None:
-        """Put a range back at the front (its chunk is to be tried again)."""
-        self._ranges.appendleft((start, stop))
-        self.remaining += stop - start
-
     def size(self) -> int:
         """Items in the next chunk (before cutting at a range's end)."""
         if isinstance(self.chunk_size, int):

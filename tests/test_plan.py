@@ -63,11 +63,3 @@ def test_batch_size_rounds_chunks_to_whole_batches() -> None:
     planner = ChunkPlanner([(0, 1000)], n_workers=2, batch_size=4)
     sizes = [b - a for a, b in drain(planner, per_item=0.001)]
     assert all(size % 4 == 0 for size in sizes[:-1])
-
-
-def test_given_back_ranges_come_first() -> None:
-    planner = ChunkPlanner([(0, 10)], 1, 5)
-    first = planner.next()
-    planner.give_back(*first)  # type: ignore[misc]
-    assert planner.next() == (0, 5)
-    assert planner.remaining == 5

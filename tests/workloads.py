@@ -149,3 +149,13 @@ def toy_config(tmp: Path | None = None, **values: Any) -> DictConfig:
 
 def expected(indices: Any, factor: int = 2, offset: int = 1) -> list[dict[str, int]]:
     return [{"idx": i, "y": i * factor + offset} for i in indices]
+
+
+class Crashy(Runner):
+    """Kills its worker process on the indices in ``crash_on``."""
+
+    @staticmethod
+    def forward(idx: int, model: Model) -> int:
+        if idx in model.cfg.get("crash_on", []):
+            os._exit(1)
+        return idx * model.factor

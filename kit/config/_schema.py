@@ -79,7 +79,9 @@ class RunnerConfig:
     max_failures
         Stop once this many items have failed; None never stops early.
     retries
-        How often a chunk lost with its worker is tried again.
+        How often an item whose chunk kills its worker is tried again, alone,
+        before it is recorded as failed (lost chunks are first re-run alone
+        and split to find that item, so other items are not blamed).
 
     Examples
     --------

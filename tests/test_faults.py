@@ -1,0 +1,79 @@
+"""Workers that die mid-run: no record lost, none duplicated."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+import kit
+from tests.workloads import Affine, Crashy, ToyProvider, expected, toy_config
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_worker_killed_mid_run_loses_no_work(tmp_path: Path) -> None:
+    parallel = {"env": "local", "n_workers": 2, "options": {"name": "sigkill"}}
+    session = kit.get_session(parallel)
+    try:
+        runner = Affine(ToyProvider(toy_config(sleep=0.01)), parallel=parallel, output_dir=tmp_path)
+        handle = runner.submit(range(400))
+        while handle.progress.done < 40:
+            time.sleep(0.005)
+        victim = next(iter(session.client.run(os.getpid).values()))
+        os.kill(victim, signal.SIGKILL)
+        killed_at = handle.progress.done
+        result = handle.result(timeout=180)
+        assert killed_at < 400
+        assert result.status == "completed"
+        assert result.errors == []
+        assert result.records == expected(range(400))
+        assert result.stats.ok == 400
+        stored = Affine(ToyProvider(toy_config(sleep=0.01)), parallel=parallel, output_dir=tmp_path)
+        assert stored.run(range(400)).stats.resumed == 400
+    finally:
+        session.close()
+
+
+def test_a_chunk_that_keeps_killing_workers_fails_its_items_only() -> None:
+    parallel = {
+        "env": "local",
+        "n_workers": 1,
+        "options": {"name": "fatal", "scheduler_kwargs": {"allowed_failures": 0}},
+    }
+    try:
+        runner = Crashy(
+            ToyProvider(toy_config(crash_on=[3])), parallel=parallel, chunk_size=1, retries=1
+        )
+        result = runner.run(range(8))
+        assert result.failed_indices == [3]
+        assert result.records == [0, 2, 4, None, 8, 10, 12, 14]
+        message = result.errors[0].message
+        assert message.startswith("this item's task failed 2 times when run alone")
+        assert "KilledWorker" in message
+    finally:
+        for session in kit.sessions():
+            if session.parallel.options.get("name") == "fatal":
+                session.close()
+
+
+def test_a_killing_item_in_a_big_chunk_is_found_and_only_it_fails() -> None:
+    parallel = {
+        "env": "local",
+        "n_workers": 2,
+        "options": {"name": "bisect", "scheduler_kwargs": {"allowed_failures": 0}},
+    }
+    try:
+        runner = Crashy(
+            ToyProvider(toy_config(crash_on=[13])), parallel=parallel, chunk_size=16, retries=0
+        )
+        result = runner.run(range(64))
+        assert result.failed_indices == [13]
+        assert result.records == [None if i == 13 else 2 * i for i in range(64)]
+    finally:
+        for session in kit.sessions():
+            if session.parallel.options.get("name") == "bisect":
+                session.close()
