@@ -1,0 +1,156 @@
+"""A real remote cluster started with the `dask scheduler` and `dask worker` programs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from distributed import Client
+
+import kit
+from tests.workloads import Affine, ToyProvider, WhereRan, expected, lines, toy_config
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+DASK = str(Path(sys.executable).with_name("dask"))
+
+
+@pytest.fixture(scope="module")
+def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Start a scheduler and two single-thread workers on 127.0.0.1; yield the address."""
+    folder = tmp_path_factory.mktemp("remote")
+    scheduler_file = folder / "scheduler.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    common = {"env": env, "cwd": folder, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    scheduler = subprocess.Popen(
+        [
+            DASK,
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-dashboard",
+            "--scheduler-file",
+            str(scheduler_file),
+        ],
+        **common,  # type: ignore[call-overload]
+    )
+    workers = []
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists():
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            time.sleep(0.1)
+        workers = [
+            subprocess.Popen(
+                [
+                    DASK,
+                    "worker",
+                    "--scheduler-file",
+                    str(scheduler_file),
+                    "--nthreads",
+                    "1",
+                    "--no-dashboard",
+                    "--host",
+                    "127.0.0.1",
+                ],
+                **common,  # type: ignore[call-overload]
+            )
+            for _ in range(2)
+        ]
+        address = json.loads(scheduler_file.read_text())["address"]
+        with Client(address, timeout=30) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        for proc in [*workers, scheduler]:
+            proc.terminate()
+        for proc in [*workers, scheduler]:
+            proc.wait(timeout=30)
+
+
+def test_a_remote_cluster_gives_the_same_records(remote: str, tmp_path: Path) -> None:
+    parallel = {"env": "remote", "address": remote}
+    result = Affine(ToyProvider(toy_config(tmp_path)), parallel=parallel).run(range(300))
+    assert result.records == expected(range(300))
+    assert len(result.stats.workers) == 2
+    builds = lines(tmp_path, "setup.log")
+    assert len(builds) == 2 and str(os.getpid()) not in {b.split()[0] for b in builds}
+
+
+def test_envs_are_built_on_the_remote_workers(remote: str, tmp_path: Path) -> None:
+    parallel = {"env": "remote", "address": remote}
+    records = WhereRan(ToyProvider(toy_config(tmp_path)), parallel=parallel).run(range(50)).records
+    assert {r["pid"] for r in records} <= {int(b.split()[0]) for b in lines(tmp_path, "setup.log")}
+
+
+def test_shutdown_leaves_a_remote_cluster_running(remote: str) -> None:
+    session = kit.get_session({"env": "remote", "address": remote})
+    assert session.cluster is None
+    session.close()
+    with Client(remote, timeout=10) as client:
+        assert len(client.scheduler_info()["workers"]) == 2
+
+
+def test_a_remote_session_without_address_is_a_config_error() -> None:
+    with pytest.raises(kit.ConfigError, match="env 'remote' needs the scheduler address"):
+        kit.get_session({"env": "remote"})
+
+
+NOTEBOOK = textwrap.dedent(
+    """
+    # Classes defined in __main__, as in a notebook cell.
+    import json, sys
+    import kit
+    from omegaconf import OmegaConf
+
+    class Offset(kit.EnvironmentProvider):
+        def build_env_local(self):
+            return {"offset": self.config.offset}
+        def make_worker_setup_fn(self):
+            offset = self.config.offset
+            return lambda: {"offset": offset}
+
+    class AddOffset(kit.Runner):
+        @staticmethod
+        def forward(idx, offset):
+            return idx + offset
+
+    parallel = json.loads(sys.argv[1])
+    runner = AddOffset(Offset(OmegaConf.create({"offset": 100})), parallel=parallel)
+    print(json.dumps(runner.run(range(20)).records))
+    handle = runner.submit(range(5))
+    print(json.dumps(handle.result(timeout=60).records))
+    """
+)
+
+
+@pytest.mark.parametrize("mode", ["local", "remote"])
+def test_classes_defined_in_main_run_on_a_cluster(mode: str, remote: str, tmp_path: Path) -> None:
+    parallel = (
+        {"env": "local", "n_workers": 2}
+        if mode == "local"
+        else {"env": "remote", "address": remote}
+    )
+    # `python -c` from an empty folder, like a notebook kernel: there is no
+    # module file, so the classes can only reach the workers by value.
+    result = subprocess.run(
+        [sys.executable, "-c", NOTEBOOK, json.dumps(parallel)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=180,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    first, second = result.stdout.splitlines()[:2]
+    assert json.loads(first) == [i + 100 for i in range(20)]
+    assert json.loads(second) == [i + 100 for i in range(5)]
