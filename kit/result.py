@@ -212,7 +212,7 @@ class RunResult:
             row: dict[str, Any] = {"index": index}
             if isinstance(record, dict):
                 row.update(record)
-            else:
+            elif record is not None or pos not in errors:
                 row["record"] = record
             err = errors.get(pos)
             row["error"] = f"{err.type}: {err.message}" if err else None

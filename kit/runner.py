@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -71,10 +71,9 @@ class Runner:
                 "runner is pickled and sent to workers): add @staticmethod above it"
             )
 
-    @staticmethod
-    def forward(idx: Any, **env: Any) -> Any:
-        """Process one item (or a list of items with ``batch_size``); override this."""
-        raise NotImplementedError("define forward(idx, **env) as a @staticmethod in a subclass")
+    #: ``forward(idx, **env)``: process one item (or a list of items with
+    #: ``batch_size``). Subclasses define it as a ``@staticmethod``.
+    forward: ClassVar[Callable[..., Any]]
 
     def summarize(self, records: list[Any]) -> dict[str, Any]:
         """Aggregate the records of a completed run (e.g. corpus WER); override this."""
@@ -98,7 +97,7 @@ class Runner:
             raise TypeError(
                 f"provider must be an EnvironmentProvider, got {type(provider).__name__}"
             )
-        if type(self).forward is Runner.forward:
+        if not callable(getattr(type(self), "forward", None)):
             raise TypeError(f"{type(self).__qualname__} must define a @staticmethod forward")
         options = {
             "batch_size": batch_size,

@@ -74,7 +74,11 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         for proc in [*workers, scheduler]:
             proc.terminate()
         for proc in [*workers, scheduler]:
-            proc.wait(timeout=30)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def test_a_remote_cluster_gives_the_same_records(remote: str, tmp_path: Path) -> None:

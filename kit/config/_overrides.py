@@ -162,7 +162,7 @@ def _path(prefix: str, key: Any) -> str:
 
 
 def _check_key(key: Any) -> None:
-    if not isinstance(key, str) or not _KEY.match(key):
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
         raise error(
             f"the key {key!r} cannot be written as an override",
             fix="use keys made of letters, digits, '_' and '-', starting with a letter or '_'",
@@ -222,7 +222,7 @@ _BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-./]*$")
 
 
 def _quote(text: str) -> str:
-    if _BARE.match(text) and text.lower() not in _KEYWORDS:
+    if _BARE.fullmatch(text) and text.lower() not in _KEYWORDS:
         return text  # plain words read better bare: `parallel.env=slurm`
     # Hydra treats a backslash as an escape only before a quote or before
     # other backslashes that precede a quote, so double exactly those runs.

@@ -1,20 +1,75 @@
 """The quickstart job: ``python -m kit.examples.quickstart [OVERRIDES...]``.
 
-Loads the quickstart config (``quickstart.yaml`` beside this file), applies
-the overrides given on the command line and prints the resolved config.
+A provider builds a toy "model" (a polynomial) once per worker; a runner
+evaluates it on every item. The config is ``quickstart.yaml`` beside this
+file; overrides use the Hydra grammar, e.g. ``parallel.env=inline`` or
+``items.stop=50``.
 """
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from kit.config import ConfigError, load_config, resolve_config
+from kit import EnvironmentProvider, Runner, RunResult
+from kit.config import ConfigError, load_config
 
 CONFIG_PATH = Path(__file__).with_name("quickstart.yaml")
+
+
+class Polynomial:
+    """A stand-in for a heavy model: slow to build, cheap to call."""
+
+    def __init__(self, coefficients: Sequence[float], work_seconds: float) -> None:
+        time.sleep(0.1)  # loading weights, say
+        self.coefficients = list(coefficients)
+        self.work_seconds = work_seconds
+        self.built_by = os.getpid()
+
+    def __call__(self, x: float) -> float:
+        """Evaluate the polynomial at ``x``."""
+        if self.work_seconds:
+            time.sleep(self.work_seconds)
+        return sum(c * x**k for k, c in enumerate(self.coefficients))
+
+
+def build_model(cfg: DictConfig) -> dict[str, Any]:
+    """Build the env: the model, from the ``model`` section."""
+    return {"model": Polynomial(cfg.model.coefficients, cfg.model.work_seconds)}
+
+
+class ModelProvider(EnvironmentProvider):
+    """Build the polynomial once on the driver (inline) or once per worker."""
+
+    def build_env_local(self) -> dict[str, Any]:
+        """Build the env in this process."""
+        return build_model(self.config)
+
+    def make_worker_setup_fn(self) -> Callable[[], dict[str, Any]]:
+        """Return the function each worker calls once."""
+        cfg = self.config
+        return lambda: build_model(cfg)
+
+
+class Evaluate(Runner):
+    """Evaluate the model at x = item index / 10."""
+
+    @staticmethod
+    def forward(idx: int, model: Polynomial) -> dict[str, Any]:
+        """Return x, y and the process that built the model."""
+        x = idx / 10
+        return {"x": x, "y": round(model(x), 4), "worker_pid": model.built_by}
+
+    def summarize(self, records: list[Any]) -> dict[str, Any]:
+        """Return the mean and max of y over the items."""
+        ys = [r["y"] for r in records if r is not None]
+        return {"mean_y": round(sum(ys) / len(ys), 4), "max_y": max(ys)} if ys else {}
 
 
 def quickstart_config(overrides: Sequence[str] = ()) -> DictConfig:
@@ -28,17 +83,61 @@ def quickstart_config(overrides: Sequence[str] = ()) -> DictConfig:
     return load_config(CONFIG_PATH, overrides)
 
 
+def run_quickstart(cfg: DictConfig) -> RunResult:
+    """Run the quickstart job described by ``cfg``.
+
+    Examples
+    --------
+    >>> cfg = quickstart_config(["parallel.env=inline", "items.stop=3", "output_dir=null"])
+    >>> [r["y"] for r in run_quickstart(cfg).records]
+    [1.0, 0.805, 0.62]
+    """
+    runner = Evaluate(
+        ModelProvider(cfg),
+        parallel=cfg.parallel,
+        output_dir=cfg.output_dir,
+        **cfg.get("runner", {}),
+    )
+    items = cfg["items"]  # not cfg.items: that is DictConfig's own items() method
+    return runner.run(range(items.start, items.stop))
+
+
+def format_table(result: RunResult, rows: int = 8) -> str:
+    """Return the first ``rows`` records as a text table."""
+    lines = [f"{'index':>5}  {'x':>6}  {'y':>10}  {'worker pid':>10}"]
+    for index, record in list(zip(result.indices, result.records, strict=True))[:rows]:
+        if record is None:
+            lines.append(f"{index:>5}  failed")
+        else:
+            lines.append(
+                f"{index:>5}  {record['x']:>6.1f}  {record['y']:>10.4f}  {record['worker_pid']:>10}"
+            )
+    if len(result.records) > rows:
+        lines.append(f"  ... {len(result.records) - rows} more")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print the resolved quickstart config; return the exit code."""
+    """Run the quickstart and print its results table and stats; return the exit code."""
     overrides = list(sys.argv[1:] if argv is None else argv)
     try:
-        cfg = resolve_config(quickstart_config(overrides))
+        cfg = quickstart_config(overrides)
+        print(f"quickstart: {CONFIG_PATH.name} {' '.join(overrides)}".rstrip())
+        result = run_quickstart(cfg)
     except ConfigError as exc:
         print(f"quickstart: error: {exc}", file=sys.stderr)
         return 2
-    print(f"# quickstart config ({CONFIG_PATH.name}, overrides: {overrides or 'none'})")
-    print(OmegaConf.to_yaml(cfg), end="")
-    return 0
+    stats = result.stats
+    print(format_table(result))
+    print(
+        f"\n{stats.ok} ok, {stats.failed} failed, {stats.resumed} resumed from {result.output_dir}"
+        f" | {stats.wall_seconds:.2f} s wall, {stats.items_per_second:.0f} items/s,"
+        f" {stats.chunks} chunks"
+    )
+    for name, worker in stats.workers.items():
+        print(f"  worker {name}: {worker.items} items, {worker.busy_seconds:.2f} s busy")
+    print(f"summary: {result.summary}")
+    return 0 if stats.failed == 0 else 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -91,5 +91,11 @@ def test_key_that_cannot_be_written_is_a_clear_error() -> None:
         to_overrides({}, {"a b": 1})
 
 
+def test_a_word_with_a_trailing_newline_is_quoted() -> None:
+    # Found by hypothesis: `$` in a regex also matches before a final newline.
+    assert to_overrides({}, {"a": "A\n"}) == ["+a='A\n'"]
+    assert load_config({}, ["+a='A\n'"]).a == "A\n"
+
+
 def test_nan_is_equal_to_itself() -> None:
     assert to_overrides({"a": math.nan}, {"a": math.nan}) == []

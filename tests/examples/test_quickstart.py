@@ -1,17 +1,35 @@
-"""The quickstart example that ``make demo`` runs."""
+"""The quickstart job that ``make demo`` runs."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from kit.examples import quickstart
 
 
-def test_quickstart_prints_its_resolved_config(capsys: pytest.CaptureFixture[str]) -> None:
-    assert quickstart.main(["items.stop=20"]) == 0
+def test_quickstart_runs_on_the_local_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = quickstart.main(["items.stop=40", f"output_dir={tmp_path / 'run'}"])
     out = capsys.readouterr().out
-    assert "stop: 20" in out
-    assert "env: local" in out
+    assert code == 0, out
+    assert "40 ok, 0 failed, 0 resumed" in out
+    assert "worker 0:" in out and "worker 1:" in out
+    assert "summary: {'mean_y':" in out
+    assert (tmp_path / "run" / "manifest.json").exists()
+
+
+def test_quickstart_inline_gives_the_same_records(tmp_path: Path) -> None:
+    local = quickstart.run_quickstart(
+        quickstart.quickstart_config(["items.stop=30", "output_dir=null"])
+    )
+    inline = quickstart.run_quickstart(
+        quickstart.quickstart_config(["items.stop=30", "output_dir=null", "parallel.env=inline"])
+    )
+    strip = lambda records: [(r["x"], r["y"]) for r in records]  # noqa: E731
+    assert strip(local.records) == strip(inline.records)
 
 
 def test_quickstart_bad_override_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
