@@ -19,8 +19,8 @@ demo: $(STAMP)
 	$(BIN)/python -m kit.examples.quickstart
 
 lint: $(STAMP)
-	$(BIN)/ruff check kit tests
-	$(BIN)/ruff format --check kit tests
+	$(BIN)/ruff check kit widgets tests benchmarks
+	$(BIN)/ruff format --check kit widgets tests benchmarks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -29,6 +29,10 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest
 
 test: lint typecheck unit
+
+# Side-by-side benchmarks; results (with the machine description) go to benchmarks/results/.
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_engine.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -4,6 +4,12 @@ Guided self-scheduling: each chunk takes a share of what remains (so the last
 chunks are small and no worker idles while another finishes a big one), no
 more than ``target_seconds`` of work, and no less than ``min_seconds`` (so
 trivial items are not drowned in per-chunk overhead).
+
+Estimates can mislead: in a corpus sorted by length the first items are the
+cheapest. So the per-item time used is the larger of the mean and the latest
+chunk's, and a chunk is at most ``growth`` times the largest one completed
+(chunks grow from a one-item probe as evidence comes in, never by a leap).
+Simulated and measured in benchmarks/bench_engine.py.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ class ChunkPlanner:
         batch_size: int | None = None,
         target_seconds: float = 0.5,
         min_seconds: float = 0.05,
+        growth: int = 4,
     ) -> None:
         self._ranges: deque[tuple[int, int]] = deque(r for r in pending if r[1] > r[0])
         self.remaining = sum(stop - start for start, stop in self._ranges)
@@ -39,8 +46,11 @@ class ChunkPlanner:
         self.unit = batch_size or 1
         self.target_seconds = target_seconds
         self.min_seconds = min_seconds
+        self.growth = growth
         self._items = 0
         self._busy = 0.0
+        self._latest: float | None = None
+        self._largest = 0
 
     @property
     def seconds_per_item(self) -> float | None:
@@ -51,17 +61,21 @@ class ChunkPlanner:
         """Record that a chunk of ``items`` took ``busy_seconds`` in forward."""
         self._items += items
         self._busy += busy_seconds
+        if items:
+            self._latest = busy_seconds / items
+            self._largest = max(self._largest, items)
 
     def size(self) -> int:
         """Items in the next chunk (before cutting at a range's end)."""
         if isinstance(self.chunk_size, int):
             return max(1, self.chunk_size)
-        per_item = self.seconds_per_item
-        if per_item is None:
+        mean = self.seconds_per_item
+        if mean is None or self._latest is None:
             return self.unit  # probe: learn the speed from a small chunk first
-        per_item = max(per_item, 1e-7)
+        per_item = max(mean, self._latest, 1e-7)
         fair_share = self.remaining / (2 * self.n_workers)
         size = min(self.target_seconds / per_item, max(fair_share, self.min_seconds / per_item))
+        size = min(size, self.growth * self._largest)
         return max(self.unit, math.ceil(size / self.unit) * self.unit)
 
     def next(self) -> tuple[int, int] | None:
