@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,42 +41,39 @@ def test_a_worker_killed_mid_run_loses_no_work(tmp_path: Path) -> None:
         session.close()
 
 
-def test_a_chunk_that_keeps_killing_workers_fails_its_items_only() -> None:
+@contextlib.contextmanager
+def fragile_cluster(name: str, n_workers: int) -> Iterator[dict[str, Any]]:
+    """A private LocalCluster whose scheduler gives up on a task at the first worker death."""
     parallel = {
         "env": "local",
-        "n_workers": 1,
-        "options": {"name": "fatal", "scheduler_kwargs": {"allowed_failures": 0}},
+        "n_workers": n_workers,
+        "options": {"name": name, "scheduler_kwargs": {"allowed_failures": 0}},
     }
+    session = kit.get_session(parallel)
     try:
+        yield parallel
+    finally:
+        session.close()
+
+
+def test_a_chunk_that_keeps_killing_workers_fails_its_items_only() -> None:
+    with fragile_cluster("fatal", n_workers=1) as parallel:
         runner = Crashy(
             ToyProvider(toy_config(crash_on=[3])), parallel=parallel, chunk_size=1, retries=1
         )
         result = runner.run(range(8))
-        assert result.failed_indices == [3]
-        assert result.records == [0, 2, 4, None, 8, 10, 12, 14]
-        message = result.errors[0].message
-        assert message.startswith("this item's task failed 2 times when run alone")
-        assert "KilledWorker" in message
-    finally:
-        for session in kit.sessions():
-            if session.parallel.options.get("name") == "fatal":
-                session.close()
+    assert result.failed_indices == [3]
+    assert result.records == [0, 2, 4, None, 8, 10, 12, 14]
+    message = result.errors[0].message
+    assert message.startswith("this item's task failed 2 times when run alone")
+    assert "KilledWorker" in message
 
 
 def test_a_killing_item_in_a_big_chunk_is_found_and_only_it_fails() -> None:
-    parallel = {
-        "env": "local",
-        "n_workers": 2,
-        "options": {"name": "bisect", "scheduler_kwargs": {"allowed_failures": 0}},
-    }
-    try:
+    with fragile_cluster("bisect", n_workers=2) as parallel:
         runner = Crashy(
             ToyProvider(toy_config(crash_on=[13])), parallel=parallel, chunk_size=16, retries=0
         )
         result = runner.run(range(64))
-        assert result.failed_indices == [13]
-        assert result.records == [None if i == 13 else 2 * i for i in range(64)]
-    finally:
-        for session in kit.sessions():
-            if session.parallel.options.get("name") == "bisect":
-                session.close()
+    assert result.failed_indices == [13]
+    assert result.records == [None if i == 13 else 2 * i for i in range(64)]
