@@ -20,6 +20,7 @@ from kit.config import (
     save_config,
     to_overrides,
 )
+from kit.detached import DetachedRun, attach
 from kit.provider import EnvironmentProvider, ProviderSetupError
 from kit.result import ItemError, Progress, RunError, RunResult, RunStats, WorkerStats
 from kit.runner import Runner
@@ -30,6 +31,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ConfigError",
+    "DetachedRun",
     "EnvironmentProvider",
     "ItemError",
     "Progress",
@@ -43,6 +45,7 @@ __all__ = [
     "Session",
     "StoreError",
     "WorkerStats",
+    "attach",
     "config_hash",
     "get_session",
     "load_config",

@@ -10,9 +10,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from kit.config import ConfigError, load_config, resolve_config, to_overrides
+from kit.provider import ProviderSetupError
+from kit.result import RunError, RunResult
+from kit.store import StoreError
 
 EXIT_OK = 0
 EXIT_ITEMS_FAILED = 1
@@ -31,9 +34,112 @@ def _config_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _load(args: argparse.Namespace) -> DictConfig:
+    cfg = load_config(args.config, args.overrides)
+    resolve_config(cfg)  # report every missing value before anything starts
+    return cfg
+
+
+def _print_result(result: RunResult) -> int:
+    stats = result.stats
+    print(
+        f"{stats.ok} ok, {stats.failed} failed, {stats.not_run} not run"
+        f" ({stats.resumed} read back from earlier runs) in {stats.wall_seconds:.1f} s"
+    )
+    if result.output_dir is not None:
+        print(f"results: {result.output_dir}")
+    for error in result.errors[:5]:
+        print(f"  {error}")
+    if len(result.errors) > 5:
+        print(f"  ... {len(result.errors) - 5} more in {result.output_dir or 'result.errors'}")
+    if result.summary:
+        print(f"summary: {result.summary}")
+    return EXIT_OK if stats.failed == 0 and stats.not_run == 0 else EXIT_ITEMS_FAILED
+
+
+def _run(args: argparse.Namespace) -> int:
+    from kit._from_config import build_runner
+    from kit.views import TerminalProgress
+
+    runner, indices = build_runner(_load(args))
+    try:
+        result = runner.run(indices, on_event=TerminalProgress())
+    except RunError as exc:
+        print(f"kit: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return _print_result(exc.result) or EXIT_ITEMS_FAILED
+    return _print_result(result)
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from kit._from_config import build_runner
+
+    runner, indices = build_runner(_load(args))
+    run = runner.submit(indices, detached=True)
+    pid = run.status()["driver"].get("pid")
+    print(f"submitted {len(indices)} items: driver pid {pid}, output {run.output_dir}")
+    print(f"  progress:  kit status {run.output_dir}")
+    print(f"  stop:      kit cancel {run.output_dir}")
+    print(f"  in Python: kit.attach({str(run.output_dir)!r}).result()")
+    return EXIT_OK
+
+
+def _status(args: argparse.Namespace) -> int:
+    from kit.detached import attach
+
+    status = attach(args.output_dir).status()
+    done, total, failed = status.get("done", 0), status.get("total", 0), status.get("failed", 0)
+    percent = f" ({100 * done // total}%)" if total else ""
+    print(f"{args.output_dir}: {status['state']}")
+    print(f"  items:   {done}/{total}{percent} done, {failed} failed")
+    if status.get("items_per_second"):
+        print(f"  rate:    {status['items_per_second']:.1f} items/s")
+    session = status.get("session") or {}
+    if session:
+        parallel = session.get("parallel", {})
+        where = session.get("cluster") or parallel.get("env")
+        print(f"  cluster: {where} ({parallel.get('env')}), scheduler {session.get('scheduler')}")
+        if session.get("dashboard"):
+            print(f"  dashboard: {session['dashboard']}")
+    driver = status.get("driver") or {}
+    if driver:
+        print(f"  driver:  pid {driver.get('pid')} on {driver.get('host')}")
+    for index, message in status.get("recent_failures") or []:
+        print(f"  failed:  item {index!r}: {message}")
+    return EXIT_OK
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    from kit.detached import attach
+
+    run = attach(args.output_dir)
+    if run.done():
+        print(f"{args.output_dir}: nothing to cancel ({run.status()['state']})")
+        return EXIT_OK
+    run.cancel()
+    state = run.status()["state"]
+    print(f"{args.output_dir}: {state}; completed chunks are kept, run again to resume")
+    return EXIT_OK
+
+
+def _cluster_script(args: argparse.Namespace) -> int:
+    from kit._clusters import job_script
+    from kit.config import parallel_section
+
+    cfg = _load(args)
+    print(job_script(parallel_section(cfg.get("parallel"))), end="")
+    return EXIT_OK
+
+
+def _with_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", metavar="CONFIG", help="YAML file")
+    parser.add_argument("overrides", metavar="OVERRIDES", nargs="*", help="key=value, +key=value…")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser for ``kit``."""
-    parser = argparse.ArgumentParser(prog="kit", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="kit", description="Kit: run experiments from a config, locally or on a cluster."
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     config = commands.add_parser("config", help="show and compare configs")
@@ -41,8 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     show = config_commands.add_parser(
         "show", help="print the resolved YAML of CONFIG with OVERRIDES applied"
     )
-    show.add_argument("config", metavar="CONFIG", help="YAML file")
-    show.add_argument("overrides", metavar="OVERRIDES", nargs="*", help="key=value, +key=value…")
+    _with_config(show)
     show.set_defaults(handler=_config_show)
     diff = config_commands.add_parser(
         "diff", help="print the overrides that turn config A into config B"
@@ -50,6 +155,28 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("base", metavar="A", help="YAML file")
     diff.add_argument("edited", metavar="B", help="YAML file")
     diff.set_defaults(handler=_config_diff)
+
+    run = commands.add_parser("run", help="run the job a config describes, with progress")
+    _with_config(run)
+    run.set_defaults(handler=_run)
+    submit = commands.add_parser(
+        "submit", help="run it detached: a driver process that outlives this shell"
+    )
+    _with_config(submit)
+    submit.set_defaults(handler=_submit)
+    status = commands.add_parser("status", help="progress of the run in OUTPUT_DIR")
+    status.add_argument("output_dir", metavar="OUTPUT_DIR")
+    status.set_defaults(handler=_status)
+    cancel = commands.add_parser("cancel", help="stop the detached run in OUTPUT_DIR")
+    cancel.add_argument("output_dir", metavar="OUTPUT_DIR")
+    cancel.set_defaults(handler=_cancel)
+    cluster = commands.add_parser("cluster", help="job-queue clusters")
+    cluster_commands = cluster.add_subparsers(dest="cluster_command", required=True)
+    script = cluster_commands.add_parser(
+        "script", help="print the job script the config would submit (submits nothing)"
+    )
+    _with_config(script)
+    script.set_defaults(handler=_cluster_script)
     return parser
 
 
@@ -69,9 +196,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.handler(args)
-    except ConfigError as exc:
+    except (ConfigError, StoreError, FileNotFoundError, ImportError) as exc:
         print(f"kit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except ProviderSetupError as exc:
+        print(f"kit: error: {exc}", file=sys.stderr)
+        return EXIT_ITEMS_FAILED
     return code
 
 

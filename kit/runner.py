@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -18,6 +18,9 @@ from kit.provider import EnvironmentProvider
 from kit.result import Index, RunResult
 from kit.session import get_session
 from kit.store import RecordWriter, RunStore
+
+if TYPE_CHECKING:
+    from kit.detached import DetachedRun
 
 
 class Runner:
@@ -150,14 +153,48 @@ class Runner:
 
     __call__ = run
 
+    @overload
     def submit(
         self,
         indices: int | Iterable[Index],
         *,
+        detached: Literal[False] = False,
         on_event: Subscriber | None = None,
         **forward_kwargs: Any,
-    ) -> RunHandle:
-        """Start the run in the background and return its :class:`RunHandle` at once."""
+    ) -> RunHandle: ...
+
+    @overload
+    def submit(
+        self,
+        indices: int | Iterable[Index],
+        *,
+        detached: Literal[True],
+        on_event: Subscriber | None = None,
+        **forward_kwargs: Any,
+    ) -> DetachedRun: ...
+
+    def submit(
+        self,
+        indices: int | Iterable[Index],
+        *,
+        detached: bool = False,
+        on_event: Subscriber | None = None,
+        **forward_kwargs: Any,
+    ) -> RunHandle | DetachedRun:
+        """Start the run in the background and return a handle at once.
+
+        With ``detached=True`` the run is handed to a driver process that
+        outlives this one (closing the notebook or restarting the kernel does
+        not stop it); it needs ``output_dir``, and the returned
+        :class:`kit.detached.DetachedRun` (also from ``kit.attach(output_dir)``)
+        reads its progress and result from there.
+        """
+        if detached:
+            if on_event is not None:
+                raise ValueError("on_event cannot follow a detached run; read kit.attach(...)")
+            from kit.detached import start_driver
+
+            return start_driver(self, normalize_indices(indices), forward_kwargs)
         handle = self._handle(indices, forward_kwargs, on_event)
         handle.start_background()
         return handle

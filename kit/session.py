@@ -18,6 +18,7 @@ from typing import Any
 import cloudpickle
 from omegaconf import DictConfig
 
+from kit._clusters import SubmitHook
 from kit.config import ParallelConfig, config_hash, parallel_section
 from kit.provider import (
     Env,
@@ -61,6 +62,7 @@ class Session:
     cluster: Any = None
     started: float = field(default_factory=time.time)
     local_envs: dict[str, Env] = field(default_factory=dict, repr=False)
+    submit_hook: SubmitHook | None = field(default=None, repr=False)
 
     @property
     def dashboard_link(self) -> str | None:
@@ -100,7 +102,26 @@ class Session:
                 env = check_env(provider.build_env_local(), label, "build_env_local()")
                 self.local_envs[name] = env
             return name, sorted(self.local_envs[name])
+        self.wait_for_workers()
         return name, _attach_to_cluster(self.client, provider, name, label)
+
+    def wait_for_workers(self, n: int = 1) -> None:
+        """Wait until ``n`` workers have joined, up to ``parallel.startup_timeout`` seconds."""
+        if self.client is None:
+            return
+        timeout = self.parallel.startup_timeout
+        try:
+            self.client.wait_for_workers(n, timeout=timeout)
+        except TimeoutError:
+            where = (
+                "the job queue (squeue, qstat...) and the job logs"
+                if self.cluster is not None
+                else "the scheduler"
+            )
+            raise TimeoutError(
+                f"no worker joined the cluster within {timeout:g} s (parallel.startup_timeout); "
+                f"check {where}"
+            ) from None
 
     def close(self) -> None:
         """Close the client, and the cluster if Kit started it."""
@@ -120,6 +141,7 @@ class Session:
             "key": self.key,
             "parallel": asdict(self.parallel),
             "scheduler": None if self.client is None else self.client.scheduler.address,
+            "cluster": None if self.cluster is None else type(self.cluster).__name__,
             "dashboard": self.dashboard_link,
             "workers": self.n_workers,
             "owns_cluster": self.cluster is not None,
@@ -165,50 +187,25 @@ def _attach_to_cluster(
     return sorted(keys)
 
 
-def _make(parallel: ParallelConfig, key: str) -> Session:
-    env = parallel.env
-    if env == "inline":
+def _make(parallel: ParallelConfig, key: str, hook: SubmitHook | None) -> Session:
+    if parallel.env == "inline":
         return Session(key, parallel)
-    from distributed import Client
+    from kit._clusters import start
 
-    options = dict(parallel.options)
-    if env == "local":
-        from distributed import LocalCluster
-
-        kwargs: dict[str, Any] = {
-            "n_workers": parallel.n_workers,
-            "threads_per_worker": 1,
-            "processes": True,
-            "host": "127.0.0.1",
-            "dashboard_address": "127.0.0.1:0",
-        }
-        kwargs.update(options)
-        cluster = LocalCluster(**kwargs)  # type: ignore[no-untyped-call]
-        client = Client(cluster, set_as_default=False)  # type: ignore[no-untyped-call]
-        return Session(key, parallel, client=client, cluster=cluster)
-    if env == "remote":
-        if not parallel.address:
-            from kit.config import ConfigError
-
-            raise ConfigError(
-                "parallel.address: env 'remote' needs the scheduler address\n"
-                "    full_key: parallel.address\n"
-                "    fix: set it, e.g. `parallel.address=tcp://127.0.0.1:8786`",
-                full_key="parallel.address",
-            )
-        timeout = options.pop("timeout", 30)
-        client = Client(  # type: ignore[no-untyped-call]
-            parallel.address, set_as_default=False, timeout=timeout, **options
-        )
-        client.wait_for_workers(1, timeout=timeout)
-        return Session(key, parallel, client=client)
-    raise NotImplementedError(
-        f"parallel.env: {env!r} (a job-queue cluster) is not available yet in this version"
-    )
+    client, cluster = start(parallel, hook)
+    return Session(key, parallel, client=client, cluster=cluster, submit_hook=hook)
 
 
-def get_session(parallel: ParallelConfig | DictConfig | Mapping[str, Any] | None) -> Session:
+def get_session(
+    parallel: ParallelConfig | DictConfig | Mapping[str, Any] | None,
+    *,
+    submit_hook: SubmitHook | None = None,
+) -> Session:
     """Return the open session for ``parallel``, starting one if needed.
+
+    ``submit_hook`` customises how a job-queue cluster submits its jobs: it
+    gets the submit command as a list of strings (the job script's path
+    last) and returns the command to run, e.g. ``["ssh", "login", *cmd]``.
 
     Examples
     --------
@@ -222,8 +219,13 @@ def get_session(parallel: ParallelConfig | DictConfig | Mapping[str, Any] | None
     with _LOCK:
         session = _SESSIONS.get(key)
         if session is not None and (session.client is None or session.client.status == "running"):
+            if submit_hook is not None and submit_hook is not session.submit_hook:
+                raise ValueError(
+                    "a session for this parallel config is already open with another "
+                    "submit_hook; close it first (session.close() or kit.shutdown())"
+                )
             return session
-        session = _make(section, key)
+        session = _make(section, key, submit_hook)
         _SESSIONS[key] = session
         if not _ATEXIT_REGISTERED:
             atexit.register(shutdown)

@@ -8,6 +8,8 @@ Layout::
       chunks/<start>-<stop>.jsonl   one file per completed chunk, written atomically
       errors.jsonl         every item error (rewritten as chunks complete)
       result.json          status and statistics, when a run ends
+      status.json          progress of a detached run (rewritten as it goes)
+      driver.json, driver.log, job.pkl   the detached driver: pid, output, what it runs
 
 A chunk file starts with a header line, then one line per position: ``{"p":
 position, "r": record}`` or ``{"p": position, "e": error}``. Records that are
@@ -238,14 +240,14 @@ class RunStore:
     ) -> list[ChunkResult]:
         """Check or write the manifest; return chunks to reuse (none unless resuming)."""
         old = self.manifest()
+        (self.path / "result.json").unlink(missing_ok=True)  # ends a previous run, not this one
         if old is not None and resume:
             self._check_same(old, manifest, config)
             done = self.completed_chunks()
         else:
             if self.chunks_dir.exists():
                 shutil.rmtree(self.chunks_dir)
-            for name in ("errors.jsonl", "result.json"):
-                (self.path / name).unlink(missing_ok=True)
+            (self.path / "errors.jsonl").unlink(missing_ok=True)
             done = []
         self.chunks_dir.mkdir(parents=True, exist_ok=True)
         for stale in self.chunks_dir.glob(".*"):

@@ -7,11 +7,12 @@ user (their provider, model, data) and is left alone.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
 
 from kit.config._errors import ConfigError, closest, error
@@ -32,6 +33,32 @@ PARALLEL_ENVS = (
 
 
 @dataclass
+class SecurityConfig:
+    """TLS files for a ``remote`` scheduler (``parallel.security``).
+
+    Attributes
+    ----------
+    ca_file
+        The certificate authority that signed the scheduler's and workers'
+        certificates.
+    cert_file, key_file
+        This client's certificate and private key.
+    require_encryption
+        Refuse unencrypted connections.
+
+    Examples
+    --------
+    >>> SecurityConfig(ca_file="ca.pem", cert_file="me.pem", key_file="me.key").require_encryption
+    True
+    """
+
+    ca_file: str = MISSING
+    cert_file: str = MISSING
+    key_file: str = MISSING
+    require_encryption: bool = True
+
+
+@dataclass
 class ParallelConfig:
     """Schema of the ``parallel`` section (the same shape ESPnet3 uses).
 
@@ -47,17 +74,33 @@ class ParallelConfig:
         Scheduler address for ``env: remote``, e.g. ``tcp://127.0.0.1:8786``.
     options
         Free mapping forwarded to the cluster class as keyword arguments.
+    security
+        TLS files for a remote scheduler (see :class:`SecurityConfig`).
+    submit_command
+        For job queues: the command that submits a job script, e.g.
+        ``ssh login-node sbatch`` instead of ``sbatch``.
+    submit_hook
+        For job queues: import path (``package.module.function``) of a
+        function that gets the submit command as a list of strings (the
+        script path last) and returns the command to run.
+    startup_timeout
+        Seconds to wait for the first worker of a job-queue or remote
+        cluster before giving up with an error.
 
     Examples
     --------
-    >>> ParallelConfig(env="local", n_workers=2)
-    ParallelConfig(env='local', n_workers=2, address=None, options={})
+    >>> ParallelConfig(env="local", n_workers=2).options
+    {}
     """
 
     env: str = field(default="local", metadata={"choices": PARALLEL_ENVS})
     n_workers: int = field(default=1, metadata={"min": 1})
     address: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    security: SecurityConfig | None = None
+    submit_command: str | None = None
+    submit_hook: str | None = None
+    startup_timeout: float = field(default=300.0, metadata={"min": 1})
 
 
 @dataclass
@@ -98,8 +141,45 @@ class RunnerConfig:
     retries: int = field(default=2, metadata={"min": 0})
 
 
+@dataclass
+class ItemsConfig:
+    """Schema of the ``items`` section: which indices ``kit run`` processes.
+
+    Either a range (``start``, ``stop``, ``step``) or a ``file`` with one
+    index per line (ints stay ints; anything else is a string id).
+
+    Examples
+    --------
+    >>> ItemsConfig(stop=10).step
+    1
+    """
+
+    start: int = 0
+    stop: int | None = None
+    step: int = field(default=1, metadata={"min": 1})
+    file: str | None = None
+
+
+@dataclass
+class TargetConfig:
+    """Schema of the ``provider`` section: the provider class ``kit run`` builds.
+
+    Examples
+    --------
+    >>> TargetConfig(_target_="mypkg.Provider")._target_
+    'mypkg.Provider'
+    """
+
+    _target_: str = MISSING
+
+
 #: The kit-owned sections and their schemas.
-SECTIONS: Mapping[str, type] = {"parallel": ParallelConfig, "runner": RunnerConfig}
+SECTIONS: Mapping[str, type] = {
+    "parallel": ParallelConfig,
+    "runner": RunnerConfig,
+    "items": ItemsConfig,
+    "provider": TargetConfig,
+}
 
 Provenance = Callable[[str], str | None]
 
@@ -147,7 +227,8 @@ def check_section(
     except ConfigKeyError as exc:
         raise _unknown_key(name, schema, exc, source_of) from None
     except ValidationError as exc:
-        key = f"{name}.{exc.key}" if exc.key is not None else name
+        inner = getattr(exc, "full_key", None) or exc.key
+        key = f"{name}.{inner}" if inner is not None else name
         expected = _expected_type(schema, str(exc.key))
         raise error(
             f"{exc.value!r} is not {expected}",
@@ -177,14 +258,22 @@ def _unknown_key(
     name: str, schema: type, exc: OmegaConfBaseException, source_of: Provenance
 ) -> ConfigError:
     bad = str(getattr(exc, "key", "") or "")
-    full_key = f"{name}.{bad}" if bad else name
+    inner = str(getattr(exc, "full_key", "") or bad)
+    full_key = f"{name}.{inner}" if inner else name
+    # Walk down nested schemas (parallel.security) to list the right keys.
+    for part in inner.split(".")[:-1]:
+        hints = typing.get_type_hints(schema)
+        nested = [a for a in typing.get_args(hints.get(part)) if dataclasses.is_dataclass(a)]
+        candidate = nested[0] if nested else hints.get(part)
+        if isinstance(candidate, type) and dataclasses.is_dataclass(candidate):
+            schema, name = candidate, f"{name}.{part}"
     valid = _field_names(schema)
     guess = closest(bad, valid)
     problem = f"unknown key '{bad}' in section '{name}'"
     if guess:
         problem += f"; did you mean '{guess}'?"
     fix = f"rename it to `{name}.{guess}`" if guess else f"remove `{full_key}`"
-    if name == "parallel":
+    if name == "parallel" and "." not in inner:
         fix += " (cluster-specific settings go under `parallel.options`)"
     return error(
         problem,
@@ -255,6 +344,13 @@ def parallel_section(cfg: DictConfig | Mapping[str, Any] | None) -> ParallelConf
     section = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
     wrapped = OmegaConf.create({"parallel": OmegaConf.to_container(section)})
     typed = check_section(wrapped, "parallel", ParallelConfig)
-    obj = OmegaConf.to_object(typed)
+    try:
+        obj = OmegaConf.to_object(typed)
+    except OmegaConfBaseException as exc:  # a ??? value still missing
+        raise error(
+            f"cannot be used yet: {str(exc).splitlines()[0]}",
+            full_key=f"parallel.{exc.full_key}" if getattr(exc, "full_key", None) else "parallel",
+            fix="fill in the missing values",
+        ) from None
     assert isinstance(obj, ParallelConfig)
     return obj

@@ -1,0 +1,170 @@
+"""Turn a ``parallel`` section into a running cluster and client."""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kit.config import ConfigError, ParallelConfig
+
+#: dask-jobqueue's cluster class for each job-queue ``parallel.env``.
+JOB_QUEUES = {
+    "slurm": "SLURMCluster",
+    "pbs": "PBSCluster",
+    "sge": "SGECluster",
+    "lsf": "LSFCluster",
+    "htcondor": "HTCondorCluster",
+    "moab": "MoabCluster",
+    "oar": "OARCluster",
+}
+
+#: Called with the submit command as a list (the job script's path last);
+#: returns the command to run instead.
+SubmitHook = Callable[[list[str]], Sequence[str]]
+
+
+def _config_error(key: str, problem: str, fix: str) -> ConfigError:
+    return ConfigError(
+        f"{key}: {problem}\n    full_key: {key}\n    fix: {fix}", full_key=key, source=None
+    )
+
+
+def security_of(parallel: ParallelConfig) -> Any:
+    """Return a ``distributed.security.Security`` for ``parallel.security``, or None."""
+    if parallel.security is None:
+        return None
+    from distributed.security import Security
+
+    sec = parallel.security
+    return Security(  # type: ignore[no-untyped-call]
+        tls_ca_file=sec.ca_file,
+        tls_client_cert=sec.cert_file,
+        tls_client_key=sec.key_file,
+        require_encryption=sec.require_encryption,
+    )
+
+
+def resolve_hook(path: str | None) -> SubmitHook | None:
+    """Import ``package.module.function`` named by ``parallel.submit_hook``."""
+    if not path:
+        return None
+    module_name, _, attr = path.rpartition(".")
+    try:
+        hook = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise _config_error(
+            "parallel.submit_hook",
+            f"cannot import {path!r}: {exc}",
+            "give the import path of a function, e.g. `mypkg.hooks.via_login_node`",
+        ) from None
+    if not callable(hook):
+        raise _config_error("parallel.submit_hook", f"{path!r} is not callable", "name a function")
+    return hook  # type: ignore[no-any-return]
+
+
+def job_class(base: type, submit_command: str | None, hook: SubmitHook | None) -> type:
+    """Return ``base`` (a dask-jobqueue Job class) with its submission customised.
+
+    Users configure this instead of subclassing dask-jobqueue themselves.
+    """
+    if not submit_command and hook is None:
+        return base
+    attrs: dict[str, Any] = {"__module__": __name__}
+    if submit_command:
+        attrs["submit_command"] = submit_command
+    if hook is not None:
+
+        async def _submit_job(self: Any, script_filename: str) -> Any:
+            command = [*shlex.split(self.submit_command), script_filename]
+            return await self._call(list(hook(command)))
+
+        attrs["_submit_job"] = _submit_job
+    return type(f"Kit{base.__name__}", (base,), attrs)
+
+
+def job_queue_cluster(parallel: ParallelConfig, hook: SubmitHook | None = None) -> Any:
+    """Build (not scale) the dask-jobqueue cluster for ``parallel``."""
+    try:
+        import dask_jobqueue
+    except ImportError:
+        raise ImportError(
+            f"parallel.env: {parallel.env!r} needs dask-jobqueue; install it with "
+            "`pip install 'kit[jobqueue]'` (or `pip install dask-jobqueue`)"
+        ) from None
+    cls = getattr(dask_jobqueue, JOB_QUEUES[parallel.env])
+    options = dict(parallel.options)
+    scheduler_options = dict(options.pop("scheduler_options", None) or {})
+    # Kit's dashboards listen on 127.0.0.1 unless the config says otherwise.
+    scheduler_options.setdefault("dashboard_address", "127.0.0.1:0")
+    hook = hook or resolve_hook(parallel.submit_hook)
+    job_cls = job_class(cls.job_cls, parallel.submit_command, hook)
+    if "security" not in options and parallel.security is not None:
+        options["security"] = security_of(parallel)
+    return cls(job_cls=job_cls, scheduler_options=scheduler_options, **options)
+
+
+def job_script(parallel: ParallelConfig) -> str:
+    """Return the job script a job-queue ``parallel`` section would submit (submits nothing)."""
+    if parallel.env not in JOB_QUEUES:
+        raise _config_error(
+            "parallel.env",
+            f"{parallel.env!r} submits no job script",
+            f"use one of the job queues: {', '.join(JOB_QUEUES)}",
+        )
+    cluster = job_queue_cluster(parallel)
+    try:
+        script: str = cluster.job_script()
+    finally:
+        cluster.close()
+    return script
+
+
+def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any, Any]:
+    """Return ``(client, cluster)`` for ``parallel``; cluster is None when only connected."""
+    from distributed import Client
+
+    env = parallel.env
+    options = dict(parallel.options)
+    if env == "local":
+        from distributed import LocalCluster
+
+        kwargs: dict[str, Any] = {
+            "n_workers": parallel.n_workers,
+            "threads_per_worker": 1,
+            "processes": True,
+            "host": "127.0.0.1",
+            "dashboard_address": "127.0.0.1:0",
+        }
+        kwargs.update(options)
+        cluster = LocalCluster(**kwargs)  # type: ignore[no-untyped-call]
+        return Client(cluster, set_as_default=False), cluster  # type: ignore[no-untyped-call]
+    if env == "remote":
+        if not parallel.address:
+            raise _config_error(
+                "parallel.address",
+                "env 'remote' needs the scheduler address",
+                "set it, e.g. `parallel.address=tcp://127.0.0.1:8786`",
+            )
+        if parallel.security is not None:
+            options.setdefault("security", security_of(parallel))
+        options.setdefault("timeout", 30)
+        try:
+            client = Client(parallel.address, set_as_default=False, **options)  # type: ignore[no-untyped-call]
+        except OSError as exc:
+            hint = (
+                "check the address and that the scheduler runs"
+                if parallel.security is None
+                else "check the address, and that parallel.security holds certificates "
+                "signed by the scheduler's CA"
+            )
+            raise ConnectionError(
+                f"cannot connect to the scheduler at {parallel.address}: {exc}; {hint}"
+            ) from None
+        return client, None
+    if env in JOB_QUEUES:
+        cluster = job_queue_cluster(parallel, hook)
+        cluster.scale(parallel.n_workers)
+        return Client(cluster, set_as_default=False), cluster  # type: ignore[no-untyped-call]
+    raise _config_error("parallel.env", f"{env!r} cannot start a cluster", "use local or remote")

@@ -1,0 +1,91 @@
+"""Build a provider, a runner and the item indices from a config (for ``kit run``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from kit.config import ConfigError, config_hash
+from kit.provider import EnvironmentProvider
+from kit.result import Index
+
+
+def _import(path: str, key: str, base: type) -> type:
+    from hydra.utils import get_class
+
+    try:
+        cls = get_class(path)
+    except Exception as exc:
+        cause = exc.__cause__ or exc
+        raise ConfigError(
+            f"{key}: cannot import {path!r} ({type(cause).__name__}: {cause})\n"
+            f"    full_key: {key}\n"
+            "    fix: give the import path of the class (package.module.Class), and make its "
+            "package importable (install it, or run from its folder / set PYTHONPATH)",
+            full_key=key,
+        ) from None
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise ConfigError(
+            f"{key}: {path!r} is not a subclass of kit.{base.__name__}\n    full_key: {key}",
+            full_key=key,
+        )
+    return cls
+
+
+def _missing(key: str, example: str) -> ConfigError:
+    return ConfigError(
+        f"{key}: `kit run` needs this section\n    full_key: {key}\n"
+        f"    fix: add it, e.g. {example}",
+        full_key=key,
+    )
+
+
+def build_runner(cfg: DictConfig) -> tuple[Any, Sequence[Index]]:
+    """Return ``(runner, indices)`` described by ``cfg``'s provider, runner and items."""
+    from kit.runner import Runner
+
+    if "provider" not in cfg:
+        raise _missing("provider._target_", "`provider: {_target_: mypkg.MyProvider}`")
+    if "runner" not in cfg or "_target_" not in cfg.runner:
+        raise _missing("runner._target_", "`runner: {_target_: mypkg.MyRunner}`")
+    provider_cls = _import(cfg.provider._target_, "provider._target_", EnvironmentProvider)
+    runner_cls = _import(cfg.runner._target_, "runner._target_", Runner)
+    container = OmegaConf.to_container(cfg.runner, resolve=True)
+    assert isinstance(container, dict)
+    options = {str(k): v for k, v in container.items() if k != "_target_"}
+    output_dir = cfg.get("output_dir") or f"runs/{runner_cls.__name__}-{config_hash(cfg)}"
+    runner = runner_cls(
+        provider_cls(cfg), parallel=cfg.get("parallel"), output_dir=output_dir, **options
+    )
+    return runner, items_of(cfg)
+
+
+def items_of(cfg: DictConfig) -> Sequence[Index]:
+    """Return the indices of ``cfg.items``: a range, or the lines of a file."""
+    if "items" not in cfg:
+        raise _missing("items", "`items: {start: 0, stop: 100}` or `items: {file: ids.txt}`")
+    items = cfg["items"]  # not cfg.items: DictConfig has an items() method
+    if items.get("file"):
+        path = Path(items.file)
+        if not path.is_file():
+            raise ConfigError(
+                f"items.file: no such file: {path}\n    full_key: items.file\n"
+                "    fix: give a file with one index per line",
+                full_key="items.file",
+            )
+        out: list[Index] = []
+        for line in path.read_text().splitlines():
+            text = line.strip()
+            if text and not text.startswith("#"):
+                out.append(int(text) if text.lstrip("-").isdigit() else text)
+        return out
+    if items.get("stop") is None:
+        raise ConfigError(
+            "items.stop: give the end of the range (or items.file)\n    full_key: items.stop\n"
+            "    fix: e.g. `items.stop=100`",
+            full_key="items.stop",
+        )
+    return range(items.get("start", 0), items.stop, items.get("step", 1))

@@ -1,0 +1,326 @@
+"""Detached runs: a driver process that outlives the notebook, and attaching to it.
+
+``Runner.submit(indices, detached=True)`` (and ``kit submit``) pickle the
+runner, its provider and the indices by value into ``output_dir/job.pkl`` and
+start ``python -m kit._driver OUTPUT_DIR`` in a new session, so closing the
+notebook or restarting its kernel does not stop the work. The driver writes
+``status.json`` as chunks complete; :func:`attach` reads the directory from
+any process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import cloudpickle
+
+from kit.events import ChunkFinished, Event, RunFinished, RunStarted
+from kit.result import Index, ItemError, Progress, RunError, RunResult, RunStats, WorkerStats
+from kit.store import RunStore, atomic_file, indices_from_record
+
+if TYPE_CHECKING:
+    from kit.runner import Runner
+
+WAIT_STEP = 0.2
+FINAL = ("completed", "cancelled", "stopped", "error")
+
+
+def _write_json(path: Path, data: Mapping[str, Any]) -> None:
+    with atomic_file(path) as fh:
+        json.dump(data, fh, indent=1, default=repr)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return data
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped by its parent) counts as gone.
+    stat = Path(f"/proc/{pid}/stat")
+    if stat.exists():
+        return stat.read_text().rsplit(")", 1)[-1].split()[0] != "Z"
+    return True
+
+
+def start_driver(
+    runner: Runner, indices: Sequence[Index], forward_kwargs: Mapping[str, Any]
+) -> DetachedRun:
+    """Hand the run to a new driver process; return a handle to it."""
+    if runner.output_dir is None:
+        raise ValueError(
+            "a detached run needs an output_dir: it is where the driver writes its "
+            "results and where attach() finds them; pass Runner(..., output_dir=...)"
+        )
+    out = runner.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    driver = _read_json(out / "driver.json")
+    if driver and _alive(int(driver["pid"])) and _read_json(out / "result.json") is None:
+        raise RuntimeError(
+            f"a detached driver (pid {driver['pid']}) is already running in {out}; "
+            f"attach to it with kit.attach({str(out)!r}) or cancel it with `kit cancel {out}`"
+        )
+    (out / "status.json").unlink(missing_ok=True)
+    (out / "result.json").unlink(missing_ok=True)
+    job = {"runner": runner, "indices": indices, "kwargs": dict(forward_kwargs)}
+    with atomic_file(out / "job.pkl", "wb") as fh:
+        cloudpickle.dump(job, fh)
+    env = dict(os.environ)
+    # The driver imports what this process could (user modules next to the notebook).
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), *sys.path] if p)
+    with (out / "driver.log").open("a") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kit._driver", str(out)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=os.getcwd(),
+            env=env,
+            start_new_session=True,  # survives the kernel and its process group
+        )
+    _write_json(
+        out / "driver.json",
+        {
+            "pid": proc.pid,
+            "host": socket.gethostname(),
+            "started": time.time(),
+            "python": sys.executable,
+        },
+    )
+    return DetachedRun(out)
+
+
+class DetachedRun:
+    """A handle on a run in an output directory, driven by another process.
+
+    It offers what :class:`kit.RunHandle` offers: :attr:`progress`,
+    :meth:`done`, :meth:`result`, :meth:`cancel`, and iteration over
+    ``(index, record)``, by reading the directory.
+    """
+
+    def __init__(self, output_dir: str | os.PathLike[str]) -> None:
+        self.output_dir = Path(output_dir)
+        if (
+            not (self.output_dir / "manifest.json").exists()
+            and not (self.output_dir / "driver.json").exists()
+        ):
+            raise FileNotFoundError(
+                f"{self.output_dir} holds no Kit run (no manifest.json or driver.json); "
+                "check the path"
+            )
+
+    # ------------------------------------------------------------ reading
+    def status(self) -> dict[str, Any]:
+        """Return the latest status: state, progress, throughput, cluster, driver pid."""
+        status = _read_json(self.output_dir / "status.json") or {"state": "starting"}
+        driver = _read_json(self.output_dir / "driver.json") or {}
+        result = _read_json(self.output_dir / "result.json")
+        status["driver"] = driver
+        if result is not None:
+            status["state"] = result["status"]
+        elif driver and not _alive(int(driver["pid"])) and status.get("state") not in FINAL:
+            status["state"] = "died"
+        return status
+
+    @property
+    def progress(self) -> Progress:
+        """Items finished (ok or failed), failed, and total, as last written."""
+        status = self.status()
+        return Progress(status.get("done", 0), status.get("failed", 0), status.get("total", 0))
+
+    def done(self) -> bool:
+        """Whether the driver has ended (or died)."""
+        return self.status()["state"] in (*FINAL, "died")
+
+    def cancel(self, timeout: float = 60) -> None:
+        """Ask the driver to stop; completed chunks are kept and a later run resumes."""
+        driver = _read_json(self.output_dir / "driver.json")
+        if not driver or not _alive(int(driver["pid"])):
+            return
+        os.kill(int(driver["pid"]), signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while not self.done() and time.monotonic() < deadline:
+            time.sleep(WAIT_STEP)
+
+    def result(self, timeout: float | None = None) -> RunResult:
+        """Wait for the driver to end and return the run's result, read from the directory.
+
+        Raises
+        ------
+        TimeoutError
+            If the run has not ended within ``timeout`` seconds.
+        RuntimeError
+            If the driver died without finishing (see ``driver.log``).
+        RunError
+            If the run stopped early (``on_error="raise"`` or ``max_failures``).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.done():
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"the run in {self.output_dir} has not finished after {timeout} s"
+                )
+            time.sleep(WAIT_STEP)
+        status = self.status()
+        if status["state"] == "died":
+            log = self.output_dir / "driver.log"
+            tail = log.read_text()[-3000:] if log.exists() else ""
+            raise RuntimeError(
+                f"the driver (pid {status['driver'].get('pid')}) of {self.output_dir} ended "
+                f"without finishing; run again to resume. End of driver.log:\n{tail}"
+            )
+        result = read_result(self.output_dir)
+        if result.status == "stopped":
+            error = result.errors[0] if result.errors else None
+            raise RunError(f"the run in {self.output_dir} stopped early", result, error)
+        return result
+
+    def __iter__(self) -> Iterator[tuple[Index, Any]]:
+        """Yield ``(index, record)`` for successful items once the run has ended."""
+        result = self.result()
+        for index, record, ok in zip(result.indices, result.records, _ok_mask(result), strict=True):
+            if ok:
+                yield index, record
+
+    def __repr__(self) -> str:
+        p = self.progress
+        return f"<DetachedRun {self.output_dir} {self.status()['state']}: {p.done}/{p.total} items>"
+
+
+def _ok_mask(result: RunResult) -> list[bool]:
+    failed = {err.position for err in result.errors}
+    return [pos not in failed for pos in range(len(result.records))]
+
+
+def read_result(output_dir: str | os.PathLike[str]) -> RunResult:
+    """Rebuild a :class:`RunResult` from an output directory."""
+    store = RunStore(output_dir)
+    manifest = store.manifest()
+    if manifest is None:
+        raise FileNotFoundError(f"{output_dir} has no manifest.json")
+    indices = indices_from_record(manifest["indices"])
+    records: list[Any] = [None] * len(indices)
+    errors: list[ItemError] = []
+    for chunk in store.completed_chunks():
+        records[chunk.start : chunk.stop] = chunk.records
+        errors.extend(chunk.errors)
+    errors.sort(key=lambda e: e.position)
+    summary = _read_json(Path(output_dir) / "result.json") or {}
+    raw = dict(summary.get("stats") or {})
+    raw.pop("items_per_second", None)
+    workers = {k: WorkerStats(**v) for k, v in (raw.pop("workers", None) or {}).items()}
+    stats = (
+        RunStats(**raw, workers=workers)
+        if raw
+        else RunStats(len(indices), 0, 0, len(indices), 0, 0.0, 0.0, 0)
+    )
+    return RunResult(
+        indices=indices,
+        records=records,
+        errors=errors,
+        stats=stats,
+        status=summary.get("status", "unknown"),
+        output_dir=Path(output_dir),
+        summary=summary.get("summary") or {},
+    )
+
+
+def attach(output_dir: str | os.PathLike[str]) -> DetachedRun:
+    """Return a handle on the run in ``output_dir``, from any process.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> attach(tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: ... holds no Kit run (no manifest.json or driver.json); check the path
+    """
+    return DetachedRun(output_dir)
+
+
+class StatusWriter:
+    """An event view that keeps ``status.json`` current (at most ~4 writes a second)."""
+
+    def __init__(self, output_dir: Path, describe: Mapping[str, Any]) -> None:
+        self.path = output_dir / "status.json"
+        self.base = dict(describe)
+        self.state: dict[str, Any] = {"state": "starting", "done": 0, "failed": 0, "total": 0}
+        self._last = 0.0
+        self._started = time.monotonic()
+        self._recent_failures: list[tuple[Any, str]] = []
+
+    def __call__(self, event: Event) -> None:
+        """Fold ``event`` into the status and write it out."""
+        now = time.monotonic()
+        if isinstance(event, RunStarted):
+            self.state.update(
+                state="running",
+                total=event.total,
+                done=event.resumed,
+                resumed=event.resumed,
+                workers=event.workers,
+                dashboard=event.dashboard,
+            )
+        elif isinstance(event, ChunkFinished):
+            self._recent_failures = (self._recent_failures + list(event.failures))[-10:]
+            ran = event.done - self.state.get("resumed", 0)
+            self.state.update(
+                done=event.done,
+                failed=event.failed_total,
+                items_per_second=ran / max(now - self._started, 1e-9),
+                recent_failures=self._recent_failures,
+            )
+            if now - self._last < 0.25:
+                return
+        elif isinstance(event, RunFinished):
+            self.state.update(state=event.status, done=event.done, failed=event.failed)
+        self._last = now
+        _write_json(self.path, {**self.base, **self.state, "updated": time.time()})
+
+
+def drive(output_dir: Path) -> int:
+    """Run the job pickled in ``output_dir`` to its end (the driver process)."""
+    import kit
+
+    with (output_dir / "job.pkl").open("rb") as fh:
+        job = cloudpickle.load(fh)
+    runner = job["runner"]
+    handle = runner._handle(job["indices"], job["kwargs"], None)
+    session = handle.spec.session
+    writer = StatusWriter(output_dir, {"pid": os.getpid(), "session": session.describe()})
+    handle.events.subscribe(writer)
+    signal.signal(signal.SIGTERM, lambda *_: handle.cancel())
+    handle.start_background()
+    code = 0
+    try:
+        result = handle.result()
+        code = 0 if result.stats.failed == 0 else 1
+    except RunError:
+        code = 1
+    except BaseException as exc:
+        _write_json(
+            output_dir / "status.json", {**writer.state, "state": "error", "error": repr(exc)}
+        )
+        raise
+    finally:
+        kit.shutdown()
+    return code

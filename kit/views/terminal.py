@@ -1,0 +1,88 @@
+"""A progress line in the terminal: done/total, rate, ETA, failures."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from kit.events import ChunkFinished, Event, RunFinished, RunStarted
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+class TerminalProgress:
+    """Draw a run's progress on a terminal (redrawn in place) or a log (a line every few seconds).
+
+    Subscribe it to a run's events: ``runner.run(indices, on_event=TerminalProgress())``.
+
+    Examples
+    --------
+    >>> import io
+    >>> from kit.events import RunStarted, ChunkFinished, RunFinished
+    >>> out = io.StringIO()
+    >>> view = TerminalProgress(out, width=10)
+    >>> view(RunStarted("r", total=4, resumed=0, workers=2))
+    >>> view(ChunkFinished("r", 0, 2, 1, "0", 0.1, 1.0, 2, 1, 4))
+    >>> view(RunFinished("r", "completed", 4, 1, 4, 2.0))
+    >>> print(out.getvalue().splitlines()[-1])
+    [##########] 4/4 100% | 2.0 items/s | 1 failed | completed in 2s
+    """
+
+    def __init__(self, stream: TextIO | None = None, width: int = 30, every: float = 0.1) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = width
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.every = every if self.tty else 5.0
+        self._last = 0.0
+        self._resumed = 0
+
+    def _bar(self, done: int, total: int) -> str:
+        filled = self.width * done // total if total else self.width
+        percent = 100 * done // total if total else 100
+        return f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} {percent}%"
+
+    def _write(self, line: str, final: bool = False) -> None:
+        if self.tty:
+            self.stream.write("\r" + line + ("\n" if final else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def __call__(self, event: Event) -> None:
+        """Draw ``event``."""
+        if isinstance(event, RunStarted):
+            self._resumed = event.resumed
+            note = f", {event.resumed} already done" if event.resumed else ""
+            self._write(f"{event.total} items on {event.workers} worker(s){note}", final=True)
+            if event.dashboard:
+                self._write(f"dashboard: {event.dashboard}", final=True)
+        elif isinstance(event, ChunkFinished):
+            now = time.monotonic()
+            if now - self._last < self.every and event.done < event.total:
+                return
+            self._last = now
+            ran = event.done - self._resumed
+            rate = ran / event.elapsed if event.elapsed > 0 else 0.0
+            left = event.total - event.done
+            eta = _duration(left / rate) if rate > 0 else "?"
+            failed = f" | {event.failed_total} failed" if event.failed_total else ""
+            self._write(
+                f"{self._bar(event.done, event.total)} | {rate:.1f} items/s | ETA {eta}{failed}"
+            )
+        elif isinstance(event, RunFinished):
+            ran = event.done - self._resumed
+            rate = ran / event.elapsed if event.elapsed > 0 else 0.0
+            failed = f" | {event.failed} failed" if event.failed else ""
+            self._write(
+                f"{self._bar(event.done, event.total)} | {rate:.1f} items/s{failed} | "
+                f"{event.status} in {_duration(event.elapsed)}",
+                final=True,
+            )
