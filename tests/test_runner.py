@@ -216,4 +216,4 @@ def test_inline_runs_on_the_driver(tmp_path: Path) -> None:
 
     result = WhereRan(ToyProvider(toy_config(tmp_path))).run(range(3))
     assert {r["pid"] for r in result.records} == {os.getpid()}
-    assert lines(tmp_path, "setup.log") == [f"{os.getpid()} 2"]
+    assert lines(tmp_path, "setup.log") == [f"{os.getpid()} 2 -"]

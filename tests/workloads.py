@@ -43,7 +43,8 @@ class Model:
 
 def build_env(cfg: Any) -> dict[str, Any]:
     if cfg.get("log_dir"):
-        log(cfg, "setup.log", f"{os.getpid()} {cfg.factor}")
+        job = os.environ.get("SLURM_JOB_ID", "-")
+        log(cfg, "setup.log", f"{os.getpid()} {cfg.factor} {job}")
     if cfg.get("fail_setup"):
         raise RuntimeError("model file is corrupt")
     if cfg.get("bad_setup"):

@@ -1,0 +1,224 @@
+"""Job-queue clusters: a real single-node SLURM (started by make test), job scripts for the rest."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kit
+from kit._clusters import JOB_QUEUES, job_script
+from kit.config import parallel_section
+from tests.workloads import Affine, ToyProvider, expected, lines, toy_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def slurm_problem() -> str | None:
+    if shutil.which("sbatch") is None:
+        return "SLURM is not installed (run .ci/system-deps.sh as root)"
+    state = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, check=False)
+    if state.returncode != 0 or not state.stdout.strip():
+        return f"SLURM is not running: {state.stderr.strip() or 'no nodes'}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def slurm() -> None:
+    problem = slurm_problem()
+    if problem is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"SLURM must run in CI: {problem}")
+        pytest.skip(problem)
+
+
+def slurm_parallel(tmp: Path, **extra: Any) -> dict[str, Any]:
+    return {
+        "env": "slurm",
+        "n_workers": 2,
+        "options": {
+            "cores": 1,
+            "processes": 1,
+            "memory": "2GB",
+            "queue": "debug",
+            "walltime": "00:10:00",
+            "job_directives_skip": ["--mem"],
+            "scheduler_options": {"host": "127.0.0.1"},
+            "log_directory": str(tmp / "slurm-logs"),
+            # The test workloads live in this repository, not in an installed package.
+            "job_script_prologue": [f"export PYTHONPATH={ROOT}"],
+        },
+        **extra,
+    }
+
+
+@pytest.fixture
+def closing() -> Iterator[list[dict[str, Any]]]:
+    opened: list[dict[str, Any]] = []
+    yield opened
+    for parallel in opened:
+        for session in kit.sessions():
+            if session.parallel == parallel_section(parallel):
+                session.close()
+
+
+@pytest.mark.slow
+def test_a_job_runs_end_to_end_through_sbatch(
+    slurm: None, tmp_path: Path, closing: list[dict[str, Any]]
+) -> None:
+    wrapper = tmp_path / "sbatch-wrapper.sh"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/wrapper.log\nexec sbatch "$@"\n')
+    wrapper.chmod(0o755)
+    parallel = slurm_parallel(tmp_path, submit_command=str(wrapper))
+    closing.append(parallel)
+    result = Affine(ToyProvider(toy_config(tmp_path)), parallel=parallel).run(range(200))
+    assert result.records == expected(range(200))
+    assert len(result.stats.workers) == 2
+    builds = [line.split() for line in lines(tmp_path, "setup.log")]
+    assert len(builds) == 2
+    assert all(job != "-" for _, _, job in builds), "the env was not built inside SLURM jobs"
+    assert len({job for _, _, job in builds}) == 2
+    submitted = lines(tmp_path, "wrapper.log")
+    assert len(submitted) == 2 and all(line.endswith(".sh") for line in submitted)
+
+
+@pytest.mark.slow
+def test_the_python_submit_hook_is_used(
+    slurm: None, tmp_path: Path, closing: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests import jobqueue_hooks
+
+    monkeypatch.setattr(jobqueue_hooks, "LOG", tmp_path / "hook.log")
+    parallel = slurm_parallel(tmp_path, n_workers=1)
+    closing.append(parallel)
+    kit.get_session(parallel, submit_hook=jobqueue_hooks.record_and_submit)
+    result = Affine(ToyProvider(toy_config(tmp_path)), parallel=parallel).run(range(20))
+    assert result.records == expected(range(20))
+    (line,) = lines(tmp_path, "hook.log")
+    assert line.startswith("sbatch ") and line.endswith(".sh")
+
+
+@pytest.mark.slow
+def test_the_submit_hook_can_be_named_in_the_config(
+    slurm: None, tmp_path: Path, closing: list[dict[str, Any]]
+) -> None:
+    parallel = slurm_parallel(
+        tmp_path, n_workers=1, submit_hook="tests.jobqueue_hooks.record_and_submit"
+    )
+    closing.append(parallel)
+    os.environ["KIT_TEST_HOOK_LOG"] = str(tmp_path / "hook.log")
+    import importlib
+
+    from tests import jobqueue_hooks
+
+    importlib.reload(jobqueue_hooks)
+    try:
+        Affine(ToyProvider(toy_config(tmp_path)), parallel=parallel).run(range(5))
+    finally:
+        del os.environ["KIT_TEST_HOOK_LOG"]
+        importlib.reload(jobqueue_hooks)
+    assert len(lines(tmp_path, "hook.log")) == 1
+
+
+def test_a_bad_submit_hook_path_is_a_config_error(tmp_path: Path) -> None:
+    from kit._clusters import resolve_hook
+
+    with pytest.raises(
+        kit.ConfigError, match=r"parallel\.submit_hook: cannot import 'nowhere\.hook'"
+    ):
+        resolve_hook("nowhere.hook")
+
+
+@pytest.mark.parametrize(
+    ("env", "directive"),
+    [
+        ("slurm", "#SBATCH"),
+        ("pbs", "#PBS"),
+        ("sge", "#$"),
+        ("lsf", "#BSUB"),
+        ("moab", "#PBS"),
+        ("oar", "#OAR"),
+    ],
+)
+def test_job_scripts_for_every_queue(env: str, directive: str) -> None:
+    options = {"cores": 1, "memory": "2GB", "scheduler_options": {"host": "127.0.0.1"}}
+    script = job_script(parallel_section({"env": env, "options": options}))
+    assert directive in script
+    assert "distributed.cli.dask_worker" in script
+
+
+def test_htcondor_job_script() -> None:
+    options = {
+        "cores": 1,
+        "memory": "2GB",
+        "disk": "1GB",
+        "scheduler_options": {"host": "127.0.0.1"},
+    }
+    script = job_script(parallel_section({"env": "htcondor", "options": options}))
+    assert "distributed.cli.dask_worker" in script
+
+
+def test_every_job_queue_env_is_covered() -> None:
+    assert set(JOB_QUEUES) == {"slurm", "pbs", "sge", "lsf", "htcondor", "moab", "oar"}
+
+
+def test_kit_cluster_script_prints_the_job_script(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "parallel:\n  env: slurm\n  n_workers: 2\n  options:\n    cores: 2\n    memory: 4GB\n"
+        "    queue: gpu\n    scheduler_options: {host: 127.0.0.1}\n"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kit",
+            "cluster",
+            "script",
+            str(config),
+            "parallel.options.queue=cpu",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "#SBATCH -p cpu" in result.stdout
+    assert "#SBATCH --cpus-per-task=2" in result.stdout
+
+
+def test_kit_cluster_script_refuses_a_local_env(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("parallel:\n  env: local\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "kit", "cluster", "script", str(config)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "parallel.env: 'local' submits no job script" in result.stderr
+
+
+def test_without_dask_jobqueue_the_error_names_the_extra() -> None:
+    script = (
+        "import sys\n"
+        "sys.modules['dask_jobqueue'] = None\n"
+        "from kit._clusters import job_queue_cluster\n"
+        "from kit.config import parallel_section\n"
+        "try:\n"
+        "    job_queue_cluster(parallel_section({'env': 'pbs'}))\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == (
+        "parallel.env: 'pbs' needs dask-jobqueue; install it with `pip install 'kit[jobqueue]'`"
+        " (or `pip install dask-jobqueue`)"
+    )
