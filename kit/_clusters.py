@@ -149,6 +149,13 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
             )
         if parallel.security is not None:
             options.setdefault("security", security_of(parallel))
+        elif parallel.address.startswith("tls://") and "security" not in options:
+            raise _config_error(
+                "parallel.security",
+                f"the scheduler at {parallel.address} speaks TLS, and no certificates are given",
+                "set parallel.security.ca_file, parallel.security.cert_file and "
+                "parallel.security.key_file (files signed by the scheduler's CA)",
+            )
         options.setdefault("timeout", 30)
         try:
             client = Client(parallel.address, set_as_default=False, **options)  # type: ignore[no-untyped-call]

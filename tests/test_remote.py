@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,70 +14,19 @@ import pytest
 from distributed import Client
 
 import kit
+from tests.servers import dask_cluster
 from tests.workloads import Affine, ToyProvider, WhereRan, expected, lines, toy_config
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
-DASK = str(Path(sys.executable).with_name("dask"))
 
 
 @pytest.fixture(scope="module")
 def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Start a scheduler and two single-thread workers on 127.0.0.1; yield the address."""
-    folder = tmp_path_factory.mktemp("remote")
-    scheduler_file = folder / "scheduler.json"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    common = {"env": env, "cwd": folder, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    scheduler = subprocess.Popen(
-        [
-            DASK,
-            "scheduler",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--no-dashboard",
-            "--scheduler-file",
-            str(scheduler_file),
-        ],
-        **common,  # type: ignore[call-overload]
-    )
-    workers = []
-    try:
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists():
-            assert time.monotonic() < deadline, "the scheduler did not start"
-            time.sleep(0.1)
-        workers = [
-            subprocess.Popen(
-                [
-                    DASK,
-                    "worker",
-                    "--scheduler-file",
-                    str(scheduler_file),
-                    "--nthreads",
-                    "1",
-                    "--no-dashboard",
-                    "--host",
-                    "127.0.0.1",
-                ],
-                **common,  # type: ignore[call-overload]
-            )
-            for _ in range(2)
-        ]
-        address = json.loads(scheduler_file.read_text())["address"]
+    """A scheduler and two single-thread workers on 127.0.0.1; yields the address."""
+    with dask_cluster(tmp_path_factory.mktemp("remote")) as address:
         with Client(address, timeout=30) as client:
             client.wait_for_workers(2, timeout=60)
         yield address
-    finally:
-        for proc in [*workers, scheduler]:
-            proc.terminate()
-        for proc in [*workers, scheduler]:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def test_a_remote_cluster_gives_the_same_records(remote: str, tmp_path: Path) -> None:

@@ -1,0 +1,159 @@
+"""Real servers for tests: a Dask cluster from the `dask scheduler`/`dask worker` programs,
+and throwaway TLS certificates made with openssl."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DASK = str(Path(sys.executable).with_name("dask"))
+
+
+@contextlib.contextmanager
+def dask_cluster(
+    folder: Path, n_workers: int = 2, extra: Sequence[str] = (), env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """Start a scheduler and single-thread workers on 127.0.0.1; yield the scheduler address."""
+    scheduler_file = folder / "scheduler.json"
+    environ = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    common = {
+        "env": environ,
+        "cwd": folder,
+        "stdout": subprocess.DEVNULL,
+        "stderr": subprocess.DEVNULL,
+    }
+    protocol = ["--protocol", "tls"] if any(a.startswith("--tls") for a in extra) else []
+    scheduler = subprocess.Popen(
+        [
+            DASK,
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-dashboard",
+            "--scheduler-file",
+            str(scheduler_file),
+            *protocol,
+            *extra,
+        ],
+        **common,  # type: ignore[call-overload]
+    )
+    workers: list[subprocess.Popen[bytes]] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists():
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            assert scheduler.poll() is None, "the scheduler exited"
+            time.sleep(0.1)
+        workers = [
+            subprocess.Popen(
+                [
+                    DASK,
+                    "worker",
+                    "--scheduler-file",
+                    str(scheduler_file),
+                    "--nthreads",
+                    "1",
+                    "--no-dashboard",
+                    "--host",
+                    "127.0.0.1",
+                    *extra,
+                ],
+                **common,  # type: ignore[call-overload]
+            )
+            for _ in range(n_workers)
+        ]
+        yield json.loads(scheduler_file.read_text())["address"]
+    finally:
+        for proc in [*workers, scheduler]:
+            proc.terminate()
+        for proc in [*workers, scheduler]:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@dataclass(frozen=True)
+class Certificates:
+    ca: Path
+    cert: Path
+    key: Path
+
+    def dask_args(self) -> list[str]:
+        return [
+            "--tls-ca-file",
+            str(self.ca),
+            "--tls-cert",
+            str(self.cert),
+            "--tls-key",
+            str(self.key),
+        ]
+
+
+def make_certificates(folder: Path, name: str = "kit-test") -> Certificates:
+    """A throwaway CA and one certificate for 127.0.0.1 signed by it."""
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl is needed (installed by .ci/system-deps.sh)"
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def run(*args: str) -> None:
+        subprocess.run([openssl, *args], cwd=folder, check=True, capture_output=True)
+
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "1",
+        "-subj",
+        f"/CN={name}-ca",
+    )
+    run(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "node.key",
+        "-out",
+        "node.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    )
+    (folder / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    run(
+        "x509",
+        "-req",
+        "-in",
+        "node.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "node.pem",
+        "-days",
+        "1",
+        "-extfile",
+        "ext.cnf",
+    )
+    return Certificates(folder / "ca.pem", folder / "node.pem", folder / "node.key")

@@ -1,0 +1,79 @@
+"""A remote scheduler with TLS: refused without the certificates, runs a job with them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from distributed import Client
+
+import kit
+from tests.servers import Certificates, dask_cluster, make_certificates
+from tests.workloads import Affine, ToyProvider, expected, toy_config
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Certificates]]:
+    folder = tmp_path_factory.mktemp("tls")
+    certs = make_certificates(folder / "certs")
+    require = {"DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True"}
+    with dask_cluster(folder, extra=certs.dask_args(), env=require) as address:
+        yield address, certs
+
+
+def security(certs: Certificates) -> dict[str, Any]:
+    return {"ca_file": str(certs.ca), "cert_file": str(certs.cert), "key_file": str(certs.key)}
+
+
+def test_the_scheduler_speaks_tls_only(tls_cluster: tuple[str, Certificates]) -> None:
+    address, _ = tls_cluster
+    assert address.startswith("tls://127.0.0.1:")
+    with pytest.raises((OSError, TypeError)):
+        Client(address.replace("tls://", "tcp://"), timeout=5)
+
+
+def test_a_client_without_certificates_is_refused(tls_cluster: tuple[str, Certificates]) -> None:
+    address, _ = tls_cluster
+    with pytest.raises(kit.ConfigError) as info:
+        kit.get_session({"env": "remote", "address": address})
+    assert str(info.value).startswith(
+        f"parallel.security: the scheduler at {address} speaks TLS, and no certificates are given"
+    )
+
+
+def test_a_plain_client_is_refused_by_the_scheduler(tls_cluster: tuple[str, Certificates]) -> None:
+    address, _ = tls_cluster
+    with pytest.raises(TypeError, match="TLS expects a `ssl_context`"):
+        Client(address, timeout=5)
+
+
+def test_certificates_from_another_ca_are_refused(
+    tls_cluster: tuple[str, Certificates], tmp_path: Path
+) -> None:
+    address, _ = tls_cluster
+    other = make_certificates(tmp_path / "other", name="stranger")
+    parallel = {
+        "env": "remote",
+        "address": address,
+        "security": security(other),
+        "options": {"timeout": 5},
+    }
+    with pytest.raises(ConnectionError, match="cannot connect to the scheduler at tls://"):
+        kit.get_session(parallel)
+
+
+def test_a_client_with_the_certificates_runs_a_job(tls_cluster: tuple[str, Certificates]) -> None:
+    address, certs = tls_cluster
+    parallel = {"env": "remote", "address": address, "security": security(certs)}
+    try:
+        result = Affine(ToyProvider(toy_config()), parallel=parallel).run(range(100))
+        assert result.records == expected(range(100))
+        assert len(result.stats.workers) == 2
+    finally:
+        for session in kit.sessions():
+            if session.parallel.address == address:
+                session.close()
