@@ -1,0 +1,147 @@
+"""`kit run` and `kit submit`: jobs described by a config, exit codes, the scale-out step."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CONFIG = """\
+provider:
+  _target_: tests.workloads.ToyProvider
+runner:
+  _target_: tests.workloads.Affine
+  chunk_size: 8
+items:
+  start: 0
+  stop: 50
+factor: 2
+offset: 1
+parallel:
+  env: local
+  n_workers: 2
+output_dir: {out}
+"""
+
+
+def kit_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kit", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "job.yaml"
+    path.write_text(CONFIG.format(out=tmp_path / "out"))
+    return path
+
+
+def test_kit_run_runs_the_job_and_exits_0(config: Path, tmp_path: Path) -> None:
+    result = kit_cli("run", str(config))
+    assert result.returncode == 0, result.stderr
+    assert "50 ok, 0 failed, 0 not run" in result.stdout
+    assert f"results: {tmp_path / 'out'}" in result.stdout
+    assert "50 items on 2 worker(s)" in result.stderr
+    assert "50/50 100%" in result.stderr and "items/s" in result.stderr
+    records = kit.attach(tmp_path / "out").result().records
+    assert records[49] == {"idx": 49, "y": 99}
+
+
+def test_kit_run_with_failed_items_exits_1_with_a_summary(config: Path) -> None:
+    result = kit_cli("run", str(config), "+fail_on=[3,4]", "parallel.env=inline")
+    assert result.returncode == 1
+    assert "48 ok, 2 failed" in result.stdout
+    assert "item 3 (position 3) failed on worker driver: builtins.ValueError: item 3 is broken" in (
+        result.stdout
+    )
+    assert "2 failed" in result.stderr
+
+
+def test_kit_run_with_an_item_file(config: Path, tmp_path: Path) -> None:
+    ids = tmp_path / "ids.txt"
+    ids.write_text("# a comment\n5\n7\n\n9\n")
+    result = kit_cli(
+        "run",
+        str(config),
+        "~items.start",
+        "~items.stop",
+        f"+items.file={ids}",
+        f"output_dir={tmp_path / 'by-file'}",
+    )
+    assert result.returncode == 0, result.stderr
+    assert kit.attach(tmp_path / "by-file").result().indices == [5, 7, 9]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "runner._target_=tests.workloads.Nope",
+            "runner._target_: cannot import 'tests.workloads.Nope'",
+        ),
+        (
+            "provider._target_=tests.workloads.Affine",
+            "provider._target_: 'tests.workloads.Affine' is not a subclass of "
+            "kit.EnvironmentProvider",
+        ),
+        ("~items", "items: `kit run` needs this section"),
+        (
+            "parallel.env=slurmm",
+            "parallel.env: 'slurmm' is not a valid choice; did you mean 'slurm'?",
+        ),
+        ("factor=???", "1 required value is missing (???): factor"),
+    ],
+)
+def test_bad_config_exits_2_without_traceback(config: Path, override: str, message: str) -> None:
+    result = kit_cli("run", str(config), override)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_changed_config_into_the_same_output_dir_exits_2(config: Path) -> None:
+    assert kit_cli("run", str(config), "parallel.env=inline").returncode == 0
+    result = kit_cli("run", str(config), "parallel.env=inline", "factor=3")
+    assert result.returncode == 2
+    assert "holds a run of a different config" in result.stderr and "factor=3" in result.stderr
+
+
+@pytest.mark.slow
+def test_kit_submit_is_the_detached_form(config: Path, tmp_path: Path) -> None:
+    result = kit_cli("submit", str(config), "items.stop=200", "+sleep=0.01")
+    assert result.returncode == 0, result.stderr
+    assert f"output {tmp_path / 'out'}" in result.stdout
+    assert f"kit status {tmp_path / 'out'}" in result.stdout
+    outcome = kit.attach(tmp_path / "out").result(timeout=120)
+    assert outcome.stats.ok == 200
+
+
+def test_the_scale_out_command_replays_a_notebook_edit(config: Path, tmp_path: Path) -> None:
+    # In the notebook: load the base config, edit it, then scale out with the override list.
+    base = kit.load_config(config)
+    edited = kit.load_config(base, ["factor=5", "+offset2=3", "parallel.env=inline"])
+    overrides = kit.to_overrides(base, edited)
+    assert overrides == ["factor=5", "parallel.env=inline", "+offset2=3"]
+    result = kit_cli("run", str(config), *overrides)
+    assert result.returncode == 0, result.stderr
+    stored = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert stored["config_hash"] == kit.config_hash(edited)
+
+
+def test_status_of_a_folder_without_a_run_exits_2(tmp_path: Path) -> None:
+    result = kit_cli("status", str(tmp_path))
+    assert result.returncode == 2
+    assert "holds no Kit run" in result.stderr

@@ -1,0 +1,149 @@
+"""Detached runs: a driver that outlives the notebook kernel; attach, status, cancel."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import kit
+from kit.detached import _alive
+from tests.workloads import Affine, ToyProvider, expected, toy_config
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+
+KERNEL_CODE = textwrap.dedent(
+    """
+    import os, sys
+    sys.path.insert(0, {root!r})
+    import kit
+    from omegaconf import OmegaConf
+
+    # Defined in the notebook itself: shipped to the driver and workers by value.
+    class Slow(kit.EnvironmentProvider):
+        def build_env_local(self):
+            return {{"step": self.config.step}}
+        def make_worker_setup_fn(self):
+            step = self.config.step
+            return lambda: {{"step": step}}
+
+    class Times(kit.Runner):
+        @staticmethod
+        def forward(idx, step):
+            import time
+            time.sleep(step)
+            return {{"idx": idx, "double": 2 * idx}}
+
+    runner = Times(Slow(OmegaConf.create({{"step": 0.02}})),
+                   parallel={{"env": "local", "n_workers": 2}}, output_dir={out!r})
+    run = runner.submit(range(300), detached=True)
+    print("KERNEL", os.getpid(), "DRIVER", run.status()["driver"]["pid"])
+    """
+)
+
+
+def test_a_detached_run_survives_its_kernel_being_killed(tmp_path: Path) -> None:
+    jupyter_client = pytest.importorskip("jupyter_client")
+    out = tmp_path / "run"
+    manager = jupyter_client.KernelManager(kernel_name="python3")
+    manager.start_kernel(cwd=str(tmp_path))
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        printed: list[str] = []
+        reply = client.execute_interactive(
+            KERNEL_CODE.format(root=str(ROOT), out=str(out)),
+            timeout=120,
+            output_hook=lambda msg: printed.append(msg["content"].get("text", "")),
+        )
+        assert reply["content"]["status"] == "ok", reply["content"]
+        words = "".join(printed).split()
+        kernel_pid, driver_pid = int(words[1]), int(words[3])
+    finally:
+        client.stop_channels()
+    run = kit.attach(out)
+    deadline = time.monotonic() + 60
+    while run.progress.done == 0:
+        assert time.monotonic() < deadline, "the detached run made no progress"
+        time.sleep(0.05)
+    manager.shutdown_kernel(now=True)  # kill the kernel mid-run
+    assert not _alive(kernel_pid)
+    assert run.progress.done < 300, "the run ended before the kernel was killed"
+    assert _alive(driver_pid)
+
+    # Attach from this process (another one than the kernel) and get everything.
+    result = kit.attach(out).result(timeout=120)
+    assert result.status == "completed"
+    assert result.records == [{"idx": i, "double": 2 * i} for i in range(300)]
+    assert result.stats.ok == 300
+    assert dict(kit.attach(out))[7] == {"idx": 7, "double": 14}
+
+
+def test_cancel_stops_a_detached_run_and_a_later_run_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    runner = Affine(
+        ToyProvider(toy_config(sleep=0.02)),
+        parallel={"env": "local", "n_workers": 2},
+        output_dir=out,
+    )
+    run = runner.submit(range(400), detached=True)
+    deadline = time.monotonic() + 60
+    while run.progress.done < 20:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    status = subprocess.run(
+        [sys.executable, "-m", "kit", "status", str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert f"{out}: running" in status
+    assert "cluster: LocalCluster (local), scheduler tcp://127.0.0.1:" in status
+    assert "items:" in status and "/400" in status
+    cancel = subprocess.run(
+        [sys.executable, "-m", "kit", "cancel", str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert f"{out}: cancelled; completed chunks are kept" in cancel.stdout
+    partial = kit.attach(out).result(timeout=10)
+    assert partial.status == "cancelled" and 20 <= partial.stats.ok < 400
+
+    again = runner.submit(range(400), detached=True).result(timeout=120)
+    assert again.records == expected(range(400))
+    assert again.stats.resumed >= partial.stats.ok
+
+
+def test_a_detached_run_needs_an_output_dir() -> None:
+    with pytest.raises(ValueError, match="a detached run needs an output_dir"):
+        Affine(ToyProvider(toy_config())).submit(range(3), detached=True)
+
+
+def test_attach_to_a_folder_without_a_run_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="holds no Kit run"):
+        kit.attach(tmp_path)
+
+
+def test_a_driver_that_dies_is_reported_with_its_log(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    runner = Affine(ToyProvider(toy_config(sleep=0.05)), output_dir=out, chunk_size=2)
+    run = runner.submit(range(200), detached=True)
+    deadline = time.monotonic() + 60
+    while run.progress.done < 4:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    import os
+    import signal
+
+    os.kill(int(json.loads((out / "driver.json").read_text())["pid"]), signal.SIGKILL)
+    with pytest.raises(RuntimeError, match="ended without finishing; run again to resume"):
+        run.result(timeout=30)
+    assert kit.attach(out).status()["state"] == "died"
