@@ -5,9 +5,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.kit-installed
-EXTRAS ?= dev
+EXTRAS ?= dev,jobqueue
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test system-deps lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,7 +28,11 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest
 
-test: lint typecheck unit
+# System packages (SLURM, munge, openssl) via apt, and a single-node SLURM (as root).
+system-deps:
+	bash .ci/system-deps.sh
+
+test: system-deps lint typecheck unit
 
 # Side-by-side benchmarks; results (with the machine description) go to benchmarks/results/.
 bench: $(STAMP)

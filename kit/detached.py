@@ -114,6 +114,23 @@ class DetachedRun:
     It offers what :class:`kit.RunHandle` offers: :attr:`progress`,
     :meth:`done`, :meth:`result`, :meth:`cancel`, and iteration over
     ``(index, record)``, by reading the directory.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from kit import EnvironmentProvider, Runner
+    >>> class Env(EnvironmentProvider):
+    ...     def build_env_local(self): return {}
+    ...     def make_worker_setup_fn(self): return dict
+    >>> class Square(Runner):
+    ...     @staticmethod
+    ...     def forward(idx):
+    ...         return idx * idx
+    >>> out = tempfile.mkdtemp()
+    >>> _ = Square(Env({}), output_dir=out).run(range(4))
+    >>> run = DetachedRun(out)  # what kit.attach(out) returns, from any process
+    >>> run.done(), run.result().records
+    (True, [0, 1, 4, 9])
     """
 
     def __init__(self, output_dir: str | os.PathLike[str]) -> None:

@@ -77,6 +77,8 @@ def test_a_job_runs_end_to_end_through_sbatch(
     wrapper.chmod(0o755)
     parallel = slurm_parallel(tmp_path, submit_command=str(wrapper))
     closing.append(parallel)
+    # Both jobs in before the run starts, or trivial items may all land on the first.
+    kit.get_session(parallel).wait_for_workers(2)
     result = Affine(ToyProvider(toy_config(tmp_path)), parallel=parallel).run(range(200))
     assert result.records == expected(range(200))
     assert len(result.stats.workers) == 2

@@ -9,6 +9,7 @@ import pytest
 
 import kit
 import kit.config
+import kit.views
 
 
 def public_names(module: ModuleType) -> set[str]:
@@ -19,12 +20,12 @@ def public_names(module: ModuleType) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("module", [kit, kit.config], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [kit, kit.config, kit.views], ids=lambda m: m.__name__)
 def test_all_lists_exactly_the_public_names(module: ModuleType) -> None:
     assert set(module.__all__) == public_names(module)
 
 
-@pytest.mark.parametrize("module", [kit, kit.config], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [kit, kit.config, kit.views], ids=lambda m: m.__name__)
 def test_every_public_function_has_a_docstring_example(module: ModuleType) -> None:
     for name in module.__all__:
         obj = getattr(module, name)

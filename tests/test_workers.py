@@ -100,3 +100,29 @@ def test_sessions_are_reused_and_listed(local: dict) -> None:
     assert first in kit.sessions()
     assert first.describe()["workers"] == 2
     assert first.dashboard_link is None or first.dashboard_link.startswith("http://127.0.0.1:")
+
+
+def test_dashboards_listen_on_localhost_by_default(local: dict) -> None:
+    session = kit.get_session(local)
+    assert session.client.scheduler.address.startswith("tcp://127.0.0.1:")
+    if session.dashboard_link is not None:  # bokeh installed
+        assert session.dashboard_link.startswith("http://127.0.0.1:")
+
+
+def test_job_queue_dashboards_listen_on_localhost_unless_told(tmp_path: Path) -> None:
+    pytest.importorskip("dask_jobqueue")
+    from kit._clusters import job_queue_cluster
+    from kit.config import parallel_section
+
+    options = {"cores": 1, "memory": "1GB", "scheduler_options": {"host": "127.0.0.1"}}
+    cluster = job_queue_cluster(parallel_section({"env": "slurm", "options": options}))
+    try:
+        assert cluster.scheduler_spec["options"]["dashboard_address"] == "127.0.0.1:0"
+    finally:
+        cluster.close()
+    options["scheduler_options"]["dashboard_address"] = ":8790"
+    cluster = job_queue_cluster(parallel_section({"env": "slurm", "options": options}))
+    try:
+        assert cluster.scheduler_spec["options"]["dashboard_address"] == ":8790"
+    finally:
+        cluster.close()
