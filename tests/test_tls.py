@@ -22,6 +22,16 @@ def tls_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
     certs = make_certificates(folder / "certs")
     require = {"DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True"}
     with dask_cluster(folder, extra=certs.dask_args(), env=require) as address:
+        from distributed.security import Security
+
+        sec = Security(  # type: ignore[no-untyped-call]
+            tls_ca_file=str(certs.ca),
+            tls_client_cert=str(certs.cert),
+            tls_client_key=str(certs.key),
+        )
+        # Both workers in before any test, or trivial items may all land on the first.
+        with Client(address, security=sec, timeout=30) as client:
+            client.wait_for_workers(2, timeout=60)
         yield address, certs
 
 
