@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.kit-installed
-EXTRAS ?= dev,jobqueue
+EXTRAS ?= dev,jobqueue,notebook
 
 .PHONY: demo test system-deps lint typecheck unit bench clean
 

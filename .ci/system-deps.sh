@@ -4,7 +4,8 @@
 # these then skip with that reason (CI runs as root, so there they run).
 set -euo pipefail
 
-PACKAGES=(slurm-wlm munge openssl)
+# chromium: Debian's browser, driven by playwright in the report and notebook tests.
+PACKAGES=(slurm-wlm munge openssl chromium fonts-dejavu-core)
 
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "system-deps: not root or no apt-get: skipping ${PACKAGES[*]} (tests needing them will skip)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kit.result import Index, ItemError
@@ -19,6 +19,8 @@ class ChunkResult:
     errors: list[ItemError]
     worker: str
     busy_seconds: float
+    #: Per metric name: (sum, count) over the chunk's records (see :func:`metric_sums`).
+    metrics: dict[str, tuple[float, int]] = field(default_factory=dict)
 
     @property
     def stop(self) -> int:
@@ -59,4 +61,32 @@ def execute_chunk(
             except Exception as exc:
                 for k, index in enumerate(batch):
                     errors.append(ItemError.from_exception(index, start + b + k, exc, worker))
-    return ChunkResult(start, records, errors, worker, time.perf_counter() - began)
+    busy = time.perf_counter() - began
+    return ChunkResult(start, records, errors, worker, busy, metric_sums(records))
+
+
+def metric_sums(records: Sequence[Any]) -> dict[str, tuple[float, int]]:
+    """Sum the per-item metrics of ``records``: the convention views read.
+
+    A record reports metrics when it is a dict with a ``"metrics"`` dict of
+    numbers, e.g. ``{"hyp": "...", "metrics": {"wer": 0.25, "rtf": 0.1}}``.
+    Other records, and values that are not numbers, are left out.
+
+    Examples
+    --------
+    >>> metric_sums([{"metrics": {"wer": 0.5}}, {"metrics": {"wer": 0.0, "x": "no"}}, 3])
+    {'wer': (0.5, 2)}
+    """
+    sums: dict[str, list[float]] = {}
+    for record in records:
+        if type(record) is not dict:
+            continue
+        metrics = record.get("metrics")
+        if type(metrics) is not dict:
+            continue
+        for name, value in metrics.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                total = sums.setdefault(str(name), [0.0, 0])
+                total[0] += value
+                total[1] += 1
+    return {name: (total, int(count)) for name, (total, count) in sums.items()}

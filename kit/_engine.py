@@ -9,6 +9,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
@@ -16,7 +17,7 @@ from omegaconf import DictConfig
 from kit._chunk import ChunkResult, execute_chunk
 from kit._inject import ForwardSpec
 from kit._plan import ChunkPlanner
-from kit.events import ChunkFinished, EventStream, RunFinished, RunStarted
+from kit.events import ChunkFinished, EventLog, EventStream, RunFinished, RunStarted
 from kit.provider import EnvironmentProvider
 from kit.result import Index, ItemError, Progress, RunError, RunResult, RunStats, WorkerStats
 from kit.session import Session
@@ -195,6 +196,7 @@ class RunHandle:
                     self._resumed,
                     spec.session.n_workers,
                     spec.session.dashboard_link,
+                    time.time(),
                 )
             )
             planner = ChunkPlanner(
@@ -233,6 +235,7 @@ class RunHandle:
         }
         spec.store.lock()
         stored = spec.store.begin(manifest, spec.config, spec.resume)
+        self.events.subscribe(EventLog(spec.store.path / "events.jsonl"))
         pending: list[tuple[int, int]] = []
         cursor = 0
         for chunk in stored:
@@ -424,6 +427,7 @@ class RunHandle:
                 progress.failed,
                 progress.total,
                 tuple((e.index, f"{e.type}: {e.message}") for e in chunk.errors[:5]),
+                chunk.metrics,
             )
         )
         if chunk.errors and spec.on_error == "raise":
@@ -472,8 +476,18 @@ class RunHandle:
             spec.store.finish(result)
         self._result = result
         self.events.emit(
-            RunFinished(self.run_id, status, self._done, self._failed, total, stats.wall_seconds)
+            RunFinished(
+                self.run_id,
+                status,
+                self._done,
+                self._failed,
+                total,
+                stats.wall_seconds,
+                dict(result.summary),
+            )
         )
+        if spec.store is not None:
+            _write_report(spec.store.path)
         if status == "stopped":
             error = self._stop_error
             detail = f"\n{error.traceback}" if error is not None else ""
@@ -483,6 +497,16 @@ class RunHandle:
             self._exception = RunError(
                 f"run {self.run_id} stopped: {self._stop_reason}.{where}{detail}", result, error
             )
+
+
+def _write_report(output_dir: Path) -> None:
+    """Write report.html when bokeh is installed (it is an optional extra)."""
+    try:
+        from kit.dashboard import write_report
+
+        write_report(output_dir)
+    except ImportError:
+        pass  # `kit report OUTPUT_DIR` says which extra to install
 
 
 def _qualname(cls: type) -> str:

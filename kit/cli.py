@@ -130,6 +130,13 @@ def _cluster_script(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _report(args: argparse.Namespace) -> int:
+    from kit.dashboard import write_report
+
+    print(write_report(args.output_dir))
+    return EXIT_OK
+
+
 def _with_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", metavar="CONFIG", help="YAML file")
     parser.add_argument("overrides", metavar="OVERRIDES", nargs="*", help="key=value, +key=value…")
@@ -170,6 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
     cancel = commands.add_parser("cancel", help="stop the detached run in OUTPUT_DIR")
     cancel.add_argument("output_dir", metavar="OUTPUT_DIR")
     cancel.set_defaults(handler=_cancel)
+    report = commands.add_parser(
+        "report", help="(re)build OUTPUT_DIR/report.html: plots, config and statistics"
+    )
+    report.add_argument("output_dir", metavar="OUTPUT_DIR")
+    report.set_defaults(handler=_report)
     cluster = commands.add_parser("cluster", help="job-queue clusters")
     cluster_commands = cluster.add_subparsers(dest="cluster_command", required=True)
     script = cluster_commands.add_parser(

@@ -6,10 +6,12 @@ raises is reported once on stderr and never stops the run.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -22,6 +24,7 @@ class RunStarted:
     resumed: int
     workers: int
     dashboard: str | None = None
+    started: float = 0.0  # wall-clock time (time.time())
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,8 @@ class ChunkFinished:
     failed_total: int
     total: int
     failures: tuple[tuple[Any, str], ...] = ()
-    metrics: dict[str, float] = field(default_factory=dict)
+    #: Per metric name: (sum, count) over this chunk's records.
+    metrics: dict[str, tuple[float, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,71 @@ class RunFinished:
     failed: int
     total: int
     elapsed: float
+    summary: dict[str, Any] = field(default_factory=dict)
 
 
 Event = RunStarted | ChunkFinished | RunFinished
+EVENT_TYPES: dict[str, type] = {
+    cls.__name__: cls for cls in (RunStarted, ChunkFinished, RunFinished)
+}
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """Return ``event`` as a JSON-ready dict with its type under ``"event"``.
+
+    Examples
+    --------
+    >>> event_to_dict(RunFinished("r", "completed", 3, 0, 3, 1.5))["event"]
+    'RunFinished'
+    """
+    data = {"event": type(event).__name__, **asdict(event)}
+    if isinstance(event, ChunkFinished):
+        data["failures"] = [list(f) for f in event.failures]
+        data["metrics"] = {k: list(v) for k, v in event.metrics.items()}
+    return data
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """Inverse of :func:`event_to_dict`."""
+    fields = dict(data)
+    cls = EVENT_TYPES[fields.pop("event")]
+    if cls is ChunkFinished:
+        fields["failures"] = tuple(tuple(f) for f in fields.get("failures", ()))
+        fields["metrics"] = {k: (v[0], v[1]) for k, v in fields.get("metrics", {}).items()}
+    event: Event = cls(**fields)
+    return event
+
+
+class EventLog:
+    """A subscriber that appends every event to a JSON-lines file (``events.jsonl``).
+
+    The log lets any process (``kit report``, a dashboard attached to a
+    detached run) replay a run's events.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self, event: Event) -> None:
+        """Append ``event``; a run's start truncates the file."""
+        mode = "w" if isinstance(event, RunStarted) else "a"
+        with self.path.open(mode) as fh:
+            fh.write(json.dumps(event_to_dict(event), default=repr) + "\n")
+
+
+def read_events(path: Path) -> list[Event]:
+    """Read an ``events.jsonl`` file; a torn last line (a crash mid-write) is skipped."""
+    events: list[Event] = []
+    if not path.exists():
+        return events
+    for line in path.read_text().splitlines():
+        try:
+            events.append(event_from_dict(json.loads(line)))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return events
+
+
 Subscriber = Callable[[Event], None]
 
 

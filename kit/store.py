@@ -8,6 +8,8 @@ Layout::
       chunks/<start>-<stop>.jsonl   one file per completed chunk, written atomically
       errors.jsonl         every item error (rewritten as chunks complete)
       result.json          status and statistics, when a run ends
+      events.jsonl         the run's event stream (progress, workers, failures, metrics)
+      report.html          plots, config and statistics; works offline (needs bokeh)
       status.json          progress of a detached run (rewritten as it goes)
       driver.json, driver.log, job.pkl   the detached driver: pid, output, what it runs
 

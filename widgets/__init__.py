@@ -1,3 +1,5 @@
-"""Kit's notebook UI (ipywidgets); it imports ``kit``, never the reverse."""
+"""Kit's notebook UI (ipywidgets and jupyter_bokeh); it imports ``kit``, never the reverse."""
 
-__all__: list[str] = []
+from widgets._dashboard import dashboard_widget, show_dashboard
+
+__all__ = ["dashboard_widget", "show_dashboard"]

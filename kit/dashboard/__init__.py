@@ -1,0 +1,13 @@
+"""Dashboards and reports of runs, drawn from their event streams.
+
+:class:`DashboardState` (plain Python) folds events into what is shown;
+:class:`Dashboard` draws it live with bokeh; :func:`write_report` writes the
+standalone ``report.html``. bokeh is an optional extra: importing this
+package works without it, building a view says what to install.
+"""
+
+from kit.dashboard._live import Dashboard
+from kit.dashboard._report import write_report
+from kit.dashboard._state import DashboardState, Series, Snapshot
+
+__all__ = ["Dashboard", "DashboardState", "Series", "Snapshot", "write_report"]

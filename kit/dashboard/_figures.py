@@ -1,0 +1,206 @@
+"""Bokeh models that draw a :class:`Snapshot` (bokeh is imported here, lazily, only)."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from kit.dashboard._state import Snapshot
+
+OK_COLOR = "#2b8a3e"
+FAILED_COLOR = "#c92a2a"
+PALETTE = ("#1c7ed6", "#e8590c", "#7048e8", "#0ca678", "#d6336c", "#5c940d", "#f08c00")
+
+
+def require_bokeh() -> None:
+    """Raise an ImportError naming the extra when bokeh is missing."""
+    try:
+        import bokeh  # noqa: F401
+    except ImportError:
+        raise ImportError(
+            "Kit's dashboard and report need bokeh: pip install 'kit[dashboard]' "
+            "(or 'kit[notebook]' for the notebook widgets too)"
+        ) from None
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+    if seconds >= 60:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds} s"
+
+
+def header_html(snap: Snapshot, title: str) -> str:
+    """Return the one-line summary at the top of the dashboard."""
+    percent = f"{100 * snap.done / snap.total:.0f}%" if snap.total else "-"
+    parts = [
+        f"<b>{html.escape(title)}</b>",
+        html.escape(snap.status),
+        f"<b>{snap.done:,}/{snap.total:,}</b> items ({percent})",
+        f"<span style='color:{FAILED_COLOR}'>{snap.failed:,} failed</span>",
+        f"{snap.items_per_second:,.1f} items/s",
+    ]
+    if snap.status == "running":
+        parts.append(f"ETA {_duration(snap.eta_seconds)}")
+    else:
+        parts.append(f"took {_duration(snap.elapsed)}")
+    if snap.resumed:
+        parts.append(f"{snap.resumed:,} resumed")
+    if snap.dask_dashboard:
+        link = html.escape(snap.dask_dashboard, quote=True)
+        parts.append(f"<a href='{link}' target='_blank'>Dask dashboard</a>")
+    line = " · ".join(parts)
+    means = {**snap.metric_means, **snap.summary}
+    if means:
+        shown = ", ".join(
+            f"{html.escape(str(k))} = {v:.4g}"
+            if isinstance(v, (int, float))
+            else f"{html.escape(str(k))} = {html.escape(str(v))}"
+            for k, v in means.items()
+        )
+        line += f"<br><span class='kit-metrics'>{shown}</span>"
+    return f"<div class='kit-header' style='font-size:13px'>{line}</div>"
+
+
+class DashboardView:
+    """The dashboard's bokeh layout; :meth:`update` redraws it from a snapshot.
+
+    Plots: progress (ok and failed), throughput over time, items and busy
+    share per worker, a line per user metric (running mean over items done),
+    and a table of recent failures.
+    """
+
+    def __init__(self, title: str = "Kit run", width: int = 900) -> None:
+        require_bokeh()
+        from bokeh.layouts import column, row
+        from bokeh.models import ColumnDataSource, FactorRange, Range1d
+        from bokeh.models.widgets import DataTable, Div, TableColumn
+        from bokeh.plotting import figure
+
+        self.title = title
+        self.header = Div(text="", sizing_mode="stretch_width")
+        self.progress_source = ColumnDataSource(
+            {"y": [], "left": [], "right": [], "color": [], "label": []}
+        )
+        self.progress = figure(
+            height=70,
+            width=width,
+            y_range=FactorRange(factors=["items"]),
+            x_range=Range1d(start=0, end=1),
+            toolbar_location=None,
+            title="progress",
+            name="kit-progress",
+        )
+        self.progress.hbar(
+            y="y",
+            left="left",
+            right="right",
+            height=0.8,
+            color="color",
+            legend_field="label",
+            source=self.progress_source,
+        )
+        self.progress.legend.orientation = "horizontal"
+        self.progress.legend.location = "top_right"
+        self.progress.yaxis.visible = False
+
+        self.throughput_source = ColumnDataSource({"t": [], "rate": []})
+        self.throughput = figure(
+            height=220,
+            width=width // 2,
+            title="throughput (items/s)",
+            x_axis_label="seconds",
+            toolbar_location=None,
+            name="kit-throughput",
+        )
+        self.throughput.line("t", "rate", source=self.throughput_source, line_width=2)
+
+        self.workers_source = ColumnDataSource({"worker": [], "items": [], "busy": []})
+        self.workers = figure(
+            height=220,
+            width=width // 2,
+            x_range=FactorRange(),
+            title="items per worker",
+            toolbar_location=None,
+            name="kit-workers",
+            tooltips=[("worker", "@worker"), ("items", "@items"), ("busy", "@busy{0%}")],
+        )
+        self.workers.vbar(
+            x="worker", top="items", width=0.7, source=self.workers_source, color=PALETTE[0]
+        )
+
+        self.metrics = figure(
+            height=220,
+            width=width // 2,
+            title="metrics (running mean)",
+            x_axis_label="items done",
+            toolbar_location=None,
+            name="kit-metrics",
+        )
+        self._metric_sources: dict[str, Any] = {}
+
+        self.failures_source = ColumnDataSource({"index": [], "message": []})
+        self.failures = DataTable(
+            source=self.failures_source,
+            height=220,
+            width=width // 2,
+            index_position=None,
+            columns=[
+                TableColumn(field="index", title="item", width=80),
+                TableColumn(field="message", title="recent failures", width=400),
+            ],
+            name="kit-failures",
+        )
+        self.layout = column(
+            self.header,
+            self.progress,
+            row(self.throughput, self.workers),
+            row(self.metrics, self.failures),
+            name="kit-dashboard",
+        )
+
+    def update(self, snap: Snapshot) -> None:
+        """Redraw from ``snap``."""
+        self.header.text = header_html(snap, self.title)
+        ok = snap.done - snap.failed
+        total = max(snap.total, 1)
+        self.progress.x_range.end = total  # type: ignore[attr-defined]
+        self.progress_source.data = {
+            "y": ["items", "items"],
+            "left": [0, ok],
+            "right": [ok, ok + snap.failed],
+            "color": [OK_COLOR, FAILED_COLOR],
+            "label": [f"ok {ok:,}", f"failed {snap.failed:,}"],
+        }
+        t, rate = snap.throughput
+        self.throughput_source.data = {"t": t, "rate": rate}
+        names = list(snap.workers)
+        factors = self.workers.x_range
+        if list(factors.factors) != names:  # type: ignore[attr-defined]
+            factors.factors = names  # type: ignore[attr-defined]
+        elapsed = max(snap.elapsed, 1e-9)
+        self.workers_source.data = {
+            "worker": names,
+            "items": [w.items for w in snap.workers.values()],
+            "busy": [min(1.0, w.busy_seconds / elapsed) for w in snap.workers.values()],
+        }
+        for name, (x, y) in snap.metrics.items():
+            source = self._metric_sources.get(name)
+            if source is None:
+                from bokeh.models import ColumnDataSource
+
+                source = ColumnDataSource({"x": [], "y": []})
+                color = PALETTE[len(self._metric_sources) % len(PALETTE)]
+                self.metrics.line(
+                    "x", "y", source=source, line_width=2, color=color, legend_label=name
+                )
+                self._metric_sources[name] = source
+            source.data = {"x": x, "y": y}
+        self.failures_source.data = {
+            "index": [str(index) for index, _ in reversed(snap.failures)],
+            "message": [message for _, message in reversed(snap.failures)],
+        }

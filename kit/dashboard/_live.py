@@ -1,0 +1,146 @@
+"""A live dashboard: folds events into state and redraws bokeh models on a timer."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from kit.dashboard._figures import DashboardView, require_bokeh
+from kit.dashboard._state import DashboardState
+from kit.events import Event, RunStarted
+
+FINAL = ("completed", "cancelled", "stopped")
+
+
+class Dashboard:
+    """A live bokeh dashboard of a run, fed by its events.
+
+    The engine never waits for it: events only update plain-Python state,
+    and a background thread redraws the bokeh models every ``interval``
+    seconds when something changed. Show ``dashboard.layout`` in a notebook
+    with ``widgets.show_dashboard`` (jupyter_bokeh), serve it with
+    :meth:`server_app`, or put :meth:`document` in a page.
+
+    Parameters
+    ----------
+    interval
+        Seconds between redraws (at most one a second is the slowest).
+    max_points
+        Points kept per line, however long the run (old points are thinned).
+
+    Examples
+    --------
+    >>> from kit import EnvironmentProvider, Runner
+    >>> class Env(EnvironmentProvider):
+    ...     def build_env_local(self): return {}
+    ...     def make_worker_setup_fn(self): return dict
+    >>> class Score(Runner):
+    ...     @staticmethod
+    ...     def forward(idx):
+    ...         return {"metrics": {"score": idx % 3}}
+    >>> dashboard = Dashboard()
+    >>> result = Score(Env({})).run(range(30), on_event=dashboard)
+    >>> dashboard.refresh().state.snapshot().metric_means
+    {'score': 1.0}
+    """
+
+    def __init__(
+        self, interval: float = 0.5, max_points: int = 500, title: str = "Kit run"
+    ) -> None:
+        require_bokeh()
+        self.interval = min(interval, 1.0)
+        self.state = DashboardState(max_points=max_points)
+        self.view = DashboardView(title)
+        self._drawn = -1
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __call__(self, event: Event) -> None:
+        """Take one event (the dashboard is an event subscriber)."""
+        self.state(event)
+
+    @property
+    def layout(self) -> Any:
+        """The bokeh layout to show."""
+        return self.view.layout
+
+    def follow(self, run: Any) -> Dashboard:
+        """Subscribe to a run's events (a RunHandle or its EventStream) and start redrawing.
+
+        A handle whose run has already started is picked up where it is.
+        """
+        stream = run.events if hasattr(run, "events") else run
+        stream.subscribe(self)
+        if hasattr(run, "progress") and not self.state.run_id:
+            progress = run.progress
+            session = run.spec.session
+            self.state(
+                RunStarted(
+                    run.run_id,
+                    progress.total,
+                    progress.done,
+                    session.n_workers,
+                    session.dashboard_link,
+                )
+            )
+        self.start()
+        return self
+
+    def refresh(self) -> Dashboard:
+        """Redraw now if anything changed."""
+        version = self.state.version
+        if version != self._drawn:
+            self.view.update(self.state.snapshot())
+            self._drawn = version
+        return self
+
+    def start(self) -> None:
+        """Redraw on a background thread until the run ends (or :meth:`stop`)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="kit-dashboard", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop redrawing."""
+        self._stop.set()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.refresh()
+            if self.state.status in FINAL:
+                self.refresh()
+                return
+
+    def document(self) -> Any:
+        """Return a bokeh Document holding the dashboard (e.g. for ``bokeh.io.show``)."""
+        from bokeh.document import Document
+
+        doc = Document()
+        doc.add_root(self.layout)
+        return doc
+
+    def server_app(self) -> Any:
+        """Return a function for a bokeh server: each browser session gets its own view.
+
+        Examples
+        --------
+        >>> # from bokeh.server.server import Server
+        >>> # Server({"/": dashboard.server_app()}, address="127.0.0.1", port=5006).start()
+        """
+
+        def make_document(doc: Any) -> None:
+            view = DashboardView(self.view.title)
+            view.update(self.state.snapshot())
+            doc.add_root(view.layout)
+            last = [self.state.version]
+
+            def redraw() -> None:
+                if self.state.version != last[0]:
+                    last[0] = self.state.version
+                    view.update(self.state.snapshot())
+
+            doc.add_periodic_callback(redraw, int(self.interval * 1000))
+
+        return make_document

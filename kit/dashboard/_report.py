@@ -1,0 +1,94 @@
+"""report.html: the dashboard's plots, the config and the statistics, in one offline file."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from kit.dashboard._figures import DashboardView, require_bokeh
+from kit.dashboard._state import DashboardState
+from kit.events import read_events
+from kit.store import atomic_file
+
+
+def _stats_html(result: dict[str, Any]) -> str:
+    stats = result.get("stats") or {}
+    rows = []
+    for key in ("items", "ok", "failed", "not_run", "resumed", "chunks"):
+        if key in stats:
+            rows.append((key, f"{stats[key]:,}"))
+    for key in ("wall_seconds", "setup_seconds", "items_per_second"):
+        if key in stats:
+            rows.append((key.replace("_", " "), f"{stats[key]:,.2f}"))
+    for name, worker in (stats.get("workers") or {}).items():
+        rows.append(
+            (f"worker {name}", f"{worker['items']:,} items, {worker['busy_seconds']:.2f} s busy")
+        )
+    for name, value in (result.get("summary") or {}).items():
+        rows.append((f"summary: {name}", str(value)))
+    body = "".join(
+        f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
+        f"<td>{html.escape(v)}</td></tr>"
+        for k, v in rows
+    )
+    status = html.escape(str(result.get("status", "unknown")))
+    return f"<h3>Statistics ({status})</h3><table class='kit-stats'>{body}</table>"
+
+
+def write_report(output_dir: str | os.PathLike[str]) -> Path:
+    """Write ``output_dir/report.html`` from the run stored there; return its path.
+
+    The file is standalone: BokehJS is inlined, nothing is fetched from a
+    CDN, so it opens offline. ``kit report OUTPUT_DIR`` calls this.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from kit import EnvironmentProvider, Runner
+    >>> class Env(EnvironmentProvider):
+    ...     def build_env_local(self): return {}
+    ...     def make_worker_setup_fn(self): return dict
+    >>> class Echo(Runner):
+    ...     @staticmethod
+    ...     def forward(idx):
+    ...         return idx
+    >>> out = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = Echo(Env({}), output_dir=out).run(range(5))  # writes report.html at the end
+    >>> write_report(out).name
+    'report.html'
+    """
+    require_bokeh()
+    from bokeh.embed import file_html
+    from bokeh.layouts import column
+    from bokeh.models.widgets import Div
+    from bokeh.resources import INLINE
+
+    folder = Path(output_dir)
+    if not (folder / "manifest.json").exists():
+        raise FileNotFoundError(f"{folder} holds no Kit run (no manifest.json)")
+    state = DashboardState(max_points=2000)
+    for event in read_events(folder / "events.jsonl"):
+        state(event)
+    title = f"Kit run {folder.name}"
+    view = DashboardView(title)
+    view.update(state.snapshot())
+    result_path = folder / "result.json"
+    result = json.loads(result_path.read_text()) if result_path.exists() else {}
+    config_path = folder / "config.yaml"
+    config = config_path.read_text() if config_path.exists() else "(no config stored)"
+    details = Div(
+        text=_stats_html(result)
+        + "<h3>Config</h3><pre class='kit-config' style='background:#f8f9fa;padding:8px'>"
+        + html.escape(config)
+        + "</pre>",
+        sizing_mode="stretch_width",
+        name="kit-details",
+    )
+    page = file_html(column(view.layout, details), resources=INLINE, title=title)
+    target = folder / "report.html"
+    with atomic_file(target) as fh:
+        fh.write(page)
+    return target

@@ -1,0 +1,86 @@
+"""Dashboard state: bounded memory, rates, metrics; the bokeh view draws a snapshot."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+
+from kit.dashboard import DashboardState, Series
+from kit.events import ChunkFinished, RunFinished, RunStarted
+
+
+def chunk(
+    done: int, t: float, worker: str = "0", items: int = 10, failed: int = 0
+) -> ChunkFinished:
+    return ChunkFinished(
+        "r",
+        done - items,
+        items,
+        failed,
+        worker,
+        0.01 * items,
+        t,
+        done,
+        failed,
+        10**9,
+        metrics={"loss": (items * 0.5, items)},
+    )
+
+
+def test_series_keep_at_most_max_points_and_the_ends() -> None:
+    series = Series(max_points=100)
+    for i in range(1_000_000):
+        series.append(i, i)
+    x, _ = series.points()
+    assert len(series.x) <= 100
+    assert x[0] == 0 and x[-1] == 999_999
+
+
+def test_state_memory_stays_bounded_over_a_long_run() -> None:
+    state = DashboardState(max_points=200)
+    state(RunStarted("r", total=10**9, resumed=0, workers=4))
+    for i in range(2_000):
+        state(chunk(10 * (i + 1), i * 0.01, worker=str(i % 4)))
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(2_000, 50_000):
+        state(chunk(10 * (i + 1), i * 0.01, worker=str(i % 4)))
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert grown < 200_000, f"state grew by {grown} bytes over 48,000 events"
+    snap = state.snapshot()
+    assert len(snap.throughput[0]) <= 202 and len(snap.metrics["loss"][0]) <= 202
+    assert snap.done == 500_000
+    assert sum(w.items for w in snap.workers.values()) == 500_000
+
+
+def test_rate_eta_and_final_status() -> None:
+    state = DashboardState()
+    state(RunStarted("r", total=100, resumed=0, workers=1))
+    state(chunk(10, 1.0))
+    state(chunk(20, 2.0))
+    snap = state.snapshot()
+    assert snap.items_per_second == pytest.approx(10.0)
+    assert snap.eta_seconds == pytest.approx(8.0)
+    state(RunFinished("r", "completed", 100, 0, 100, 10.0, {"wer": 0.1}))
+    snap = state.snapshot()
+    assert snap.status == "completed" and snap.eta_seconds is None and snap.summary == {"wer": 0.1}
+
+
+def test_the_bokeh_view_draws_a_snapshot() -> None:
+    pytest.importorskip("bokeh")
+    from kit.dashboard._figures import DashboardView
+
+    state = DashboardState()
+    state(RunStarted("r", total=40, resumed=0, workers=2, dashboard="http://127.0.0.1:8787/status"))
+    state(chunk(20, 1.0, worker="a", items=20, failed=2))
+    state(ChunkFinished("r", 20, 20, 0, "b", 0.5, 2.0, 40, 2, 40, ((3, "ValueError: x"),)))
+    view = DashboardView("demo")
+    view.update(state.snapshot())
+    assert view.workers_source.data["worker"] == ["a", "b"]
+    assert view.workers_source.data["items"] == [20, 20]
+    assert view.progress_source.data["right"] == [38, 40]
+    assert view.failures_source.data["index"] == ["3"]
+    assert "Dask dashboard" in view.header.text and "40/40" in view.header.text
+    assert list(view._metric_sources) == ["loss"]
