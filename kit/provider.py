@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import abc
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from kit.config import config_hash
 
@@ -36,8 +36,9 @@ class EnvironmentProvider(abc.ABC):
     Parameters
     ----------
     config
-        The experiment config (any DictConfig); its hash names the env on
-        the workers, so the same config reuses an env already built.
+        The experiment config (a DictConfig, or a dict which becomes one); its
+        hash names the env on the workers, so the same config reuses an env
+        already built.
 
     Examples
     --------
@@ -55,8 +56,9 @@ class EnvironmentProvider(abc.ABC):
     {'factor': 2}
     """
 
-    def __init__(self, config: DictConfig) -> None:
-        self.config = config
+    def __init__(self, config: DictConfig | Mapping[str, Any]) -> None:
+        # A plain dict works too; it becomes a DictConfig, as configs are everywhere.
+        self.config = config if isinstance(config, DictConfig) else OmegaConf.create(dict(config))
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -95,17 +95,15 @@ class DashboardView:
             title="progress",
             name="kit-progress",
         )
+        # No legend: it would cover the bar, and the header gives the counts.
         self.progress.hbar(
             y="y",
             left="left",
             right="right",
             height=0.8,
             color="color",
-            legend_field="label",
             source=self.progress_source,
         )
-        self.progress.legend.orientation = "horizontal"
-        self.progress.legend.location = "top_right"
         self.progress.yaxis.visible = False
 
         self.throughput_source = ColumnDataSource({"t": [], "rate": []})
