@@ -1,0 +1,77 @@
+"""The live dashboard widget updates from a background thread while the kernel stays free."""
+
+from __future__ import annotations
+
+import queue
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("jupyter_bokeh")
+jupyter_client = pytest.importorskip("jupyter_client")
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+START = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {root!r})
+    import widgets
+    from tests.workloads import Affine, ToyProvider, toy_config
+
+    runner = Affine(ToyProvider(toy_config(sleep=0.03)),
+                    parallel={{"env": "local", "n_workers": 2}}, chunk_size=2)
+    handle = runner.submit(range(300))
+    dash = widgets.show_dashboard(handle, interval=0.25)
+    """
+)
+
+
+def drain(client: Any, seconds: float) -> list[dict]:
+    messages = []
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            messages.append(client.get_iopub_msg(timeout=left))
+        except queue.Empty:
+            break
+    return messages
+
+
+def test_updates_arrive_at_least_once_a_second_while_the_kernel_is_idle(tmp_path: Path) -> None:
+    manager = jupyter_client.KernelManager(kernel_name="python3")
+    manager.start_kernel(cwd=str(tmp_path))
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        reply = client.execute_interactive(START.format(root=str(ROOT)), timeout=120)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        # The cell has returned: the kernel is idle, the run and the redraws go on.
+        messages = drain(client, 3.0)
+        updates = [m for m in messages if m["msg_type"] == "comm_msg"]
+        assert len(updates) >= 3, f"{len(updates)} widget updates in 3 s"
+        # The kernel answers at once while the dashboard keeps drawing.
+        began = time.monotonic()
+        reply = client.execute_interactive("answer = 6 * 7", timeout=30)
+        assert reply["content"]["status"] == "ok"
+        assert time.monotonic() - began < 1.0
+        final = (
+            client.execute_interactive(
+                "handle.result(timeout=120); import time; time.sleep(1); "
+                "snap = dash.state.snapshot(); print(snap.done, snap.status)",
+                timeout=180,
+                output_hook=lambda m: printed.append(m["content"].get("text", "")),
+            )
+            if (printed := []) == []
+            else None
+        )
+        assert final is not None and final["content"]["status"] == "ok"
+        assert "".join(printed).split() == ["300", "completed"]
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
