@@ -37,6 +37,7 @@ test: system-deps lint typecheck unit
 # Side-by-side benchmarks; results (with the machine description) go to benchmarks/results/.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
+	$(BIN)/python benchmarks/bench_dashboard.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

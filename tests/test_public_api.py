@@ -9,7 +9,11 @@ import pytest
 
 import kit
 import kit.config
+import kit.dashboard
 import kit.views
+import widgets
+
+MODULES = [kit, kit.config, kit.views, kit.dashboard, widgets]
 
 
 def public_names(module: ModuleType) -> set[str]:
@@ -20,12 +24,12 @@ def public_names(module: ModuleType) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("module", [kit, kit.config, kit.views], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
 def test_all_lists_exactly_the_public_names(module: ModuleType) -> None:
     assert set(module.__all__) == public_names(module)
 
 
-@pytest.mark.parametrize("module", [kit, kit.config, kit.views], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
 def test_every_public_function_has_a_docstring_example(module: ModuleType) -> None:
     for name in module.__all__:
         obj = getattr(module, name)

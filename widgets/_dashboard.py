@@ -30,6 +30,12 @@ def dashboard_widget(dashboard: Dashboard) -> Any:
     Updates are pushed by the dashboard's own thread through the widget's
     comm, so the kernel stays free (``push_notebook`` is not used: it does
     nothing in JupyterLab 4 without an extension, nor in VS Code).
+
+    Examples
+    --------
+    >>> from kit.dashboard import Dashboard
+    >>> type(dashboard_widget(Dashboard())).__name__
+    'BokehModel'
     """
     load_bokehjs()
     from jupyter_bokeh.widgets import BokehModel
@@ -50,5 +56,5 @@ def show_dashboard(run: Any, *, interval: float = 0.5, title: str = "Kit run") -
     dashboard = Dashboard(interval=interval, title=title)
     widget = dashboard_widget(dashboard)
     dashboard.follow(run)
-    display(widget)
+    display(widget)  # type: ignore[no-untyped-call]
     return dashboard

@@ -69,7 +69,13 @@ class WorkerView:
 
 @dataclass
 class Snapshot:
-    """A consistent copy of a dashboard's state, for drawing."""
+    """A consistent copy of a dashboard's state, for drawing.
+
+    Examples
+    --------
+    >>> DashboardState().snapshot().status
+    'waiting'
+    """
 
     run_id: str
     status: str

@@ -78,3 +78,29 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
     log = tmp_path / "events.jsonl"
     log.write_text(log.read_text() + '{"event": "ChunkFin')
     assert isinstance(read_events(log)[-1], RunFinished)
+
+
+def test_the_dask_dashboard_link_follows_the_link_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("bokeh")  # the Dask dashboard needs it
+    import dask
+
+    import kit
+
+    monkeypatch.setenv("JUPYTERHUB_SERVICE_PREFIX", "/user/ada/")
+    parallel = {"env": "local", "n_workers": 1, "options": {"name": "link-template"}}
+    with dask.config.set(
+        {"distributed.dashboard.link": "{JUPYTERHUB_SERVICE_PREFIX}proxy/{port}/status"}
+    ):
+        session = kit.get_session(parallel)
+        try:
+            events: list[Event] = []
+            Scored(Env({}), parallel=parallel).run(range(3), on_event=events.append)
+            link = session.dashboard_link
+            assert (
+                link is not None
+                and link.startswith("/user/ada/proxy/")
+                and link.endswith("/status")
+            )
+            assert isinstance(events[0], RunStarted) and events[0].dashboard == link
+        finally:
+            session.close()
