@@ -140,6 +140,9 @@ class DashboardView:
             name="kit-metrics",
         )
         self._metric_sources: dict[str, Any] = {}
+        # An empty line until the first metric arrives (a plot without renderers is an error
+        # in bokeh's eyes, and many runs report no metrics).
+        self.metrics.line(x=[], y=[])
 
         self.failures_source = ColumnDataSource({"index": [], "message": []})
         self.failures = DataTable(
