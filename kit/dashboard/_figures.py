@@ -117,7 +117,9 @@ class DashboardView:
         )
         self.throughput.line("t", "rate", source=self.throughput_source, line_width=2)
 
-        self.workers_source = ColumnDataSource({"worker": [], "items": [], "busy": []})
+        self.workers_source = ColumnDataSource(
+            {"worker": [], "items": [], "busy": [], "busy_label": []}
+        )
         self.workers = figure(
             height=220,
             width=width // 2,
@@ -129,6 +131,16 @@ class DashboardView:
         )
         self.workers.vbar(
             x="worker", top="items", width=0.7, source=self.workers_source, color=PALETTE[0]
+        )
+        # The busy share (time in forward / wall time) written on each bar.
+        self.workers.text(
+            x="worker",
+            y="items",
+            text="busy_label",
+            source=self.workers_source,
+            text_align="center",
+            text_baseline="bottom",
+            text_font_size="11px",
         )
 
         self.metrics = figure(
@@ -184,10 +196,12 @@ class DashboardView:
         if list(factors.factors) != names:  # type: ignore[attr-defined]
             factors.factors = names  # type: ignore[attr-defined]
         elapsed = max(snap.elapsed, 1e-9)
+        busy = [min(1.0, w.busy_seconds / elapsed) for w in snap.workers.values()]
         self.workers_source.data = {
             "worker": names,
             "items": [w.items for w in snap.workers.values()],
-            "busy": [min(1.0, w.busy_seconds / elapsed) for w in snap.workers.values()],
+            "busy": busy,
+            "busy_label": [f"{share:.0%} busy" for share in busy],
         }
         for name, (x, y) in snap.metrics.items():
             source = self._metric_sources.get(name)

@@ -84,3 +84,20 @@ def test_the_bokeh_view_draws_a_snapshot() -> None:
     assert view.failures_source.data["index"] == ["3"]
     assert "Dask dashboard" in view.header.text and "40/40" in view.header.text
     assert list(view._metric_sources) == ["loss"]
+
+
+def test_the_dashboard_is_a_bokeh_document_and_a_server_app() -> None:
+    pytest.importorskip("bokeh")
+    from bokeh.document import Document
+
+    from kit.dashboard import Dashboard
+
+    dashboard = Dashboard(interval=0.2)
+    dashboard(RunStarted("r", total=10, resumed=0, workers=1))
+    dashboard(chunk(10, 1.0, items=10))
+    assert dashboard.refresh().view.workers_source.data["busy_label"] == ["10% busy"]
+    assert dashboard.document().roots == [dashboard.layout]
+    doc = Document()
+    dashboard.server_app()(doc)  # what a bokeh server calls for each browser session
+    assert len(doc.roots) == 1 and doc.roots[0] is not dashboard.layout
+    assert len(doc.session_callbacks) == 1  # the periodic redraw
