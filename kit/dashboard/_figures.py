@@ -132,6 +132,8 @@ class DashboardView:
         self.workers.vbar(
             x="worker", top="items", width=0.7, source=self.workers_source, color=PALETTE[0]
         )
+        self.workers.y_range.range_padding = 0.25  # type: ignore[attr-defined]  # room for labels
+        self.workers.y_range.start = 0  # type: ignore[attr-defined]
         # The busy share (time in forward / wall time) written on each bar.
         self.workers.text(
             x="worker",
