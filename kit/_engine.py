@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 import time
 import uuid
@@ -96,6 +97,7 @@ class RunHandle:
         self._thread: threading.Thread | None = None
         self._started = time.perf_counter()
         self._setup_seconds = 0.0
+        self._done_callbacks: list[Callable[[RunHandle], None]] = []
 
     # ------------------------------------------------------------ public API
     @property
@@ -140,6 +142,17 @@ class RunHandle:
             raise self._exception
         assert self._result is not None
         return self._result
+
+    def add_done_callback(self, callback: Callable[[RunHandle], None]) -> None:
+        """Call ``callback(handle)`` once the run has ended (at once if it has).
+
+        It runs on the engine's thread; an exception in it is printed, not raised.
+        """
+        with self._cond:
+            if not self._finished.is_set():
+                self._done_callbacks.append(callback)
+                return
+        _call_quietly(callback, self)
 
     def __iter__(self) -> Iterator[tuple[Index, Any]]:
         """Yield ``(index, record)`` for every successful item, as items complete."""
@@ -216,6 +229,9 @@ class RunHandle:
         with self._cond:
             self._finished.set()
             self._cond.notify_all()
+            callbacks, self._done_callbacks = self._done_callbacks, []
+        for callback in callbacks:
+            _call_quietly(callback, self)
 
     def _load_stored(self) -> list[tuple[int, int]]:
         spec = self.spec
@@ -497,6 +513,13 @@ class RunHandle:
             self._exception = RunError(
                 f"run {self.run_id} stopped: {self._stop_reason}.{where}{detail}", result, error
             )
+
+
+def _call_quietly(callback: Callable[[RunHandle], None], handle: RunHandle) -> None:
+    try:
+        callback(handle)
+    except Exception as exc:
+        print(f"kit: done callback {callback!r} failed: {exc!r}", file=sys.stderr)
 
 
 def _write_report(output_dir: Path) -> None:

@@ -1,5 +1,20 @@
-"""Kit's notebook UI (ipywidgets and jupyter_bokeh); it imports ``kit``, never the reverse."""
+"""Kit's notebook UI (ipywidgets and jupyter_bokeh); it imports ``kit``, never the reverse.
 
+Built from core ipywidgets and jupyter_bokeh only (no custom JavaScript), so
+it works in JupyterLab 4, Notebook 7 and VS Code, offline too.
+"""
+
+from widgets._cluster_panel import ClusterPanel
+from widgets._config_editor import ConfigEditor
 from widgets._dashboard import dashboard_widget, show_dashboard
+from widgets._experiment import Experiment
+from widgets._run_panel import RunPanel
 
-__all__ = ["dashboard_widget", "show_dashboard"]
+__all__ = [
+    "ClusterPanel",
+    "ConfigEditor",
+    "Experiment",
+    "RunPanel",
+    "dashboard_widget",
+    "show_dashboard",
+]

@@ -1,0 +1,207 @@
+"""ClusterPanel: start, scale and watch the cluster a ``parallel`` section describes."""
+
+from __future__ import annotations
+
+import html
+import threading
+from typing import Any
+
+import ipywidgets as w
+
+import kit
+from kit.config import PARALLEL_ENVS, ParallelConfig, parallel_section
+
+
+def _memory(n: float | None) -> str:
+    if not n:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}"
+        n /= 1024
+    return f"{n:.0f} PiB"
+
+
+def workers_table(info: dict[str, Any]) -> str:
+    """Return an HTML table of the workers in ``client.scheduler_info()``."""
+    rows = []
+    for address, worker in sorted(info.get("workers", {}).items()):
+        metrics = worker.get("metrics", {})
+        tasks = metrics.get("executing", 0) + metrics.get("ready", 0)
+        rows.append(
+            "<tr>"
+            f"<td>{html.escape(str(worker.get('name', address)))}</td>"
+            f"<td>{html.escape(str(worker.get('status', 'running')))}</td>"
+            f"<td>{_memory(metrics.get('memory'))} / {_memory(worker.get('memory_limit'))}</td>"
+            f"<td>{tasks}</td>"
+            "</tr>"
+        )
+    body = "".join(rows) or "<tr><td colspan='4'>no workers</td></tr>"
+    return (
+        "<table class='kit-workers'><tr><th>worker</th><th>status</th>"
+        f"<th>memory</th><th>tasks</th></tr>{body}</table>"
+    )
+
+
+class ClusterPanel(w.VBox):  # type: ignore[misc]
+    """Start, stop, scale and watch a cluster; it drives Kit's own session objects.
+
+    Starting here and then running a Runner with the same ``parallel``
+    section reuses this cluster (``kit.get_session``).
+
+    Examples
+    --------
+    >>> panel = ClusterPanel({"env": "inline"})
+    >>> panel.start_button.click()
+    >>> panel.session.client is None
+    True
+    """
+
+    def __init__(self, parallel: Any, *, refresh_seconds: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.parallel: ParallelConfig = (
+            parallel if isinstance(parallel, ParallelConfig) else parallel_section(parallel)
+        )
+        self.session: kit.Session | None = None
+        self.refresh_seconds = refresh_seconds
+        self._stop = threading.Event()
+        self.env = w.Dropdown(
+            options=list(PARALLEL_ENVS), value=self.parallel.env, description="env"
+        )
+        self.n_workers = w.BoundedIntText(
+            value=self.parallel.n_workers, min=1, max=10_000, description="workers"
+        )
+        self.start_button = w.Button(description="Start", icon="play", button_style="success")
+        self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
+        self.scale_button = w.Button(description="Scale", icon="arrows-v", disabled=True)
+        self.adapt_min = w.BoundedIntText(
+            value=1, min=0, max=10_000, description="adapt min", layout=w.Layout(width="180px")
+        )
+        self.adapt_max = w.BoundedIntText(
+            value=self.parallel.n_workers,
+            min=1,
+            max=10_000,
+            description="max",
+            layout=w.Layout(width="160px"),
+        )
+        self.adapt_button = w.Button(description="Adapt", icon="magic", disabled=True)
+        self.status = w.HTML()
+        self.workers = w.HTML()
+        self.script = w.HTML()
+        self.start_button.on_click(lambda _: self._guarded(self.start))
+        self.stop_button.on_click(lambda _: self._guarded(self.stop))
+        self.scale_button.on_click(lambda _: self._guarded(self.scale))
+        self.adapt_button.on_click(lambda _: self._guarded(self.adapt))
+        self.env.observe(lambda _: self._guarded(self._show_script), names="value")
+        self.children = [
+            w.HBox([self.env, self.n_workers]),
+            w.HBox([self.start_button, self.stop_button, self.scale_button]),
+            w.HBox([self.adapt_min, self.adapt_max, self.adapt_button]),
+            self.status,
+            self.workers,
+            self.script,
+        ]
+        self._show_script()
+        self._set_status()
+
+    # ------------------------------------------------------------ actions
+    def _current(self) -> ParallelConfig:
+        import dataclasses
+
+        return dataclasses.replace(
+            self.parallel, env=self.env.value, n_workers=self.n_workers.value
+        )
+
+    def start(self) -> None:
+        """Start (or reuse) the session for the chosen env and workers."""
+        self.parallel = self._current()
+        self.status.value = "<i>starting…</i>"
+        self.session = kit.get_session(self.parallel)
+        self._set_status()
+        if self.session.client is not None:
+            self._stop.clear()
+            threading.Thread(target=self._watch, name="kit-cluster-panel", daemon=True).start()
+
+    def stop(self) -> None:
+        """Close the session (and the cluster, if Kit started it)."""
+        self._stop.set()
+        if self.session is not None:
+            self.session.close()
+        self.session = None
+        self.workers.value = ""
+        self._set_status()
+
+    def scale(self) -> None:
+        """Scale the cluster to the number of workers chosen."""
+        if self.session is None or self.session.cluster is None:
+            raise RuntimeError("only a cluster Kit started can be scaled (not inline or remote)")
+        self.session.cluster.scale(self.n_workers.value)
+        self._set_status(f"scaling to {self.n_workers.value} workers")
+
+    def adapt(self) -> None:
+        """Let the cluster scale itself between the adaptive min and max."""
+        if self.session is None or self.session.cluster is None:
+            raise RuntimeError("only a cluster Kit started can adapt (not inline or remote)")
+        self.session.cluster.adapt(minimum=self.adapt_min.value, maximum=self.adapt_max.value)
+        self._set_status(f"adaptive: {self.adapt_min.value} to {self.adapt_max.value} workers")
+
+    def refresh(self) -> None:
+        """Redraw the workers table now."""
+        if self.session is not None and self.session.client is not None:
+            self.workers.value = workers_table(self.session.client.scheduler_info())
+
+    # ------------------------------------------------------------ drawing
+    def _watch(self) -> None:
+        while not self._stop.wait(self.refresh_seconds):
+            try:
+                self.refresh()
+            except Exception as exc:  # the cluster went away: say so, stop watching
+                self.status.value = f"<span style='color:#c92a2a'>{html.escape(repr(exc))}</span>"
+                return
+
+    def _set_status(self, note: str = "") -> None:
+        running = self.session is not None
+        self.start_button.disabled = running
+        self.stop_button.disabled = not running
+        can_scale = running and self.session is not None and self.session.cluster is not None
+        self.scale_button.disabled = self.adapt_button.disabled = not can_scale
+        if not running:
+            self.status.value = "<b>stopped</b>"
+            return
+        assert self.session is not None
+        parts = [f"<b>running</b>: {html.escape(self.parallel.env)}"]
+        if self.session.client is not None:
+            parts.append(f"scheduler {html.escape(self.session.client.scheduler.address)}")
+        link = self.session.dashboard_link
+        if link:
+            href = html.escape(link, quote=True)
+            parts.append(f"<a href='{href}' target='_blank'>Dask dashboard</a>")
+        if note:
+            parts.append(html.escape(note))
+        self.status.value = " · ".join(parts)
+        self.refresh()
+
+    def _show_script(self) -> None:
+        env = self.env.value
+        from kit._clusters import JOB_QUEUES, job_script
+
+        if env not in JOB_QUEUES:
+            self.script.value = ""
+            return
+        try:
+            script = job_script(self._current())
+        except Exception as exc:
+            script = f"(cannot build the job script: {exc})"
+        self.script.value = (
+            f"<details><summary>job script ({html.escape(env)})</summary>"
+            f"<pre class='kit-job-script'>{html.escape(script)}</pre></details>"
+        )
+
+    def _guarded(self, action: Any) -> None:
+        """Run a button's action; show an error in the panel instead of losing it."""
+        try:
+            action()
+        except Exception as exc:
+            self.status.value = (
+                f"<pre style='color:#c92a2a;white-space:pre-wrap'>{html.escape(str(exc))}</pre>"
+            )

@@ -1,0 +1,265 @@
+"""RunPanel: check a job on a few items, watch it, read the results, then scale out."""
+
+from __future__ import annotations
+
+import copy
+import html
+import random
+import shlex
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import ipywidgets as w
+
+from kit import RunError, RunHandle, Runner, RunResult, to_overrides
+from kit.dashboard import Dashboard
+from kit.result import Index
+from kit.runner import normalize_indices
+from widgets._dashboard import dashboard_widget
+
+MAX_ROWS = 200
+
+
+def choose(indices: Sequence[Index], n: int, how: str, seed: int) -> list[Index]:
+    """Pick ``n`` indices: the first ones, or a seeded random sample kept in order.
+
+    Examples
+    --------
+    >>> choose(range(10), 3, "first", 0)
+    [0, 1, 2]
+    >>> choose(range(10), 3, "random", 1) == choose(range(10), 3, "random", 1)
+    True
+    """
+    items = list(indices)
+    n = max(0, min(n, len(items)))
+    if how == "random":
+        positions = sorted(random.Random(seed).sample(range(len(items)), n))
+        return [items[p] for p in positions]
+    return items[:n]
+
+
+def results_table(result: RunResult, max_rows: int = MAX_ROWS) -> str:
+    """Return the records as an HTML table; failed rows in red with their traceback."""
+    errors = {err.position: err for err in result.errors}
+    columns: list[str] = []
+    for record in result.records:
+        if isinstance(record, dict):
+            for key in record:
+                if key != "metrics" and key not in columns:
+                    columns.append(key)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in ["index", *(columns or ["record"])])
+    rows = []
+    for pos, (index, record) in enumerate(zip(result.indices, result.records, strict=True)):
+        if pos >= max_rows:
+            rows.append(f"<tr><td colspan='99'>… {len(result.records) - max_rows} more</td></tr>")
+            break
+        err = errors.get(pos)
+        if err is not None:
+            rows.append(
+                "<tr class='kit-failed' style='background:#ffe3e3'>"
+                f"<td>{html.escape(str(index))}</td>"
+                f"<td colspan='99'><details><summary>{html.escape(err.type)}: "
+                f"{html.escape(err.message)}</summary><pre>{html.escape(err.traceback)}</pre>"
+                "</details></td></tr>"
+            )
+            continue
+        if columns and isinstance(record, dict):
+            cells = "".join(f"<td>{html.escape(str(record.get(c, '')))}</td>" for c in columns)
+        else:
+            cells = f"<td>{html.escape(repr(record))}</td>"
+        rows.append(f"<tr class='kit-ok'><td>{html.escape(str(index))}</td>{cells}</tr>")
+    return f"<table class='kit-results'><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+class RunPanel(w.VBox):  # type: ignore[misc]
+    """Run a runner over a few items from a cell, watch it live, read the results.
+
+    The run goes on in the background (the kernel stays free): Run starts
+    it, Cancel stops it (completed items are kept). "Scale out" shows the
+    ``kit submit`` command that runs the same experiment on the cluster: the
+    config file, the override list from the base config to this runner's
+    config, and the cluster's ``parallel.env``.
+
+    Parameters
+    ----------
+    runner
+        The runner (its provider's config is the experiment).
+    indices
+        All the items; the panel runs the first N or a random sample.
+    base_config, config_path
+        The config as loaded from ``config_path``, for the scale-out command.
+    scale_out
+        Overrides for the cluster, e.g. ``["parallel.env=slurm"]``.
+    on_result
+        Called with each run's result (the Experiment app keeps a history).
+
+    Examples
+    --------
+    >>> from kit import EnvironmentProvider, Runner
+    >>> class Env(EnvironmentProvider):
+    ...     def build_env_local(self): return {}
+    ...     def make_worker_setup_fn(self): return dict
+    >>> class Square(Runner):
+    ...     @staticmethod
+    ...     def forward(idx):
+    ...         return {"square": idx * idx}
+    >>> panel = RunPanel(Square(Env({})), range(100))
+    >>> panel.how_many.value = 5
+    >>> panel.run_button.click()
+    >>> panel.wait(timeout=30).records[:2]
+    [{'square': 0}, {'square': 1}]
+    """
+
+    def __init__(
+        self,
+        runner: Runner,
+        indices: Any,
+        *,
+        base_config: Any = None,
+        config_path: str = "config.yaml",
+        scale_out: Sequence[str] = ("parallel.env=slurm",),
+        on_result: Callable[[RunResult], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.runner = runner
+        self.indices = list(normalize_indices(indices))
+        self.base_config = base_config
+        self.config_path = config_path
+        self.scale_out_overrides = list(scale_out)
+        self.on_result = on_result
+        self.handle: RunHandle | None = None
+        self._lock = threading.Lock()
+        self.result: RunResult | None = None
+        self.dashboard: Dashboard | None = None
+        total = len(self.indices)
+        self.how_many = w.BoundedIntText(
+            value=min(10, total), min=1, max=max(1, total), description="items"
+        )
+        self.how = w.ToggleButtons(
+            options=[("first N", "first"), ("random sample", "random")], value="first"
+        )
+        self.seed = w.IntText(value=0, description="seed", layout=w.Layout(width="150px"))
+        self.run_button = w.Button(description="Run", icon="play", button_style="primary")
+        self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
+        self.scale_button = w.Button(description="Scale out", icon="cloud-upload")
+        self.status = w.HTML()
+        self.error = w.HTML()
+        self.dashboard_box = w.Box()
+        self.table = w.HTML()
+        self.command = w.HTML()
+        self.run_button.on_click(lambda _: self._guarded(self.run))
+        self.cancel_button.on_click(lambda _: self._guarded(self.cancel))
+        self.scale_button.on_click(lambda _: self._guarded(self.show_scale_out))
+        self.children = [
+            w.HBox([self.how_many, self.how, self.seed]),
+            w.HBox([self.run_button, self.cancel_button, self.scale_button]),
+            self.status,
+            self.error,
+            self.dashboard_box,
+            self.table,
+            self.command,
+        ]
+
+    # ------------------------------------------------------------ actions
+    def selected(self) -> list[Index]:
+        """Return the items the next run will process."""
+        return choose(self.indices, self.how_many.value, self.how.value, self.seed.value)
+
+    def run(self) -> RunHandle:
+        """Start a run over the selected items in the background."""
+        if self.handle is not None and not self.handle.done():
+            raise RuntimeError("a run is going on: wait for it or cancel it first")
+        items = self.selected()
+        # A check on a few items keeps its results in memory: an output_dir
+        # belongs to the full run (and would refuse a different item list).
+        runner = copy.copy(self.runner)
+        runner.output_dir = None
+        self.error.value = ""
+        self.table.value = ""
+        self.result = None
+        self.dashboard = Dashboard(interval=0.25, title=f"{len(items)} items")
+        self.dashboard_box.children = [dashboard_widget(self.dashboard)]
+        self.handle = runner.submit(items)
+        self.dashboard.follow(self.handle)
+        self.handle.add_done_callback(self._on_done)
+        self.run_button.disabled = True
+        self.cancel_button.disabled = False
+        self.status.value = f"running {len(items)} items…"
+        return self.handle
+
+    def cancel(self) -> None:
+        """Stop the run; completed items are kept."""
+        if self.handle is not None:
+            self.handle.cancel()
+
+    def wait(self, timeout: float | None = None) -> RunResult:
+        """Wait for the current run and return its result (for scripts and tests)."""
+        if self.handle is None:
+            raise RuntimeError("nothing is running: click Run first")
+        try:
+            result = self.handle.result(timeout=timeout)
+        except RunError as exc:
+            result = exc.result
+        self._finish(result)
+        return result
+
+    def scale_out_command(self) -> str:
+        """Return the ``kit submit`` command that runs this experiment on the cluster."""
+        config = self.runner.provider.config
+        overrides = to_overrides(self.base_config, config) if self.base_config is not None else []
+        words = ["kit", "submit", self.config_path, *overrides, *self.scale_out_overrides]
+        return " ".join(shlex.quote(word) for word in words)
+
+    def show_scale_out(self) -> None:
+        """Show the scale-out command in the panel."""
+        self.command.value = (
+            "<div>Run the same experiment on the cluster:</div>"
+            f"<pre class='kit-scale-out'>{html.escape(self.scale_out_command())}</pre>"
+        )
+
+    # ------------------------------------------------------------ callbacks
+    def _on_done(self, handle: RunHandle) -> None:
+        # Runs on the engine's thread: any error is shown here, never lost.
+        try:
+            try:
+                result = handle.result()
+            except RunError as exc:
+                self._show_error(exc)
+                result = exc.result
+            self._finish(result)
+        except Exception as exc:
+            self._show_error(exc)
+
+    def _finish(self, result: RunResult) -> None:
+        with self._lock:
+            if self.result is result:
+                return
+            self.result = result
+        stats = result.stats
+        self.status.value = (
+            f"<b>{html.escape(result.status)}</b>: {stats.ok} ok, "
+            f"<span style='color:#c92a2a'>{stats.failed} failed</span>, "
+            f"{stats.wall_seconds:.2f} s"
+            + (f" · summary {html.escape(str(result.summary))}" if result.summary else "")
+        )
+        self.table.value = results_table(result)
+        self.run_button.disabled = False
+        self.cancel_button.disabled = True
+        if self.on_result is not None:
+            self.on_result(result)
+
+    def _show_error(self, exc: BaseException) -> None:
+        self.error.value = (
+            f"<pre class='kit-error' style='color:#c92a2a;white-space:pre-wrap'>"
+            f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</pre>"
+        )
+        self.run_button.disabled = False
+        self.cancel_button.disabled = True
+
+    def _guarded(self, action: Callable[[], Any]) -> None:
+        try:
+            action()
+        except Exception as exc:
+            self._show_error(exc)
