@@ -37,8 +37,10 @@ def workers_table(info: dict[str, Any]) -> str:
             "</tr>"
         )
     body = "".join(rows) or "<tr><td colspan='4'>no workers</td></tr>"
+    from widgets._run_panel import TABLE_STYLE
+
     return (
-        "<table class='kit-workers'><tr><th>worker</th><th>status</th>"
+        f"{TABLE_STYLE}<table class='kit-workers kit-table'><tr><th>worker</th><th>status</th>"
         f"<th>memory</th><th>tasks</th></tr>{body}</table>"
     )
 

@@ -6,22 +6,19 @@ from typing import Any
 
 from kit.dashboard import Dashboard
 
-_BOKEHJS_LOADED = False
-
 
 def load_bokehjs() -> None:
-    """Load BokehJS into the notebook once, inline (no CDN, works offline).
+    """Load BokehJS into the notebook, inline (no CDN, works offline).
 
     jupyter_bokeh's widget fails with "Cannot read properties of undefined
-    (reading 'require')" unless BokehJS was loaded first.
+    (reading 'require')" unless BokehJS was loaded first, by the output of a
+    cell: call this while a cell runs (the panels do it when they are built),
+    not from a button callback, whose output goes nowhere.
     """
-    global _BOKEHJS_LOADED
-    if not _BOKEHJS_LOADED:
-        from bokeh.io import output_notebook
-        from bokeh.resources import INLINE
+    from bokeh.io import output_notebook
+    from bokeh.resources import INLINE
 
-        output_notebook(INLINE, hide_banner=True)
-        _BOKEHJS_LOADED = True
+    output_notebook(INLINE, hide_banner=True)
 
 
 def dashboard_widget(dashboard: Dashboard) -> Any:

@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from kit import EnvironmentProvider, Runner, RunResult, load_config, to_overrides
 from widgets._cluster_panel import ClusterPanel
 from widgets._config_editor import ConfigEditor
-from widgets._run_panel import RunPanel
+from widgets._run_panel import TABLE_STYLE, RunPanel
 
 
 def history_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -33,7 +33,9 @@ def history_table(rows: Sequence[dict[str, Any]]) -> str:
             text = f"{value:.4g}" if isinstance(value, float) else str(value)
             cells.append(f"<td>{html.escape(text)}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return f"<table class='kit-history'><tr>{head}</tr>{''.join(body)}</table>"
+    return (
+        f"{TABLE_STYLE}<table class='kit-history kit-table'><tr>{head}</tr>{''.join(body)}</table>"
+    )
 
 
 class Experiment(w.VBox):  # type: ignore[misc]

@@ -16,9 +16,15 @@ from kit import RunError, RunHandle, Runner, RunResult, to_overrides
 from kit.dashboard import Dashboard
 from kit.result import Index
 from kit.runner import normalize_indices
-from widgets._dashboard import dashboard_widget
+from widgets._dashboard import dashboard_widget, load_bokehjs
 
 MAX_ROWS = 200
+#: Plain inline CSS for the panels' tables (no stylesheet to ship or fetch).
+TABLE_STYLE = (
+    "<style>.kit-table{border-collapse:collapse;font-size:12px;margin:4px 0}"
+    ".kit-table th,.kit-table td{border:1px solid #dee2e6;padding:2px 8px;text-align:left;"
+    "vertical-align:top}.kit-table th{background:#f1f3f5}</style>"
+)
 
 
 def choose(indices: Sequence[Index], n: int, how: str, seed: int) -> list[Index]:
@@ -69,7 +75,9 @@ def results_table(result: RunResult, max_rows: int = MAX_ROWS) -> str:
         else:
             cells = f"<td>{html.escape(repr(record))}</td>"
         rows.append(f"<tr class='kit-ok'><td>{html.escape(str(index))}</td>{cells}</tr>")
-    return f"<table class='kit-results'><tr>{head}</tr>{''.join(rows)}</table>"
+    return (
+        f"{TABLE_STYLE}<table class='kit-results kit-table'><tr>{head}</tr>{''.join(rows)}</table>"
+    )
 
 
 class RunPanel(w.VBox):  # type: ignore[misc]
@@ -123,6 +131,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        load_bokehjs()  # now, in the cell's output: the dashboard is made later, on a click
         self.runner = runner
         self.indices = list(normalize_indices(indices))
         self.base_config = base_config
