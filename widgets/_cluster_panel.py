@@ -10,6 +10,7 @@ import ipywidgets as w
 
 import kit
 from kit.config import PARALLEL_ENVS, ParallelConfig, parallel_section
+from widgets._style import TABLE_STYLE
 
 
 def _memory(n: float | None) -> str:
@@ -37,8 +38,6 @@ def workers_table(info: dict[str, Any]) -> str:
             "</tr>"
         )
     body = "".join(rows) or "<tr><td colspan='4'>no workers</td></tr>"
-    from widgets._run_panel import TABLE_STYLE
-
     return (
         f"{TABLE_STYLE}<table class='kit-workers kit-table'><tr><th>worker</th><th>status</th>"
         f"<th>memory</th><th>tasks</th></tr>{body}</table>"

@@ -12,7 +12,8 @@ from omegaconf import DictConfig, OmegaConf
 from kit import EnvironmentProvider, Runner, RunResult, load_config, to_overrides
 from widgets._cluster_panel import ClusterPanel
 from widgets._config_editor import ConfigEditor
-from widgets._run_panel import TABLE_STYLE, RunPanel
+from widgets._run_panel import RunPanel
+from widgets._style import TABLE_STYLE
 
 
 def history_table(rows: Sequence[dict[str, Any]]) -> str:

@@ -17,14 +17,9 @@ from kit.dashboard import Dashboard
 from kit.result import Index
 from kit.runner import normalize_indices
 from widgets._dashboard import dashboard_widget, load_bokehjs
+from widgets._style import TABLE_STYLE
 
 MAX_ROWS = 200
-#: Plain inline CSS for the panels' tables (no stylesheet to ship or fetch).
-TABLE_STYLE = (
-    "<style>.kit-table{border-collapse:collapse;font-size:12px;margin:4px 0}"
-    ".kit-table th,.kit-table td{border:1px solid #dee2e6;padding:2px 8px;text-align:left;"
-    "vertical-align:top}.kit-table th{background:#f1f3f5}</style>"
-)
 
 
 def choose(indices: Sequence[Index], n: int, how: str, seed: int) -> list[Index]:
