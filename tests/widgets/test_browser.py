@@ -28,7 +28,9 @@ CELLS = [
     "from tests.workloads import Affine, ToyProvider, toy_config",
     "config = toy_config(sleep=0.05)\n"
     "config.parallel = {'env': 'local', 'n_workers': 2}\n"
-    "app = widgets.Experiment(config, ToyProvider, Affine, indices=range(100), config_path='exp.yaml')\n"
+    "app = widgets.Experiment(\n"
+    "    config, ToyProvider, Affine, indices=range(100), config_path='exp.yaml'\n"
+    ")\n"
     "app",
 ]
 
@@ -139,12 +141,12 @@ def test_edit_run_and_watch_in_jupyterlab(lab: tuple[str, str, Path]) -> None:
         # Type a new value into the ConfigEditor, as a person would.
         factor.fill("5")
         factor.press("Enter")
-        overrides = page.locator(".kit-overrides")
+        # The overrides view (folded, so hidden) follows the edit.
         page.wait_for_function(
-            "() => [...document.querySelectorAll('.kit-overrides')].some(e => e.textContent.includes('factor=5'))",
+            "() => [...document.querySelectorAll('.kit-overrides')]"
+            ".some(e => e.textContent.includes('factor=5'))",
             timeout=30_000,
         )
-        assert "factor=5" in overrides.first.text_content()
 
         page.locator("button.widget-button", has_text=re.compile(r"^\s*Run\s*$")).click()
         header = page.locator(".kit-header").first
