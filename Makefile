@@ -5,9 +5,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.kit-installed
-EXTRAS ?= dev,jobqueue,notebook
+EXTRAS ?= dev,jobqueue,notebook,asr
 
-.PHONY: demo test system-deps lint typecheck unit bench clean
+.PHONY: demo quickstart lab test system-deps lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,8 +15,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	touch $@
 
+# The main job: the decoding check (PocketSphinx on speech made with espeak-ng),
+# on a local Dask cluster, in both decoder modes; writes runs/asr/*/report.html.
 demo: $(STAMP)
+	bash .ci/system-deps.sh demo
+	$(BIN)/python -m kit.examples.asr
+
+quickstart: $(STAMP)
 	$(BIN)/python -m kit.examples.quickstart
+
+# JupyterLab on the notebooks.
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ip=127.0.0.1 notebooks
 
 lint: $(STAMP)
 	$(BIN)/ruff check kit widgets tests benchmarks

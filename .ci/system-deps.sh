@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Install the system packages the tests use (Debian), and start a single-node SLURM.
-# Idempotent. Without root or apt it says so and returns 0: the tests that need
-# these then skip with that reason (CI runs as root, so there they run).
+# Install the system packages Kit's demo and tests use (Debian), and start a
+# single-node SLURM for the tests. `system-deps.sh demo` installs only what the
+# demo needs. Idempotent. Without root or apt it says so and returns 0: the
+# tests that need these then skip with that reason (CI runs as root).
 set -euo pipefail
+MODE=${1:-test}
 
+# espeak-ng, sox: the spoken corpus of the decoding example (demo and tests).
 # chromium: Debian's browser, driven by playwright in the report and notebook tests.
-PACKAGES=(slurm-wlm munge openssl chromium fonts-dejavu-core)
+PACKAGES=(espeak-ng sox)
+if [ "$MODE" != demo ]; then
+    PACKAGES+=(slurm-wlm munge openssl chromium fonts-dejavu-core)
+fi
 
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "system-deps: not root or no apt-get: skipping ${PACKAGES[*]} (tests needing them will skip)"
@@ -22,4 +28,6 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-"$(dirname "$0")/slurm-up.sh"
+if [ "$MODE" != demo ]; then
+    "$(dirname "$0")/slurm-up.sh"
+fi
