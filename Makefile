@@ -48,6 +48,7 @@ test: system-deps lint typecheck unit
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
 	$(BIN)/python benchmarks/bench_dashboard.py
+	$(BIN)/python benchmarks/bench_asr.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
