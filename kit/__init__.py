@@ -11,6 +11,7 @@ Examples
 3
 """
 
+from kit._clusters import job_script
 from kit._engine import RunHandle
 from kit.config import (
     ConfigError,
@@ -48,6 +49,7 @@ __all__ = [
     "attach",
     "config_hash",
     "get_session",
+    "job_script",
     "load_config",
     "resolve_config",
     "save_config",

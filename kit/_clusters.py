@@ -105,8 +105,19 @@ def job_queue_cluster(parallel: ParallelConfig, hook: SubmitHook | None = None) 
     return cls(job_cls=job_cls, scheduler_options=scheduler_options, **options)
 
 
-def job_script(parallel: ParallelConfig) -> str:
-    """Return the job script a job-queue ``parallel`` section would submit (submits nothing)."""
+def job_script(parallel: ParallelConfig | Any) -> str:
+    """Return the job script a job-queue ``parallel`` section would submit (submits nothing).
+
+    Examples
+    --------
+    >>> script = job_script({"env": "slurm", "options": {"cores": 1, "memory": "1GB"}})
+    >>> "#SBATCH" in script
+    True
+    """
+    if not isinstance(parallel, ParallelConfig):
+        from kit.config import parallel_section
+
+        parallel = parallel_section(parallel)
     if parallel.env not in JOB_QUEUES:
         raise _config_error(
             "parallel.env",
