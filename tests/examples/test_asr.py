@@ -155,3 +155,47 @@ def test_the_demo_prints_both_modes(corpus: Path, tmp_path: Path) -> None:
     assert "== decoder.mode=grammar: 6 utterances ==" in result.stdout
     assert "WER by decoder mode: lm" in result.stdout
     assert (tmp_path / "grammar" / "report.html").exists()
+
+
+class TableDataset:
+    """A table of rows with decoded audio, shaped like a Hugging Face dataset split."""
+
+    def __init__(self, rows: list[dict]) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, idx: int) -> dict:
+        return self.rows[idx]
+
+
+def test_decoded_audio_rows_decode_like_files(corpus: Path) -> None:
+    from kit.examples.asr.decode import audio_pcm, make_decoder
+
+    entry = read_manifest(corpus / "digits.jsonl")[1]
+    pcm, _ = read_wav(entry["audio"])
+    samples = [
+        int.from_bytes(pcm[i : i + 2], "little", signed=True) / 32767 for i in range(0, len(pcm), 2)
+    ]
+    rows = TableDataset(
+        [{"audio": {"array": samples, "sampling_rate": 16000}, "text": entry["text"]}]
+    )
+    decoder = make_decoder({"mode": "grammar"})
+    from_rows = DecodeRunner.forward(0, decoder, rows)
+    from_file = DecodeRunner.forward(0, make_decoder({"mode": "grammar"}), [entry])
+    assert from_rows["hyp"] == from_file["hyp"] and from_rows["id"] == "0"
+    with pytest.raises(ValueError, match="resample it to 16 kHz"):
+        audio_pcm({"array": [0.0], "sampling_rate": 8000})
+
+
+def test_an_hf_dataset_without_the_package_names_it() -> None:
+    from kit.examples.asr.decode import load_dataset_entries
+
+    try:
+        import datasets  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install datasets"):
+            load_dataset_entries({"hf": {"path": "somewhere"}})
+    else:
+        pytest.skip("datasets is installed")

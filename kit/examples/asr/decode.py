@@ -73,6 +73,47 @@ def read_wav(path: str) -> tuple[bytes, float]:
         return frames, wav.getnframes() / wav.getframerate()
 
 
+def audio_pcm(audio: Any) -> tuple[bytes, float]:
+    """Return 16-bit PCM and duration for a WAV path or a decoded ``{"array", "sampling_rate"}``.
+
+    The second form is what a Hugging Face ``datasets`` Audio column holds.
+
+    Examples
+    --------
+    >>> pcm, seconds = audio_pcm({"array": [0.0, 0.5, -0.5, 1.0], "sampling_rate": 16000})
+    >>> len(pcm), seconds
+    (8, 0.00025)
+    """
+    if isinstance(audio, (str, Path)):
+        return read_wav(str(audio))
+    if isinstance(audio, dict) and "array" in audio:
+        rate = audio.get("sampling_rate", 16000)
+        if rate != 16000:
+            raise ValueError(f"audio at {rate} Hz: resample it to 16 kHz (datasets: cast_column)")
+        import array
+
+        samples = array.array(
+            "h", (max(-32768, min(32767, round(x * 32767))) for x in audio["array"])
+        )
+        return samples.tobytes(), len(samples) / 16000
+    raise TypeError(f"audio must be a WAV path or {{'array', 'sampling_rate'}}, got {audio!r:.80}")
+
+
+def load_dataset_entries(data: dict[str, Any]) -> Any:
+    """Return the utterances: a manifest's entries, or a Hugging Face dataset saved to disk."""
+    hf = data.get("hf")
+    if hf:
+        try:
+            import datasets
+        except ImportError:
+            raise ImportError(
+                "data.hf needs the Hugging Face datasets package: pip install datasets"
+            ) from None
+        loaded = datasets.load_from_disk(hf["path"])
+        return loaded[hf["split"]] if hf.get("split") else loaded
+    return read_manifest(data["manifest"])
+
+
 def make_decoder(settings: dict[str, Any]) -> Any:
     """Build a PocketSphinx decoder for ``decoder`` settings (mode, options)."""
     from pocketsphinx import Decoder
@@ -98,7 +139,7 @@ def build_env(cfg: dict[str, Any]) -> dict[str, Any]:
     """Build the env: the decoder and the dataset (the manifest's entries)."""
     return {
         "decoder": make_decoder(cfg["decoder"]),
-        "dataset": read_manifest(cfg["data"]["manifest"]),
+        "dataset": load_dataset_entries(cfg["data"]),
     }
 
 
@@ -137,7 +178,7 @@ class DecodeRunner(Runner):
     def forward(idx: int, decoder: Any, dataset: list[dict[str, Any]]) -> dict[str, Any]:
         """Decode utterance ``idx`` of the dataset."""
         entry = dataset[idx]
-        pcm, duration = read_wav(entry["audio"])
+        pcm, duration = audio_pcm(entry["audio"])
         began = time.perf_counter()
         decoder.start_utt()
         decoder.process_raw(pcm, full_utt=True)
@@ -148,7 +189,7 @@ class DecodeRunner(Runner):
         errors = word_errors(ref, hyp)
         words = max(1, len(ref.split()))
         return {
-            "id": entry["id"],
+            "id": entry.get("id", str(idx)),
             "ref": ref,
             "hyp": hyp,
             "duration": round(duration, 3),
