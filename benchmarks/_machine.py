@@ -31,3 +31,35 @@ def describe(packages: tuple[str, ...] = ("dask", "distributed")) -> dict[str, A
         "load_average_before": os.getloadavg(),
         **{name: version(name) for name in packages},
     }
+
+
+def machine_line(machine: dict[str, Any], packages: tuple[str, ...]) -> str:
+    """One line describing the machine, for a results page."""
+    versions = ", ".join(f"{name} {machine[name]}" for name in packages)
+    load = ", ".join(f"{x:.2f}" for x in machine["load_average_before"])
+    return (
+        f"Machine: {machine['cpus']} CPUs ({machine['cpu']}), {machine['memory_gib']} GiB, "
+        f"Python {machine['python']}, {versions}; load average before: {load}."
+    )
+
+
+def write_results(
+    folder: Path, name: str, results: dict[str, Any], lines: list[str], checks: dict[str, bool]
+) -> None:
+    """Print the report (lines + PASS/MISS per target) and write NAME.json and NAME.md."""
+    import json
+
+    results["checks"] = checks
+    report = "\n".join(
+        [
+            *lines,
+            "## Targets",
+            "",
+            *[f"- {'PASS' if ok else 'MISS'}: {k}" for k, ok in checks.items()],
+            "",
+        ]
+    )
+    print(report)
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    (folder / f"{name}.md").write_text(report)

@@ -9,7 +9,6 @@ Results are printed and written to benchmarks/results/asr.{json,md}.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ from kit.examples.asr import DecodeProvider, DecodeRunner, build_corpus
 from kit.examples.asr.decode import CONFIG_PATH
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import describe
+from _machine import describe, machine_line, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATA = Path("runs/asr-data")
@@ -109,46 +108,32 @@ def main() -> int:
         "speedup >= 1.8": results["speedup"] >= 1.8,
         "each worker built its decoder exactly once (4 runs)": builds == [1, 1],
     }
-    results["checks"] = checks
-    report = "\n".join(
-        [
-            "# Decoding benchmark",
-            "",
-            f"Machine: {machine['cpus']} CPUs ({machine['cpu']}), {machine['memory_gib']} GiB, "
-            f"Python {machine['python']}, pocketsphinx {machine['pocketsphinx']}, "
-            f"dask {machine['dask']}; load average before: "
-            f"{', '.join(f'{x:.2f}' for x in machine['load_average_before'])}.",
-            f"Command: `make bench`. {n} utterances ({results['audio_seconds']} s of speech made "
-            "with espeak-ng), PocketSphinx with its general language model.",
-            "",
-            "| method | seconds | speedup |",
-            "|---|---|---|",
-            f"| inline (decoder built beforehand) | {inline_s:.2f} | 1.00 |",
-            f"| Kit, LocalCluster 2 workers (best of 3) | {local_s:.2f} | "
-            f"{results['speedup']:.2f} |",
-            f"| `multiprocessing.Pool(2)`, a decoder per process, chunksize 1 | {pool_s:.2f} | "
-            f"{results['pool_speedup']:.2f} |",
-            "",
-            "The Pool row is this machine's ceiling for two decoders at once: when Kit's "
-            "speedup falls short of 2, compare with it (and with the time in forward per "
-            "worker below), not with the ideal.",
-            "",
-            f"Decoder builds per worker over 4 runs: {builds}. Time in forward per worker in "
-            f"the last run: {busy}. Corpus WER (LM): {results['wer']:.1%} on workers, "
-            f"{results['wer_inline']:.1%} inline; {agree}/{n} hypotheses equal to inline "
-            "(PocketSphinx keeps state across the utterances one decoder has decoded, so a "
-            "hypothesis can depend on what that decoder decoded before).",
-            "",
-            "## Targets",
-            "",
-            *[f"- {'PASS' if ok else 'MISS'}: {name}" for name, ok in checks.items()],
-            "",
-        ]
-    )
-    print(report)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "asr.json").write_text(json.dumps(results, indent=1) + "\n")
-    (RESULTS / "asr.md").write_text(report)
+    lines = [
+        "# Decoding benchmark",
+        "",
+        machine_line(machine, ("pocketsphinx", "dask")),
+        f"Command: `make bench`. {n} utterances ({results['audio_seconds']} s of speech made "
+        "with espeak-ng), PocketSphinx with its general language model.",
+        "",
+        "| method | seconds | speedup |",
+        "|---|---|---|",
+        f"| inline (decoder built beforehand) | {inline_s:.2f} | 1.00 |",
+        f"| Kit, LocalCluster 2 workers (best of 3) | {local_s:.2f} | {results['speedup']:.2f} |",
+        f"| `multiprocessing.Pool(2)`, a decoder per process, chunksize 1 | {pool_s:.2f} | "
+        f"{results['pool_speedup']:.2f} |",
+        "",
+        "The Pool row is this machine's ceiling for two decoders at once: when Kit's "
+        "speedup falls short of 2, compare with it (and with the time in forward per "
+        "worker below), not with the ideal.",
+        "",
+        f"Decoder builds per worker over 4 runs: {builds}. Time in forward per worker in "
+        f"the last run: {busy}. Corpus WER (LM): {results['wer']:.1%} on workers, "
+        f"{results['wer_inline']:.1%} inline; {agree}/{n} hypotheses equal to inline "
+        "(PocketSphinx keeps state across the utterances one decoder has decoded, so a "
+        "hypothesis can depend on what that decoder decoded before).",
+        "",
+    ]
+    write_results(RESULTS, "asr", results, lines, checks)
     return 0
 
 

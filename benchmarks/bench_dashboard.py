@@ -11,7 +11,6 @@ Results are printed and written to benchmarks/results/dashboard.{json,md}.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 import tracemalloc
@@ -23,7 +22,7 @@ from kit import EnvironmentProvider, Runner
 from kit.dashboard import Dashboard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import describe
+from _machine import describe, machine_line, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PARALLEL = {"env": "local", "n_workers": 2}
@@ -110,13 +109,10 @@ def main() -> int:
             for c in results["cases"]
         }
     )
-    results["checks"] = checks
     lines = [
         "# Dashboard benchmark",
         "",
-        f"Machine: {machine['cpus']} CPUs ({machine['cpu']}), {machine['memory_gib']} GiB, "
-        f"Python {machine['python']}, dask {machine['dask']}, bokeh {machine['bokeh']}; "
-        f"load average before: {', '.join(f'{x:.2f}' for x in machine['load_average_before'])}.",
+        machine_line(machine, ("dask", "bokeh")),
         f"Command: `make bench`. {N:,} trivial items, LocalCluster with 2 workers, best of "
         f"{REPEATS}, runs with and without the dashboard alternated.",
         "",
@@ -135,16 +131,8 @@ def main() -> int:
         "with 1,000-item chunks the driver handles 1,000 chunk round trips, and the spread "
         "between identical runs on this shared machine is larger than the dashboard's cost.",
         "",
-        "## Targets",
-        "",
-        *[f"- {'PASS' if ok else 'MISS'}: {name}" for name, ok in checks.items()],
-        "",
     ]
-    report = "\n".join(lines)
-    print(report)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "dashboard.json").write_text(json.dumps(results, indent=1) + "\n")
-    (RESULTS / "dashboard.md").write_text(report)
+    write_results(RESULTS, "dashboard", results, lines, checks)
     return 0
 
 

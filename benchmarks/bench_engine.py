@@ -11,7 +11,6 @@ Results are printed and written to benchmarks/results/engine.{json,md}.
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import random
 import sys
@@ -25,7 +24,7 @@ import kit
 from kit import EnvironmentProvider, Runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import describe
+from _machine import describe, machine_line, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PARALLEL = {"env": "local", "n_workers": 2}
@@ -184,14 +183,10 @@ def main() -> int:
         "makespan better than static shards (sorted order)": m["sorted"]["kit_seconds"]
         < m["sorted"]["static_shards_seconds"],
     }
-    results["checks"] = checks
     lines = [
         "# Engine benchmark",
         "",
-        f"Machine: {machine['cpus']} CPUs ({machine['cpu']}), {machine['memory_gib']} GiB, "
-        f"Python {machine['python']}, dask {machine['dask']}, "
-        f"distributed {machine['distributed']}; "
-        f"load average before: {', '.join(f'{x:.2f}' for x in machine['load_average_before'])}.",
+        machine_line(machine, ("dask", "distributed")),
         "Command: `make bench` (best of 3 runs each).",
         "",
         "## Per-item overhead, trivial items",
@@ -223,16 +218,8 @@ def main() -> int:
         "Ideal is total work / 2 workers. Static shards split the items in two contiguous"
         " halves, one task per worker (ESPnet3's way).",
         "",
-        "## Targets",
-        "",
-        *[f"- {'PASS' if ok else 'MISS'}: {name}" for name, ok in checks.items()],
-        "",
     ]
-    report = "\n".join(lines)
-    print(report)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "engine.json").write_text(json.dumps(results, indent=1) + "\n")
-    (RESULTS / "engine.md").write_text(report)
+    write_results(RESULTS, "engine", results, lines, checks)
     return 0
 
 

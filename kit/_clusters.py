@@ -132,26 +132,8 @@ def job_script(parallel: ParallelConfig | Any) -> str:
     return script
 
 
-#: Scheduler settings for clusters Kit starts. Kit already cuts work into
-#: chunks sized for balance, so a worker should hold only the chunk it runs:
-#: with dask's default saturation (1.1) a one-thread worker also queues a
-#: second chunk, and near the end of a run one worker sits on it while the
-#: other idles (seen as a 2 s tail on 100 utterances in benchmarks/bench_asr.py).
-SCHEDULER_CONFIG = {"distributed.scheduler.worker-saturation": 1.0}
-
-
 def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any, Any]:
     """Return ``(client, cluster)`` for ``parallel``; cluster is None when only connected."""
-    import dask
-    import distributed  # noqa: F401 - load distributed's config defaults outside the `set`
-
-    # Leaving `dask.config.set` restores what was there when it was entered: had
-    # distributed been imported inside it, its whole config would vanish on exit.
-    with dask.config.set(SCHEDULER_CONFIG):
-        return _start(parallel, hook)
-
-
-def _start(parallel: ParallelConfig, hook: SubmitHook | None) -> tuple[Any, Any]:
     from distributed import Client
 
     env = parallel.env

@@ -126,13 +126,3 @@ def test_job_queue_dashboards_listen_on_localhost_unless_told(tmp_path: Path) ->
         assert cluster.scheduler_spec["options"]["dashboard_address"] == ":8790"
     finally:
         cluster.close()
-
-
-def test_clusters_kit_starts_keep_queued_chunks_on_the_scheduler(local: dict) -> None:
-    import dask
-
-    client = kit.get_session(local).client
-    assert client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION) == 1.0
-    # ... and the user's own dask config is left as it was.
-    assert dask.config.get("distributed.scheduler.worker-saturation") == 1.1
-    assert dask.config.get("distributed.scheduler.allowed-failures") is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from kit._format import duration
 from kit.dashboard._state import Snapshot
 
 OK_COLOR = "#2b8a3e"
@@ -23,17 +24,6 @@ def require_bokeh() -> None:
         ) from None
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
-    if seconds >= 60:
-        return f"{seconds // 60} min {seconds % 60:02d} s"
-    return f"{seconds} s"
-
-
 def header_html(snap: Snapshot, title: str) -> str:
     """Return the one-line summary at the top of the dashboard."""
     percent = f"{100 * snap.done / snap.total:.0f}%" if snap.total else "-"
@@ -45,9 +35,9 @@ def header_html(snap: Snapshot, title: str) -> str:
         f"{snap.items_per_second:,.1f} items/s",
     ]
     if snap.status == "running":
-        parts.append(f"ETA {_duration(snap.eta_seconds)}")
+        parts.append(f"ETA {duration(snap.eta_seconds)}")
     else:
-        parts.append(f"took {_duration(snap.elapsed)}")
+        parts.append(f"took {duration(snap.elapsed)}")
     if snap.resumed:
         parts.append(f"{snap.resumed:,} resumed")
     if snap.dask_dashboard:

@@ -6,16 +6,8 @@ import sys
 import time
 from typing import TextIO
 
+from kit._format import duration
 from kit.events import ChunkFinished, Event, RunFinished, RunStarted
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    if seconds >= 60:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds}s"
 
 
 class TerminalProgress:
@@ -72,7 +64,7 @@ class TerminalProgress:
             ran = event.done - self._resumed
             rate = ran / event.elapsed if event.elapsed > 0 else 0.0
             left = event.total - event.done
-            eta = _duration(left / rate) if rate > 0 else "?"
+            eta = duration(left / rate, compact=True) if rate > 0 else "?"
             failed = f" | {event.failed_total} failed" if event.failed_total else ""
             self._write(
                 f"{self._bar(event.done, event.total)} | {rate:.1f} items/s | ETA {eta}{failed}"
@@ -83,6 +75,6 @@ class TerminalProgress:
             failed = f" | {event.failed} failed" if event.failed else ""
             self._write(
                 f"{self._bar(event.done, event.total)} | {rate:.1f} items/s{failed} | "
-                f"{event.status} in {_duration(event.elapsed)}",
+                f"{event.status} in {duration(event.elapsed, compact=True)}",
                 final=True,
             )
