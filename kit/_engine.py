@@ -80,7 +80,8 @@ class RunHandle:
         total = len(spec.indices)
         self._records: list[Any] = [None] * total
         self._errors: dict[int, ItemError] = {}
-        self._filled: set[int] = set()
+        # One byte per position: exactly-once bookkeeping that stays small at 1M items.
+        self._filled = bytearray(total)
         self._done = 0
         self._failed = 0
         self._resumed = 0
@@ -263,6 +264,8 @@ class RunHandle:
             cursor = chunk.stop
         if cursor < total:
             pending.append((cursor, total))
+        # Start errors.jsonl from what is stored; this run's chunks append to it.
+        spec.store.write_errors(self._sorted_errors())
         return pending
 
     def _drive_inline(self, planner: ChunkPlanner, env: dict[str, Any]) -> None:
@@ -397,9 +400,9 @@ class RunHandle:
         with self._cond:
             for offset, record in enumerate(chunk.records):
                 pos = chunk.start + offset
-                if pos in self._filled:
+                if self._filled[pos]:
                     continue  # exactly once: a chunk that came back twice counts once
-                self._filled.add(pos)
+                self._filled[pos] = 1
                 new += 1
                 self._done += 1
                 if pos in errors:
@@ -428,7 +431,7 @@ class RunHandle:
         if spec.store is not None:
             spec.store.write_chunk(chunk)
             if chunk.errors:
-                spec.store.write_errors(self._sorted_errors())
+                spec.store.append_errors(chunk.errors)
         progress = self.progress
         self.events.emit(
             ChunkFinished(

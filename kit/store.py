@@ -317,8 +317,18 @@ class RunStore:
         return self.writer.write_chunk(stem, chunk)
 
     def write_errors(self, errors: Sequence[ItemError]) -> None:
-        """Rewrite ``errors.jsonl`` with every item error so far."""
+        """Rewrite ``errors.jsonl`` with ``errors`` (at the start and the end of a run)."""
         with atomic_file(self.path / "errors.jsonl") as fh:
+            for err in errors:
+                fh.write(json.dumps(err.to_dict()) + "\n")
+
+    def append_errors(self, errors: Sequence[ItemError]) -> None:
+        """Add a chunk's errors to ``errors.jsonl`` as the run goes.
+
+        Appending keeps a run with many failures linear; the chunk files stay
+        the source of truth and :meth:`finish` rewrites the file in order.
+        """
+        with (self.path / "errors.jsonl").open("a") as fh:
             for err in errors:
                 fh.write(json.dumps(err.to_dict()) + "\n")
 

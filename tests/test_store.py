@@ -196,3 +196,18 @@ def test_no_temporary_files_are_left(tmp_path: Path) -> None:
     out = tmp_path / "run"
     Affine(ToyProvider(toy_config()), output_dir=out).run(range(50))
     assert_no_temp_files(out)
+
+
+def test_errors_file_lists_each_failure_once_also_after_resume(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    cfg = toy_config(fail_on=[1, 5, 8], sleep=0.02)
+    handle = Affine(ToyProvider(cfg), output_dir=out, chunk_size=2).submit(range(10))
+    while handle.progress.done < 6:
+        time.sleep(0.01)
+    handle.cancel()
+    handle.result(timeout=30)
+    during = [json.loads(line)["index"] for line in (out / "errors.jsonl").read_text().splitlines()]
+    assert len(during) == len(set(during)) and set(during) <= {1, 5, 8}
+    Affine(ToyProvider(cfg), output_dir=out, chunk_size=2).run(range(10))
+    final = [json.loads(line)["index"] for line in (out / "errors.jsonl").read_text().splitlines()]
+    assert final == [1, 5, 8]
