@@ -152,6 +152,9 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
 
     def _rows(self, node: DictConfig, prefix: str) -> list[w.Widget]:
         rows: list[w.Widget] = []
+        # One conversion per section (not per field), values as written (unresolved).
+        raw_values = OmegaConf.to_container(node, resolve=False)
+        assert isinstance(raw_values, dict)
         for key in node.keys():  # noqa: SIM118 - keys() also lists ??? entries
             full = f"{prefix}.{key!s}" if prefix else str(key)
             child = node._get_node(key)
@@ -161,11 +164,10 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
                 group.add_class("kit-group")
                 rows.append(group)
             else:
-                rows.append(self._field(node, key, full))
+                rows.append(self._field(node, key, full, raw_values[key]))
         return rows
 
-    def _field(self, node: DictConfig, key: Any, full: str) -> w.Widget:
-        raw = OmegaConf.to_container(node, resolve=False)[key]  # type: ignore[index]
+    def _field(self, node: DictConfig, key: Any, full: str, raw: Any) -> w.Widget:
         description = str(key)
         missing = OmegaConf.is_missing(node, key)
         interpolation = OmegaConf.is_interpolation(node, key)
