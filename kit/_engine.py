@@ -300,8 +300,9 @@ class RunHandle:
                 spec.forward,
                 env_name,
                 spec.forward_spec,
-                dict(spec.explicit),
-                list(spec.indices[start:stop]),
+                spec.explicit,
+                # A range stays a range: a few bytes to ship whatever the chunk's size.
+                spec.indices[start:stop],
                 start,
                 spec.batch_size,
                 key=f"kit-{self.run_id}-{start}-{stop}-{attempt}-{int(alone)}",
