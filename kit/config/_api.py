@@ -166,8 +166,13 @@ def config_hash(cfg: ConfigSource) -> str:
     >>> len(config_hash({"a": 1}))
     12
     """
-    resolved = resolve_config(_as_config(source=cfg))
-    container = OmegaConf.to_container(resolved, resolve=True)
+    config = _as_config(source=cfg)
+    try:
+        # The fast path: one pass, no copy (hashing runs before every run).
+        container = OmegaConf.to_container(config, resolve=True, throw_on_missing=True)
+    except OmegaConfBaseException:
+        resolve_config(config)  # raises the ConfigError that says what is wrong
+        raise
     return hashlib.sha256(_canonical(container).encode()).hexdigest()[:12]
 
 
