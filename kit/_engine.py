@@ -202,24 +202,23 @@ class RunHandle:
             env_name, env_keys = spec.session.attach(spec.provider)
             spec.forward_spec.check(env_keys, spec.explicit)
             pending = self._load_stored()
+            n_workers = spec.session.threads_at_attach
             self._setup_seconds = time.perf_counter() - setup_began
             self.events.emit(
                 RunStarted(
                     self.run_id,
                     len(spec.indices),
                     self._resumed,
-                    spec.session.n_workers,
+                    n_workers,
                     spec.session.dashboard_link,
                     time.time(),
                 )
             )
-            planner = ChunkPlanner(
-                pending, spec.session.n_workers, spec.chunk_size, spec.batch_size
-            )
+            planner = ChunkPlanner(pending, n_workers, spec.chunk_size, spec.batch_size)
             if spec.session.client is None:
                 self._drive_inline(planner, spec.session.local_envs[env_name])
             else:
-                self._drive_dask(planner, env_name)
+                self._drive_dask(planner, env_name, n_workers)
             self._conclude()
         finally:
             if spec.store is not None:
@@ -282,14 +281,14 @@ class RunHandle:
             planner.observe(len(chunk.records), chunk.busy_seconds)
             self._complete(chunk)
 
-    def _drive_dask(self, planner: ChunkPlanner, env_name: str) -> None:
+    def _drive_dask(self, planner: ChunkPlanner, env_name: str, n_workers: int) -> None:
         from kit._plugin import run_chunk
 
         spec = self.spec
         client = spec.session.client
         arrived: queue.Queue[Any] = queue.Queue()
         in_flight: dict[str, tuple[int, int, int, bool, Any]] = {}
-        capacity = 2 * spec.session.n_workers
+        capacity = 2 * n_workers
         # Chunks lost with a worker run again alone, so a chunk that kills its
         # worker cannot take innocent chunks down with it (see _on_lost).
         isolated: deque[tuple[int, int, int]] = deque()

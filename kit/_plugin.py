@@ -92,6 +92,9 @@ def env_report(name: str, dask_worker: Any) -> dict[str, Any]:
     return {"built": True, "keys": sorted(plugin.env), "builds": plugin.builds}
 
 
-def plugin_names(dask_scheduler: Any) -> list[str]:
-    """For ``client.run_on_scheduler``: names of the registered worker plugins."""
-    return list(dask_scheduler.worker_plugins)
+def scheduler_state(dask_scheduler: Any) -> dict[str, Any]:
+    """For ``client.run_on_scheduler``: registered worker plugins and worker threads."""
+    return {
+        "plugins": list(dask_scheduler.worker_plugins),
+        "threads": sum(ws.nthreads for ws in dask_scheduler.workers.values()),
+    }

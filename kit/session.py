@@ -63,6 +63,10 @@ class Session:
     started: float = field(default_factory=time.time)
     local_envs: dict[str, Env] = field(default_factory=dict, repr=False)
     submit_hook: SubmitHook | None = field(default=None, repr=False)
+    # Env keys of the plugins this session registered, so a later run with the
+    # same provider config costs one scheduler call instead of four.
+    _env_keys: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _threads: int = field(default=0, repr=False)
 
     @property
     def dashboard_link(self) -> str | None:
@@ -83,6 +87,11 @@ class Session:
         threads: dict[str, int] = self.client.nthreads()
         return max(1, sum(threads.values()))
 
+    @property
+    def threads_at_attach(self) -> int:
+        """Worker threads counted by the latest :meth:`attach` (1 for inline)."""
+        return self._threads if self.client is not None else 1
+
     def attach(self, provider: EnvironmentProvider) -> tuple[str, list[str]]:
         """Make ``provider``'s env available; return its name and keys.
 
@@ -102,8 +111,21 @@ class Session:
                 env = check_env(provider.build_env_local(), label, "build_env_local()")
                 self.local_envs[name] = env
             return name, sorted(self.local_envs[name])
-        self.wait_for_workers()
-        return name, _attach_to_cluster(self.client, provider, name, label)
+        from kit._plugin import scheduler_state
+
+        state = self.client.run_on_scheduler(scheduler_state)
+        if state["threads"] == 0:
+            self.wait_for_workers()
+            state = self.client.run_on_scheduler(scheduler_state)
+        self._threads = max(1, state["threads"])
+        keys = self._env_keys.get(name)
+        if keys is None or name not in state["plugins"]:
+            keys = _attach_to_cluster(self.client, provider, name, label, state["plugins"])
+            prefix = env_name_prefix(type(provider))
+            for old in [n for n in self._env_keys if n.startswith(prefix)]:
+                del self._env_keys[old]
+            self._env_keys[name] = keys
+        return name, keys
 
     def wait_for_workers(self, n: int = 1) -> None:
         """Wait until ``n`` workers have joined, up to ``parallel.startup_timeout`` seconds."""
@@ -157,11 +179,10 @@ def _close_quietly(env: Env) -> None:
 
 
 def _attach_to_cluster(
-    client: Any, provider: EnvironmentProvider, name: str, label: str
+    client: Any, provider: EnvironmentProvider, name: str, label: str, registered: list[str]
 ) -> list[str]:
-    from kit._plugin import ProviderPlugin, env_report, plugin_names
+    from kit._plugin import ProviderPlugin, env_report
 
-    registered = client.run_on_scheduler(plugin_names)
     prefix = env_name_prefix(type(provider))
     for old in registered:
         if old.startswith(prefix) and old != name:

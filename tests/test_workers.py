@@ -10,7 +10,7 @@ import pytest
 
 import kit
 from kit import ProviderSetupError
-from kit._plugin import plugin_names
+from kit._plugin import scheduler_state
 from tests.workloads import Affine, NewNameProvider, ToyProvider, WhereRan, lines, toy_config
 
 
@@ -60,7 +60,7 @@ def test_a_failing_setup_fails_at_once_and_leaves_nothing_registered(
     assert message.startswith("ToyProvider: building the env failed on worker ")
     assert "Traceback (most recent call last)" in message
     assert "RuntimeError: model file is corrupt" in message
-    assert provider.env_name() not in local_client.run_on_scheduler(plugin_names)
+    assert provider.env_name() not in local_client.run_on_scheduler(scheduler_state)["plugins"]
 
 
 def test_a_setup_that_returns_no_dict_is_an_error(tmp_path: Path, local: dict) -> None:
