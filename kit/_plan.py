@@ -8,7 +8,10 @@ trivial items are not drowned in per-chunk overhead).
 Estimates can mislead: in a corpus sorted by length the first items are the
 cheapest. So the per-item time used is the larger of the mean and the latest
 chunk's, and a chunk is at most ``growth`` times the largest one completed
-(chunks grow from a one-item probe as evidence comes in, never by a leap).
+(chunks grow from a one-item probe as evidence comes in, never by a leap),
+except that it may always hold ``min_seconds`` of work up to a ``growth``-th
+of the fair share: climbing 1, 4, 16... items on cheap items would cost a
+round trip per step for chunks far below the per-chunk overhead.
 Simulated and measured in benchmarks/bench_engine.py.
 """
 
@@ -75,7 +78,15 @@ class ChunkPlanner:
         per_item = max(mean, self._latest, 1e-7)
         fair_share = self.remaining / (2 * self.n_workers)
         size = min(self.target_seconds / per_item, max(fair_share, self.min_seconds / per_item))
-        size = min(size, self.growth * self._largest)
+        # Grow by at most ``growth`` times, but always allow ``min_seconds`` of
+        # work at once: creeping up from one item costs a round trip per step.
+        size = min(
+            size,
+            max(
+                self.growth * self._largest,
+                min(self.min_seconds / per_item, fair_share / self.growth),
+            ),
+        )
         return max(self.unit, math.ceil(size / self.unit) * self.unit)
 
     def next(self) -> tuple[int, int] | None:

@@ -48,7 +48,24 @@ def test_auto_starts_with_a_probe_then_grows_towards_half_a_second() -> None:
         start, stop = planner.next()  # type: ignore[misc]
         planner.observe(stop - start, 0.01 * (stop - start))
         sizes.append(stop - start)
-    assert sizes == [4, 16, 50, 50, 50]
+    # 4x the probe would be 4 items (40 ms); the floor of min_seconds (50 ms) wins.
+    assert sizes == [5, 20, 50, 50, 50]
+
+
+def test_cheap_items_skip_the_slow_climb_after_the_probe() -> None:
+    # At 0.1 ms per item, climbing 1, 4, 16... costs a round trip per step for
+    # chunks far below the per-chunk overhead: the next chunk holds 50 ms at once,
+    # bounded by a growth-th of the fair share (a rising-cost corpus stays safe).
+    planner = ChunkPlanner([(0, 100_000)], n_workers=2)
+    assert planner.next() == (0, 1)
+    planner.observe(1, 1e-4)
+    start, stop = planner.next()  # type: ignore[misc]
+    assert stop - start == 500
+    small = ChunkPlanner([(0, 1_000)], n_workers=2)
+    small.next()
+    small.observe(1, 1e-4)
+    start, stop = small.next()  # type: ignore[misc]
+    assert stop - start == 63  # ceil(999 / 4 / 4)
 
 
 def test_rising_durations_do_not_make_a_giant_last_chunk() -> None:
