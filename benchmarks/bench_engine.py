@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import random
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ from _machine import describe, machine_line, write_results
 RESULTS = Path(__file__).resolve().parent / "results"
 PARALLEL = {"env": "local", "n_workers": 2}
 REPEATS = 3
+SHUFFLES = 5
 
 
 def busy(seconds: float) -> None:
@@ -152,12 +154,21 @@ def makespan_case(client: Any, durations: list[float]) -> dict[str, Any]:
 def makespan(client: Any) -> dict[str, Any]:
     rng = random.Random(7)
     durations = [rng.lognormvariate(-5.5, 1.2) for _ in range(400)]  # median 4 ms
+    shuffles = []
+    for seed in range(SHUFFLES):
+        order = list(durations)
+        random.Random(seed).shuffle(order)
+        shuffles.append(makespan_case(client, order))
     return {
         # Corpora are often sorted by length (speech, for batching): contiguous
         # shards then get very different amounts of work.
         "sorted": makespan_case(client, sorted(durations)),
-        # In random order, 200-item shards even out by chance.
-        "random": makespan_case(client, durations),
+        # In random order, how even 200-item shards come out is luck: one
+        # order is one draw, so several orders are measured and averaged.
+        "random": shuffles,
+        "random_mean_kit_over_ideal": statistics.mean(c["kit_over_ideal"] for c in shuffles),
+        "random_mean_static_over_ideal": statistics.mean(c["static_over_ideal"] for c in shuffles),
+        "random_kit_wins": sum(c["kit_seconds"] < c["static_shards_seconds"] for c in shuffles),
         "target_kit_over_ideal": 1.1,
     }
 
@@ -176,13 +187,20 @@ def main() -> int:
     checks = {
         "overhead <= 20 us/item": o["kit_us_per_item"] <= 20,
         "speedup >= 1.8": s["speedup"] >= 1.8,
-        "makespan <= 1.1x ideal (random order)": m["random"]["kit_over_ideal"] <= 1.1,
         "makespan <= 1.1x ideal (sorted by duration)": m["sorted"]["kit_over_ideal"] <= 1.1,
-        "makespan better than static shards (random order)": m["random"]["kit_seconds"]
-        < m["random"]["static_shards_seconds"],
-        "makespan better than static shards (sorted order)": m["sorted"]["kit_seconds"]
+        f"makespan <= 1.1x ideal (each of {SHUFFLES} random orders)": all(
+            c["kit_over_ideal"] <= 1.1 for c in m["random"]
+        ),
+        "makespan better than static shards (sorted by duration)": m["sorted"]["kit_seconds"]
         < m["sorted"]["static_shards_seconds"],
+        f"makespan better than static shards (mean of {SHUFFLES} random orders)": m[
+            "random_mean_kit_over_ideal"
+        ]
+        < m["random_mean_static_over_ideal"],
     }
+    rows = [("sorted by duration", m["sorted"])] + [
+        (f"random order {seed + 1}", c) for seed, c in enumerate(m["random"])
+    ]
     lines = [
         "# Engine benchmark",
         "",
@@ -210,13 +228,18 @@ def main() -> int:
         "|---|---|---|---|",
         *[
             f"| {order} | {c['ideal_seconds']:.3f} | {c['kit_seconds']:.3f} "
-            f"({c['kit_over_ideal']:.2f}) | {c['static_shards_seconds']:.3f} "
-            f"({c['static_over_ideal']:.2f}) |"
-            for order, c in (("sorted by duration", m["sorted"]), ("random", m["random"]))
+            f"({c['kit_over_ideal']:.3f}) | {c['static_shards_seconds']:.3f} "
+            f"({c['static_over_ideal']:.3f}) |"
+            for order, c in rows
         ],
+        f"| mean of the {SHUFFLES} random orders | | ({m['random_mean_kit_over_ideal']:.3f}) "
+        f"| ({m['random_mean_static_over_ideal']:.3f}) |",
+        "",
+        f"Kit beat static shards in {m['random_kit_wins']} of the {SHUFFLES} random orders.",
         "",
         "Ideal is total work / 2 workers. Static shards split the items in two contiguous"
-        " halves, one task per worker (ESPnet3's way).",
+        " halves, one task per worker (ESPnet3's way). The random orders are shuffles"
+        " (seeds 0-4) of the same durations; each figure is the best of 3 runs.",
         "",
     ]
     write_results(RESULTS, "engine", results, lines, checks)
