@@ -59,9 +59,19 @@ class RunFinished:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-Event = RunStarted | ChunkFinished | RunFinished
+@dataclass(frozen=True)
+class Scalars:
+    """Values logged at ``step`` (e.g. a training iteration's mean return): drawn as curves."""
+
+    run_id: str
+    step: int
+    values: dict[str, float]
+    elapsed: float
+
+
+Event = RunStarted | ChunkFinished | RunFinished | Scalars
 EVENT_TYPES: dict[str, type] = {
-    cls.__name__: cls for cls in (RunStarted, ChunkFinished, RunFinished)
+    cls.__name__: cls for cls in (RunStarted, ChunkFinished, RunFinished, Scalars)
 }
 
 

@@ -138,8 +138,8 @@ class DashboardView:
         self.metrics = figure(
             height=220,
             width=width // 2,
-            title="metrics (running mean)",
-            x_axis_label="items done",
+            title="metrics (running mean over items; logged values over steps)",
+            x_axis_label="items done (or step)",
             toolbar_location=None,
             name="kit-metrics",
         )

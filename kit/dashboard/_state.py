@@ -8,7 +8,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from kit.events import ChunkFinished, Event, RunFinished, RunStarted
+from kit.events import ChunkFinished, Event, RunFinished, RunStarted, Scalars
 
 
 class Series:
@@ -139,6 +139,7 @@ class DashboardState:
         self._failures.clear()
         self._metric_sums: dict[str, list[float]] = {}
         self.metrics: dict[str, Series] = {}
+        self._latest: dict[str, float] = {}  # logged Scalars: the last value of each
         self._window: deque[tuple[float, int]] = deque()
         self.summary: dict[str, Any] = {}
         self._clock_start = time.monotonic()
@@ -151,6 +152,12 @@ class DashboardState:
                 self.progress.append(0.0, event.resumed)
             elif isinstance(event, ChunkFinished):
                 self._chunk(event)
+            elif isinstance(event, Scalars):
+                for name, value in event.values.items():
+                    self.metrics.setdefault(name, Series(self.max_points)).append(
+                        event.step, float(value)
+                    )
+                    self._latest[name] = float(value)
             elif isinstance(event, RunFinished):
                 self.status = event.status
                 self.done, self.failed, self.elapsed = event.done, event.failed, event.elapsed
@@ -210,6 +217,9 @@ class DashboardState:
                 },
                 failures=list(self._failures),
                 metrics={k: s.points() for k, s in self.metrics.items()},
-                metric_means={k: v[0] / v[1] for k, v in self._metric_sums.items() if v[1]},
+                metric_means={
+                    **{k: v[0] / v[1] for k, v in self._metric_sums.items() if v[1]},
+                    **self._latest,
+                },
                 summary=dict(self.summary),
             )

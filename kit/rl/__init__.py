@@ -1,0 +1,66 @@
+"""Reinforcement-learning workers on Kit: env pools, collectors, evaluators, buffers, learner.
+
+Gymnasium's env API (``reset(seed=...) -> (obs, info)``, ``step(a) -> (obs,
+reward, terminated, truncated, info)``); env workers and pools after
+ml-starter; collectors, evaluators, replay buffers, learner hooks and the
+commander after DI-engine's ``ding.worker``; distributed collection on Dask
+with envs built once per worker by an :class:`kit.EnvironmentProvider`.
+Plain classes and callbacks: nothing needs a registry.
+"""
+
+from kit.rl._seeding import EVAL, TRAIN, episode_seed
+from kit.rl._types import EnvState, Episode, Transition
+from kit.rl.buffer import PrioritizedReplayBuffer, ReplayBuffer, SampledBatch
+from kit.rl.collect import EnvLoop, EpisodeCollector, Policy, SampleCollector
+from kit.rl.commander import Commander, linear_schedule
+from kit.rl.distributed import DistributedCollector, EnvPoolProvider, build_pool, gym_env
+from kit.rl.evaluate import EvalResult, Evaluator, IMetric, MetricEvaluator
+from kit.rl.learner import CheckpointHook, Learner, LogReduceHook
+from kit.rl.monitor import TrainingLog
+from kit.rl.pool import (
+    AsyncWorkerPool,
+    EnvPoolError,
+    SyncWorkerPool,
+    WorkerPool,
+    get_worker_pool,
+)
+from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, SyncEnvWorker, make_workers
+
+__all__ = [
+    "EVAL",
+    "TRAIN",
+    "AsyncEnvWorker",
+    "AsyncWorkerPool",
+    "BaseEnvWorker",
+    "CheckpointHook",
+    "Commander",
+    "DistributedCollector",
+    "EnvLoop",
+    "EnvPoolError",
+    "EnvPoolProvider",
+    "EnvState",
+    "Episode",
+    "EpisodeCollector",
+    "EvalResult",
+    "Evaluator",
+    "IMetric",
+    "Learner",
+    "LogReduceHook",
+    "MetricEvaluator",
+    "Policy",
+    "PrioritizedReplayBuffer",
+    "ReplayBuffer",
+    "SampleCollector",
+    "SampledBatch",
+    "SyncEnvWorker",
+    "SyncWorkerPool",
+    "TrainingLog",
+    "Transition",
+    "WorkerPool",
+    "build_pool",
+    "episode_seed",
+    "get_worker_pool",
+    "gym_env",
+    "linear_schedule",
+    "make_workers",
+]

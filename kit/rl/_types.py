@@ -1,0 +1,124 @@
+"""What env workers, collectors and evaluators hand back: states, transitions, episodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Statuses of an :class:`EnvState`: after a reset, after a step, or a fault.
+RESET, STEPPED, ENV_ERROR, TIMEOUT = "reset", "ok", "env_error", "timeout"
+#: Faults: the slot's env was rebuilt and its episode is broken.
+FAULTS = frozenset({ENV_ERROR, TIMEOUT})
+
+
+@dataclass(frozen=True)
+class EnvState:
+    """One answer from an env worker: the result of a reset or a step, or a fault.
+
+    Terminated (the task ended: a terminal state) and truncated (cut by a
+    time limit) are kept apart, as in gymnasium, and ``obs`` after the last
+    step of an episode is always its true final observation (nothing is
+    reset behind the caller's back).
+
+    Examples
+    --------
+    >>> EnvState(obs=[0.0], reward=1.0, terminated=True).done
+    True
+    >>> EnvState(obs=None, status="timeout", error="no answer in 1 s").fault
+    True
+    """
+
+    obs: Any
+    reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+    status: str = STEPPED
+    error: str | None = None
+
+    @property
+    def fault(self) -> bool:
+        """True when the env failed (an exception, a crash, a hang): the episode is broken."""
+        return self.status in FAULTS
+
+    @property
+    def done(self) -> bool:
+        """True when the episode ended: terminated, truncated or broken by a fault."""
+        return self.terminated or self.truncated or self.fault
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One env step with where it came from.
+
+    ``episode_id`` and ``step`` identify it; ``env_id`` (the pool slot),
+    ``worker`` (the Dask worker, or ``"driver"``), ``policy_version`` (of the
+    weights that chose ``action``) and ``seed`` (the episode's env seed) say
+    how it was made.
+    """
+
+    obs: Any
+    action: Any
+    reward: float
+    next_obs: Any
+    terminated: bool
+    truncated: bool
+    episode_id: int
+    step: int
+    env_id: int
+    worker: str
+    policy_version: int
+    seed: int
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        """True on an episode's last step (terminated or truncated)."""
+        return self.terminated or self.truncated
+
+
+@dataclass
+class Episode:
+    """A whole episode: its transitions and how it ended.
+
+    ``status`` is ``"terminated"``, ``"truncated"``, ``"env_error"`` or
+    ``"timeout"`` (the env failed mid-episode; ``error`` says how).
+
+    Examples
+    --------
+    >>> ep = Episode(episode_id=3, seed=11, env_id=0, worker="driver", status="terminated")
+    >>> ep.ok, ep.length, ep.return_
+    (True, 0, 0.0)
+    """
+
+    episode_id: int
+    seed: int
+    env_id: int
+    worker: str
+    status: str = "running"
+    transitions: list[Transition] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the episode ended normally (terminated or truncated)."""
+        return self.status in ("terminated", "truncated")
+
+    @property
+    def length(self) -> int:
+        """Number of steps."""
+        return len(self.transitions)
+
+    @property
+    def return_(self) -> float:
+        """Sum of rewards."""
+        return float(sum(t.reward for t in self.transitions))
+
+    @property
+    def policy_versions(self) -> list[int]:
+        """The distinct policy versions that chose this episode's actions, in order."""
+        seen: list[int] = []
+        for t in self.transitions:
+            if not seen or seen[-1] != t.policy_version:
+                seen.append(t.policy_version)
+        return seen

@@ -1,0 +1,272 @@
+"""Replay buffers: uniform and prioritized, with exact snapshots.
+
+Data pushed in is never modified: the buffer keeps its bookkeeping (unique
+id, priority, use count, policy version) beside it. ``state_dict`` is a deep
+snapshot that includes the buffer's own random generator, so after
+``load_state_dict`` the next ``sample`` is the one the saved buffer would
+have drawn. Sampling more than the buffer holds raises a ValueError (DI-engine
+prints a warning and returns None).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class SampledBatch:
+    """A sample: the data, where it sits (``indices``), its unique ``ids`` and IS ``weights``.
+
+    Pass ``ids`` and ``indices`` back with new priorities to
+    :meth:`PrioritizedReplayBuffer.update`.
+    """
+
+    data: list[Any]
+    indices: np.ndarray
+    ids: np.ndarray
+    weights: np.ndarray
+
+
+class ReplayBuffer:
+    """A circular buffer sampled uniformly (with replacement).
+
+    Parameters
+    ----------
+    capacity
+        Items kept; the oldest are overwritten.
+    seed
+        Seeds the buffer's own generator (the global numpy RNG is not used).
+    max_use
+        Drop an item once it has been sampled this many times (None: never).
+    max_staleness
+        With :meth:`sample`'s ``policy_version``, items collected with a policy
+        more than this many versions older are dropped instead of sampled.
+        An item's version is its ``policy_version`` attribute (a
+        :class:`~kit.rl.Transition` has one) or the ``version`` given to
+        :meth:`push`.
+
+    Examples
+    --------
+    >>> buffer = ReplayBuffer(capacity=3, seed=0)
+    >>> buffer.push([{"x": 1}, {"x": 2}, {"x": 3}, {"x": 4}])
+    >>> buffer.count()
+    3
+    >>> {d["x"] for d in buffer.sample(3).data} <= {2, 3, 4}  # the oldest was overwritten
+    True
+    >>> state = buffer.state_dict()
+    >>> first = buffer.sample(2).ids.tolist()
+    >>> buffer.load_state_dict(state); buffer.sample(2).ids.tolist() == first
+    True
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        *,
+        seed: int | None = 0,
+        max_use: int | None = None,
+        max_staleness: int | None = None,
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        self.capacity = capacity
+        self.max_use = max_use
+        self.max_staleness = max_staleness
+        self._rng = np.random.default_rng(seed)
+        self._lock = threading.RLock()
+        self._data: list[Any] = [None] * capacity
+        self._valid = np.zeros(capacity, dtype=bool)
+        self._ids = np.full(capacity, -1, dtype=np.int64)
+        self._uses = np.zeros(capacity, dtype=np.int64)
+        self._versions = np.zeros(capacity, dtype=np.int64)
+        self._next = 0  # slot the next push writes
+        self.push_count = 0
+
+    # ------------------------------------------------------------ writing
+    def push(self, data: Any, version: int | None = None) -> None:
+        """Add one item, or every item of a list."""
+        items = data if isinstance(data, list) else [data]
+        with self._lock:
+            for item in items:
+                self._write(item, version)
+
+    def _write(self, item: Any, version: int | None) -> int:
+        slot = self._next
+        self._data[slot] = item
+        self._valid[slot] = True
+        self._ids[slot] = self.push_count
+        self._uses[slot] = 0
+        self._versions[slot] = (
+            version if version is not None else int(getattr(item, "policy_version", 0))
+        )
+        self._next = (slot + 1) % self.capacity
+        self.push_count += 1
+        return slot
+
+    def _drop(self, slots: Iterable[int]) -> None:
+        for slot in slots:
+            self._valid[slot] = False
+            self._data[slot] = None
+
+    def clear(self) -> None:
+        """Remove everything (the id counter goes on, so old ids stay unique)."""
+        with self._lock:
+            self._drop(np.flatnonzero(self._valid))
+
+    def count(self) -> int:
+        """Items held."""
+        return int(self._valid.sum())
+
+    __len__ = count
+
+    # ------------------------------------------------------------ sampling
+    def sample(self, batch_size: int, policy_version: int | None = None) -> SampledBatch:
+        """Draw ``batch_size`` items (ValueError when fewer are held)."""
+        with self._lock:
+            if policy_version is not None and self.max_staleness is not None:
+                stale = self._valid & (self._versions < policy_version - self.max_staleness)
+                self._drop(np.flatnonzero(stale))
+            held = self.count()
+            if batch_size > held:
+                raise ValueError(
+                    f"cannot sample {batch_size} items: the buffer holds {held}; collect more "
+                    "before sampling, or sample fewer"
+                )
+            slots, weights = self._choose(batch_size)
+            batch = SampledBatch(
+                [self._data[s] for s in slots], slots, self._ids[slots].copy(), weights
+            )
+            self._uses[slots] += 1
+            if self.max_use is not None:
+                self._drop(slots[self._uses[slots] >= self.max_use])
+            return batch
+
+    def _choose(self, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+        slots = self._rng.choice(np.flatnonzero(self._valid), size=batch_size, replace=True)
+        return slots, np.ones(batch_size)
+
+    def update(self, info: Mapping[str, Sequence[Any]]) -> int:
+        """Nothing to update in a uniform buffer; returns 0 (kept for a common interface)."""
+        return 0
+
+    # ------------------------------------------------------------ snapshots
+    def state_dict(self) -> dict[str, Any]:
+        """Return a deep snapshot of the buffer, its bookkeeping and its random generator."""
+        with self._lock:
+            return copy.deepcopy(
+                {key: value for key, value in self.__dict__.items() if key not in ("_lock", "_rng")}
+                | {"_rng_state": self._rng.bit_generator.state}
+            )
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a snapshot from :meth:`state_dict`."""
+        state = dict(copy.deepcopy(dict(state)))
+        rng_state = state.pop("_rng_state")
+        with self._lock:
+            self.__dict__.update(state)
+            self._rng = np.random.default_rng()
+            self._rng.bit_generator.state = rng_state
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the snapshot to ``path`` (atomically: a temp file, then a rename)."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(self.state_dict(), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, target)
+        return target
+
+    def load(self, path: str | os.PathLike[str]) -> None:
+        """Read a snapshot written by :meth:`save`."""
+        with open(path, "rb") as f:
+            self.load_state_dict(pickle.load(f))
+
+
+class PrioritizedReplayBuffer(ReplayBuffer):
+    """Prioritized replay (Schaul et al.): P(i) ~ p_i^alpha, importance weights with beta.
+
+    New items get the highest priority seen so far. ``beta`` anneals
+    linearly to 1 over ``beta_steps`` calls to :meth:`sample`. Priority
+    updates name both the slot (``indices``) and the item's unique ``ids``:
+    an update for an item that has since been overwritten or dropped is
+    ignored.
+
+    Examples
+    --------
+    >>> buffer = PrioritizedReplayBuffer(capacity=8, alpha=1.0, seed=0)
+    >>> buffer.push(list(range(4)))
+    >>> batch = buffer.sample(2)
+    >>> buffer.update({"indices": batch.indices, "ids": batch.ids, "priorities": [5.0, 5.0]})
+    2
+    >>> buffer.update({"indices": [0], "ids": [99], "priorities": [1.0]})  # stale: ignored
+    0
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        *,
+        alpha: float = 0.6,
+        beta: float = 0.4,
+        beta_steps: int = 100_000,
+        eps: float = 1e-6,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(capacity, **kwargs)
+        if alpha < 0 or not 0 <= beta <= 1:
+            raise ValueError(f"need alpha >= 0 and 0 <= beta <= 1, got alpha={alpha}, beta={beta}")
+        self.alpha = alpha
+        self.beta_start = beta
+        self.beta_steps = max(1, beta_steps)
+        self.eps = eps
+        self.samples_drawn = 0
+        self._priorities = np.zeros(capacity, dtype=np.float64)
+        self._max_priority = 1.0
+
+    @property
+    def beta(self) -> float:
+        """The current importance-sampling exponent."""
+        progress = min(1.0, self.samples_drawn / self.beta_steps)
+        return self.beta_start + (1.0 - self.beta_start) * progress
+
+    def _write(self, item: Any, version: int | None) -> int:
+        slot = super()._write(item, version)
+        self._priorities[slot] = self._max_priority
+        return slot
+
+    def _choose(self, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+        scaled = np.where(self._valid, self._priorities, 0.0) ** self.alpha
+        scaled[~self._valid] = 0.0
+        probs = scaled / scaled.sum()
+        slots = self._rng.choice(self.capacity, size=batch_size, replace=True, p=probs)
+        weights = (self.count() * probs[slots]) ** (-self.beta)
+        self.samples_drawn += 1
+        return slots, weights / weights.max()
+
+    def update(self, info: Mapping[str, Sequence[Any]]) -> int:
+        """Set ``priorities`` for (``indices``, ``ids``); return how many were applied."""
+        indices = np.asarray(info["indices"], dtype=np.int64)
+        ids = np.asarray(info["ids"], dtype=np.int64)
+        priorities = np.asarray(info["priorities"], dtype=np.float64)
+        if not len(indices) == len(ids) == len(priorities):
+            raise ValueError("indices, ids and priorities must have the same length")
+        if np.any(priorities < 0) or not np.all(np.isfinite(priorities)):
+            raise ValueError("priorities must be finite and non-negative")
+        with self._lock:
+            live = self._valid[indices] & (self._ids[indices] == ids)
+            values = priorities[live] + self.eps
+            self._priorities[indices[live]] = values
+            if len(values):
+                self._max_priority = max(self._max_priority, float(values.max()))
+            return int(live.sum())

@@ -1,0 +1,271 @@
+"""Collectors: run a policy in a pool of envs and return transitions or whole episodes.
+
+A *policy* is a callable ``policy(observations, rngs, **policy_kwargs)``
+that returns one action per observation. ``rngs[i]`` is the random
+generator of the episode ``observations[i]`` belongs to: sample actions from
+it (never from a global RNG) and compute each row on its own, and an episode
+comes out the same whatever the number of envs, workers or processes,
+because its env seed and its generator depend only on its episode id (see
+:func:`kit.rl.episode_seed`). The policy's ``version`` attribute (or the
+``policy_version`` argument) is recorded on every transition.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kit.rl._seeding import TRAIN, episode_seed
+from kit.rl._types import RESET, Episode, Transition
+from kit.rl.pool import WorkerPool
+
+Policy = Callable[..., Sequence[Any]]
+
+
+@dataclass
+class _Slot:
+    episode: Episode
+    rng: np.random.Generator
+    obs: Any = None
+    action: Any = None
+    version: int = 0
+
+
+def _version(policy: Policy, policy_version: int | None) -> int:
+    if policy_version is not None:
+        return int(policy_version)
+    return int(getattr(policy, "version", 0))
+
+
+class EnvLoop:
+    """Drive a pool: start episodes on free slots, batch policy calls, record transitions.
+
+    The engine under every collector and evaluator, on the driver and on
+    Dask workers alike.
+    """
+
+    def __init__(
+        self, pool: WorkerPool, seed: int = 0, stream: int = TRAIN, worker: str = "driver"
+    ) -> None:
+        self.pool = pool
+        self.seed = seed
+        self.stream = stream
+        self.worker = worker
+        self.active: dict[int, _Slot] = {}
+        self.envstep = 0
+
+    @property
+    def free_slots(self) -> list[int]:
+        """Slots with no episode running."""
+        return [s for s in range(self.pool.num_envs) if s not in self.active]
+
+    def start(self, slot: int, episode_id: int) -> None:
+        """Begin episode ``episode_id`` on ``slot`` (reset with the episode's seed)."""
+        env_seed, rng = episode_seed(self.seed, self.stream, episode_id)
+        self.active[slot] = _Slot(Episode(episode_id, env_seed, slot, self.worker), rng)
+        self.pool.send_reset(slot, seed=env_seed)
+
+    def step(
+        self, policy: Policy, policy_kwargs: Mapping[str, Any], version: int
+    ) -> tuple[list[Transition], list[Episode]]:
+        """Take the answers ready now and act where needed; return new transitions, ended episodes."""
+        states, slots = self.pool.recv()
+        new: list[Transition] = []
+        ended: list[Episode] = []
+        acting: list[int] = []
+        for state, slot in zip(states, slots, strict=True):
+            current = self.active[slot]
+            episode = current.episode
+            if state.fault:
+                episode.status, episode.error = state.status, state.error
+                ended.append(episode)
+                del self.active[slot]
+                continue
+            if state.status == RESET:
+                current.obs = state.obs
+                acting.append(slot)
+                continue
+            transition = Transition(
+                current.obs,
+                current.action,
+                state.reward,
+                state.obs,
+                state.terminated,
+                state.truncated,
+                episode.episode_id,
+                len(episode.transitions),
+                slot,
+                self.worker,
+                current.version,
+                episode.seed,
+                state.info,
+            )
+            episode.transitions.append(transition)
+            new.append(transition)
+            self.envstep += 1
+            if state.terminated or state.truncated:
+                episode.status = "terminated" if state.terminated else "truncated"
+                ended.append(episode)
+                del self.active[slot]
+            else:
+                current.obs = state.obs
+                acting.append(slot)
+        if acting:
+            self._act(acting, policy, policy_kwargs, version)
+        return new, ended
+
+    def _act(
+        self, slots: list[int], policy: Policy, policy_kwargs: Mapping[str, Any], version: int
+    ) -> None:
+        chosen = [self.active[s] for s in slots]
+        actions = list(policy([c.obs for c in chosen], [c.rng for c in chosen], **policy_kwargs))
+        if len(actions) != len(slots):
+            raise ValueError(
+                f"the policy returned {len(actions)} actions for {len(slots)} observations; "
+                "it must return one action per observation"
+            )
+        for current, action in zip(chosen, actions, strict=True):
+            current.action, current.version = action, version
+        self.pool.send(actions, slots)
+
+    def run_episodes(
+        self,
+        episode_ids: Iterable[int],
+        policy: Policy,
+        policy_kwargs: Mapping[str, Any] | None = None,
+        policy_version: int | None = None,
+    ) -> list[Episode]:
+        """Run exactly these episodes to their end; return them in id order."""
+        if self.active:
+            raise RuntimeError("episodes are still running in this loop")
+        waiting = deque(episode_ids)
+        total = len(waiting)
+        kwargs = dict(policy_kwargs or {})
+        version = _version(policy, policy_version)
+        for slot in self.free_slots:
+            if waiting:
+                self.start(slot, waiting.popleft())
+        done: dict[int, Episode] = {}
+        while len(done) < total:
+            _, ended = self.step(policy, kwargs, version)
+            for episode in ended:
+                done[episode.episode_id] = episode
+                if waiting:
+                    self.start(episode.env_id, waiting.popleft())
+        return [done[i] for i in sorted(done)]
+
+
+class EpisodeCollector:
+    """Collect whole episodes (DI-engine's episode collector), with ids counting up.
+
+    Examples
+    --------
+    >>> import gymnasium as gym
+    >>> from kit.rl import SyncEnvWorker, SyncWorkerPool
+    >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2))
+    >>> def push_right(observations, rngs):
+    ...     return [1 for _ in observations]
+    >>> episodes = EpisodeCollector(pool, seed=0).collect(3, push_right)
+    >>> [e.episode_id for e in episodes], [e.status for e in episodes]
+    ([0, 1, 2], ['terminated', 'terminated', 'terminated'])
+    >>> pool.cleanup()
+    """
+
+    def __init__(
+        self, pool: WorkerPool, seed: int = 0, stream: int = TRAIN, worker: str = "driver"
+    ) -> None:
+        self.loop = EnvLoop(pool, seed, stream, worker)
+        self.next_episode_id = 0
+
+    @property
+    def envstep(self) -> int:
+        """Env steps taken so far."""
+        return self.loop.envstep
+
+    def collect(
+        self,
+        n_episode: int,
+        policy: Policy,
+        policy_kwargs: Mapping[str, Any] | None = None,
+        policy_version: int | None = None,
+    ) -> list[Episode]:
+        """Run the next ``n_episode`` episode ids to the end; return them in id order.
+
+        An episode broken by an env fault comes back with status
+        ``"env_error"`` or ``"timeout"`` and the transitions it had.
+        """
+        if n_episode < 1:
+            raise ValueError(f"n_episode must be at least 1, got {n_episode}")
+        ids = range(self.next_episode_id, self.next_episode_id + n_episode)
+        self.next_episode_id += n_episode
+        return self.loop.run_episodes(ids, policy, policy_kwargs, policy_version)
+
+
+class SampleCollector:
+    """Collect transitions (DI-engine's sample collector); episodes run across calls.
+
+    ``collect(n_sample)`` returns ``n_sample`` transitions. With
+    ``drop_extra=True`` (the default) the surplus of the last round of steps
+    is not thrown away, as DI-engine does, but returned first by the next
+    call, so no env step is lost. Episodes that ended during a call are in
+    :attr:`last_episodes`.
+
+    Examples
+    --------
+    >>> import gymnasium as gym
+    >>> from kit.rl import SyncEnvWorker, SyncWorkerPool
+    >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 3))
+    >>> collector = SampleCollector(pool, seed=0)
+    >>> samples = collector.collect(100, lambda obs, rngs: [int(r.integers(2)) for r in rngs])
+    >>> len(samples), collector.envstep >= 100
+    (100, True)
+    >>> pool.cleanup()
+    """
+
+    def __init__(
+        self, pool: WorkerPool, seed: int = 0, stream: int = TRAIN, worker: str = "driver"
+    ) -> None:
+        self.loop = EnvLoop(pool, seed, stream, worker)
+        self.next_episode_id = 0
+        self.last_episodes: list[Episode] = []
+        self._carry: list[Transition] = []
+
+    @property
+    def envstep(self) -> int:
+        """Env steps taken so far."""
+        return self.loop.envstep
+
+    def _start(self, slot: int) -> None:
+        self.loop.start(slot, self.next_episode_id)
+        self.next_episode_id += 1
+
+    def collect(
+        self,
+        n_sample: int,
+        policy: Policy,
+        policy_kwargs: Mapping[str, Any] | None = None,
+        drop_extra: bool = True,
+        policy_version: int | None = None,
+    ) -> list[Transition]:
+        """Return ``n_sample`` transitions (at least that many with ``drop_extra=False``)."""
+        if n_sample < 1:
+            raise ValueError(f"n_sample must be at least 1, got {n_sample}")
+        kwargs = dict(policy_kwargs or {})
+        version = _version(policy, policy_version)
+        out, self._carry = self._carry, []
+        self.last_episodes = []
+        for slot in self.loop.free_slots:
+            self._start(slot)
+        while len(out) < n_sample:
+            new, ended = self.loop.step(policy, kwargs, version)
+            out.extend(new)
+            for episode in ended:
+                self.last_episodes.append(episode)
+                self._start(episode.env_id)
+        if drop_extra:
+            out, self._carry = out[:n_sample], out[n_sample:]
+        return out

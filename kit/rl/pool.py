@@ -1,0 +1,300 @@
+"""Pools of env workers: answers in completion order, batched recv/send, fault recovery.
+
+A fault in one env (an exception, a hang past ``step_timeout``, a crashed
+process) does not stop the pool: the slot is rebuilt from its factory, the
+fault comes back as that slot's state (status ``"env_error"`` or
+``"timeout"``, with the reason), and the other envs go on. Rebuilds are
+counted against ``max_restarts``; when the budget is spent the pool raises
+:class:`EnvPoolError` naming the env and the last error.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections import deque
+from collections.abc import Sequence
+from multiprocessing.connection import wait
+from typing import Any
+
+from kit.rl._types import TIMEOUT, EnvState
+from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, SyncEnvWorker
+
+
+class EnvPoolError(RuntimeError):
+    """The pool cannot go on: its restart budget is spent."""
+
+
+class WorkerPool(abc.ABC):
+    """Envs addressed by slot (``worker_id`` / ``env_id``, 0 to ``num_envs - 1``).
+
+    Parameters
+    ----------
+    workers
+        The env workers, one per slot.
+    step_timeout
+        Seconds a command may take before its env counts as hung (async workers).
+    max_restarts
+        Env rebuilds allowed over the pool's life (None: no limit).
+    """
+
+    def __init__(
+        self,
+        workers: Sequence[BaseEnvWorker],
+        *,
+        step_timeout: float | None = None,
+        max_restarts: int | None = 10,
+    ) -> None:
+        if not workers:
+            raise ValueError("a pool needs at least one worker")
+        self.workers = list(workers)
+        self.step_timeout = step_timeout
+        self.max_restarts = max_restarts
+        self.restarts = [0] * len(self.workers)
+        #: Every fault seen: (slot, status, error text).
+        self.faults: list[tuple[int, str, str]] = []
+        self._pending: dict[int, float] = {}  # slot -> when its command was sent
+        self._answered: deque[tuple[EnvState, int]] = deque()
+
+    @property
+    def num_envs(self) -> int:
+        """Number of slots."""
+        return len(self.workers)
+
+    @property
+    def pending(self) -> list[int]:
+        """Slots with a command in flight."""
+        return list(self._pending)
+
+    def _check_free(self, worker_id: int) -> None:
+        if not 0 <= worker_id < len(self.workers):
+            raise IndexError(f"no env {worker_id}: the pool has envs 0 to {len(self.workers) - 1}")
+        if worker_id in self._pending:
+            raise RuntimeError(
+                f"env {worker_id} already has a command in flight: get_state()/recv() its "
+                "answer before sending another"
+            )
+
+    def send_action(self, action: Any, worker_id: int) -> None:
+        """Send ``action`` (or ``"reset"``) to env ``worker_id``."""
+        self._check_free(worker_id)
+        self._pending[worker_id] = time.monotonic()
+        self.workers[worker_id].send_action(action)
+
+    def send_reset(
+        self, worker_id: int, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> None:
+        """Reset env ``worker_id`` with ``seed``."""
+        self._check_free(worker_id)
+        self._pending[worker_id] = time.monotonic()
+        self.workers[worker_id].send_reset(seed, options)
+
+    def reset(self, seeds: Sequence[int | None] | None = None) -> None:
+        """Send a reset to every env (answers come back through get_state/recv)."""
+        for slot in range(self.num_envs):
+            self.send_reset(slot, None if seeds is None else seeds[slot])
+
+    def send(self, actions: Sequence[Any], env_ids: Sequence[int]) -> None:
+        """Send ``actions[i]`` to env ``env_ids[i]`` (the batched interface)."""
+        if len(actions) != len(env_ids):
+            raise ValueError(f"{len(actions)} actions for {len(env_ids)} env ids")
+        for action, slot in zip(actions, env_ids, strict=True):
+            self.send_action(action, slot)
+
+    def get_state(self, timeout: float | None = None) -> tuple[EnvState, int]:
+        """Return the next answer and its slot, in completion order."""
+        if not self._answered:
+            self._answered.extend(self._wait(timeout, everything=False))
+        return self._answered.popleft()
+
+    def recv(
+        self, batch_size: int | None = None, timeout: float | None = None
+    ) -> tuple[list[EnvState], list[int]]:
+        """Return answers of the first envs to finish, and their slots.
+
+        ``batch_size=None``: wait for one, then take every answer ready now.
+        An int: wait until that many are in (or as many as are in flight), or
+        until ``timeout`` passes with at least one (TimeoutError with none).
+        """
+        in_flight = len(self._pending) + len(self._answered)
+        if in_flight == 0:
+            raise RuntimeError("recv() with nothing in flight: send actions or resets first")
+        want = 1 if batch_size is None else max(1, min(batch_size, in_flight))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while len(self._answered) < want:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                self._answered.extend(self._wait(left, everything=True))
+            except TimeoutError:
+                if self._answered:
+                    break
+                raise
+        take = len(self._answered) if batch_size is None else min(want, len(self._answered))
+        out = [self._answered.popleft() for _ in range(take)]
+        return [state for state, _ in out], [slot for _, slot in out]
+
+    @abc.abstractmethod
+    def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
+        """Wait for at least one answer (all ready ones if ``everything``)."""
+
+    def _receive(self, slot: int, state: EnvState) -> tuple[EnvState, int]:
+        del self._pending[slot]
+        if state.fault:
+            self._fault(slot, state)
+        return state, slot
+
+    def _fault(self, slot: int, state: EnvState) -> None:
+        error = state.error or state.status
+        self.faults.append((slot, state.status, error))
+        self.restarts[slot] += 1
+        total = sum(self.restarts)
+        if self.max_restarts is not None and total > self.max_restarts:
+            last = error.strip().splitlines()[-1] if error.strip() else state.status
+            raise EnvPoolError(
+                f"env {slot} failed ({state.status}: {last}) and the pool's restart budget is "
+                f"spent ({self.max_restarts} rebuilds, max_restarts={self.max_restarts}); fix the "
+                f"env or raise max_restarts. Full error:\n{error}"
+            )
+        worker = self.workers[slot]
+        worker.restart(hard=state.status == TIMEOUT or not worker.alive)
+
+    def cleanup(self) -> None:
+        """Close every env and stop every thread and process."""
+        for worker in self.workers:
+            worker.cleanup()
+        self._pending.clear()
+        self._answered.clear()
+
+    def close(self) -> None:
+        """Close the pool (same as :meth:`cleanup`)."""
+        self.cleanup()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+    @classmethod
+    def from_workers(cls, workers: Sequence[BaseEnvWorker], **kwargs: Any) -> WorkerPool:
+        """Build a pool from ``workers`` (ml-starter's constructor)."""
+        return cls(workers, **kwargs)
+
+
+class SyncWorkerPool(WorkerPool):
+    """Answers in the order commands were sent; async workers are awaited one by one.
+
+    With :class:`SyncEnvWorker` a step runs inside ``send_action``, so a hung
+    env blocks the caller: use :class:`AsyncWorkerPool` where hangs matter.
+
+    Examples
+    --------
+    >>> import gymnasium as gym
+    >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2))
+    >>> pool.reset()
+    >>> states, slots = pool.recv()
+    >>> [s.status for s in states], slots
+    (['reset', 'reset'], [0, 1])
+    >>> pool.cleanup()
+    """
+
+    def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
+        if not self._pending:
+            raise RuntimeError("get_state() with nothing in flight: send an action first")
+        out = []
+        for slot in list(self._pending):
+            worker = self.workers[slot]
+            try:
+                state = worker.get_state(_shorter(timeout, self._left(slot)))
+            except TimeoutError:
+                if not self._expired(slot):
+                    raise  # the caller's timeout, not the env's: it stays in flight
+                state = self._timed_out(slot)
+            out.append(self._receive(slot, state))
+            if not everything or not isinstance(worker, SyncEnvWorker):
+                break
+        return out
+
+    def _left(self, slot: int) -> float | None:
+        if self.step_timeout is None:
+            return None
+        return max(0.0, self._pending[slot] + self.step_timeout - time.monotonic())
+
+    def _expired(self, slot: int) -> bool:
+        left = self._left(slot)
+        return left is not None and left <= 0
+
+    def _timed_out(self, slot: int) -> EnvState:
+        return EnvState(
+            None,
+            status=TIMEOUT,
+            error=f"env {slot} gave no answer within step_timeout={self.step_timeout:g} s",
+        )
+
+
+class AsyncWorkerPool(SyncWorkerPool):
+    """Every env runs at once in its thread or process; answers come in completion order.
+
+    Examples
+    --------
+    >>> import gymnasium as gym
+    >>> workers = AsyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2, mode="thread")
+    >>> with AsyncWorkerPool(workers, step_timeout=30) as pool:
+    ...     pool.reset()
+    ...     states, slots = pool.recv(batch_size=2)
+    ...     sorted(slots)
+    [0, 1]
+    """
+
+    def __init__(self, workers: Sequence[BaseEnvWorker], **kwargs: Any) -> None:
+        bad = [i for i, w in enumerate(workers) if not isinstance(w, AsyncEnvWorker)]
+        if bad:
+            raise TypeError(
+                f"AsyncWorkerPool needs AsyncEnvWorker workers; slots {bad} are not "
+                "(use SyncWorkerPool, or get_worker_pool(workers) to choose)"
+            )
+        super().__init__(workers, **kwargs)
+
+    def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
+        if not self._pending:
+            raise RuntimeError("get_state() with nothing in flight: send an action first")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            expired = [slot for slot in self._pending if self._expired(slot)]
+            if expired:
+                return [self._receive(slot, self._timed_out(slot)) for slot in expired]
+            conns = {self.workers[s].connection: s for s in self._pending}  # type: ignore[attr-defined]
+            limit = _shorter(
+                None if deadline is None else max(0.0, deadline - time.monotonic()),
+                min((self._left(s) for s in self._pending), key=_none_last),
+            )
+            ready = wait(list(conns), limit)
+            if ready:
+                # Oldest command first among those ready: fair to slow envs.
+                slots = sorted((conns[c] for c in ready), key=self._pending.__getitem__)
+                if not everything:
+                    slots = slots[:1]
+                return [self._receive(s, self.workers[s].get_state(0)) for s in slots]
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"no env answered within {timeout:g} s")
+
+
+def _shorter(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def _none_last(value: float | None) -> float:
+    return float("inf") if value is None else value
+
+
+def get_worker_pool(
+    workers: Sequence[BaseEnvWorker], force_sync: bool = False, **kwargs: Any
+) -> WorkerPool:
+    """Return an AsyncWorkerPool for async workers, else (or with ``force_sync``) a sync one."""
+    if not force_sync and all(isinstance(w, AsyncEnvWorker) for w in workers):
+        return AsyncWorkerPool(workers, **kwargs)
+    return SyncWorkerPool(workers, **kwargs)

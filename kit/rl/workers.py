@@ -1,0 +1,383 @@
+"""Environment workers: one env each, run in this thread, another thread or another process.
+
+A worker is built from an env *factory* (a zero-argument callable returning a
+gymnasium-style env), never from a shared env instance, so it can rebuild its
+env after a fault. The interface is ml-starter's: :meth:`send_action` with an
+action, ``"reset"`` or ``"close"``, then :meth:`get_state`. Answers are
+:class:`~kit.rl.EnvState` objects; an exception inside the env comes back as
+a state with status ``"env_error"`` and the traceback, never as a hang.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import multiprocessing
+import signal
+import threading
+import traceback
+import weakref
+from collections import deque
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+import cloudpickle
+import numpy as np
+
+from kit.rl._types import ENV_ERROR, RESET, STEPPED, EnvState
+
+EnvFn = Callable[[], Any]
+MODES = ("thread", "process")
+
+
+def _is(action: Any, word: str) -> bool:
+    return isinstance(action, str) and action == word
+
+
+def _seeds(seed: int | None, n: int) -> list[int | None]:
+    if seed is None:
+        return [None] * n
+    return [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(n)]
+
+
+def run_command(env: Any, command: tuple[Any, ...]) -> EnvState:
+    """Apply ``("step", action)`` or ``("reset", seed, options)`` to ``env``; never raise."""
+    try:
+        if command[0] == "reset":
+            obs, info = env.reset(seed=command[1], options=command[2])
+            return EnvState(obs, info=dict(info), status=RESET)
+        obs, reward, terminated, truncated, info = env.step(command[1])
+        return EnvState(obs, float(reward), bool(terminated), bool(truncated), dict(info), STEPPED)
+    except Exception:
+        return EnvState(None, status=ENV_ERROR, error=traceback.format_exc())
+
+
+def _close_quietly(env: Any) -> None:
+    close = getattr(env, "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):
+            close()
+
+
+class BaseEnvWorker(abc.ABC):
+    """One env behind ``send_action`` / ``get_state``.
+
+    ``seed`` seeds the first ``"reset"`` sent without an explicit seed
+    (later ones continue the env's own generator, as gymnasium does).
+    """
+
+    def __init__(self, env_fn: EnvFn, seed: int | None = None) -> None:
+        if not callable(env_fn):
+            raise TypeError(
+                f"env_fn must be a zero-argument callable that builds an env, got "
+                f"{type(env_fn).__name__} (pass the factory, e.g. "
+                "functools.partial(gymnasium.make, 'CartPole-v1'), not an env instance)"
+            )
+        self.env_fn = env_fn
+        self.seed = seed
+        self._seeded = False
+
+    def _reset_seed(self, seed: int | None) -> int | None:
+        if seed is None and not self._seeded:
+            seed = self.seed
+        self._seeded = True
+        return seed
+
+    def send_action(self, action: Any) -> None:
+        """Send an action, or ``"reset"`` (reset the env) or ``"close"`` (shut it down)."""
+        if _is(action, "reset"):
+            self.send_reset()
+        elif _is(action, "close"):
+            self.cleanup()
+        else:
+            self._send(("step", action))
+
+    def send_reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Reset the env with ``seed`` (the worker's own seed first, if None)."""
+        self._send(("reset", self._reset_seed(seed), options))
+
+    @abc.abstractmethod
+    def _send(self, command: tuple[Any, ...]) -> None: ...
+
+    @abc.abstractmethod
+    def get_state(self, timeout: float | None = None) -> EnvState:
+        """Return the answer to the oldest command sent (TimeoutError after ``timeout`` s)."""
+
+    @abc.abstractmethod
+    def restart(self, hard: bool = False) -> None:
+        """Rebuild the env from its factory (``hard``: also a new thread or process)."""
+
+    @property
+    def alive(self) -> bool:
+        """False when the worker's thread or process has died."""
+        return True
+
+    @abc.abstractmethod
+    def cleanup(self) -> None:
+        """Close the env and stop the thread or process; safe to call twice."""
+
+    def close(self) -> None:
+        """Close the worker (same as :meth:`cleanup`)."""
+        self.cleanup()
+
+    @classmethod
+    def from_env_fn(
+        cls, env_fn: EnvFn, num_workers: int, seed: int | None = 0, **kwargs: Any
+    ) -> list[Any]:
+        """Build ``num_workers`` workers, each with its own env from ``env_fn``.
+
+        Their seeds are spawned from ``seed`` (distinct, reproducible).
+        """
+        if num_workers < 1:
+            raise ValueError(f"num_workers must be at least 1, got {num_workers}")
+        return [cls(env_fn, s, **kwargs) for s in _seeds(seed, num_workers)]
+
+
+class SyncEnvWorker(BaseEnvWorker):
+    """A worker that runs its env in the calling thread (a step runs in ``send_action``).
+
+    Examples
+    --------
+    >>> import gymnasium as gym
+    >>> worker = SyncEnvWorker(lambda: gym.make("CartPole-v1"), seed=0)
+    >>> worker.send_action("reset"); worker.get_state().status
+    'reset'
+    >>> worker.send_action(1); state = worker.get_state()
+    >>> state.status, state.reward, state.terminated
+    ('ok', 1.0, False)
+    >>> worker.cleanup()
+    """
+
+    def __init__(self, env_fn: EnvFn, seed: int | None = None) -> None:
+        super().__init__(env_fn, seed)
+        self._answers: deque[EnvState] = deque()
+        self._build_error: str | None = None
+        self._env: Any = self._build()
+
+    def _build(self) -> Any:
+        try:
+            self._build_error = None
+            return self.env_fn()
+        except Exception:
+            self._build_error = traceback.format_exc()
+            return None
+
+    def _send(self, command: tuple[Any, ...]) -> None:
+        if self._env is None:
+            error = f"building the env failed:\n{self._build_error}"
+            self._answers.append(EnvState(None, status=ENV_ERROR, error=error))
+        else:
+            self._answers.append(run_command(self._env, command))
+
+    def get_state(self, timeout: float | None = None) -> EnvState:  # noqa: D102
+        if not self._answers:
+            raise RuntimeError("get_state() with nothing sent: call send_action() first")
+        return self._answers.popleft()
+
+    def restart(self, hard: bool = False) -> None:  # noqa: D102
+        _close_quietly(self._env)
+        self._answers.clear()
+        self._env = self._build()
+
+    def cleanup(self) -> None:  # noqa: D102
+        env, self._env = self._env, None
+        _close_quietly(env)
+        self._build_error = "the worker was closed"
+
+
+def _serve(conn: Connection, env_fn: EnvFn | bytes, in_process: bool) -> None:
+    """Run an async worker's thread or process: build the env, answer commands."""
+    if in_process:
+        # Ctrl-C belongs to the parent, which cleans up; a child killed by it would
+        # leave its slot broken and print a traceback into the notebook.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    factory: EnvFn = cloudpickle.loads(env_fn) if isinstance(env_fn, bytes) else env_fn
+
+    def build() -> tuple[Any, str | None]:
+        try:
+            return factory(), None
+        except Exception:
+            return None, traceback.format_exc()
+
+    env, build_error = build()
+    try:
+        while True:
+            try:
+                command = conn.recv()
+            except (EOFError, OSError):
+                return
+            if command[0] == "close":
+                return
+            if command[0] == "rebuild":
+                _close_quietly(env)
+                env, build_error = build()
+                continue
+            if env is None:
+                state = EnvState(
+                    None, status=ENV_ERROR, error=f"building the env failed:\n{build_error}"
+                )
+            else:
+                state = run_command(env, command)
+            try:
+                conn.send(state)
+            except (BrokenPipeError, OSError):
+                return  # the parent gave up on this worker
+            except Exception:  # the observation or info cannot be pickled
+                conn.send(EnvState(None, status=ENV_ERROR, error=traceback.format_exc()))
+    finally:
+        _close_quietly(env)
+        conn.close()
+
+
+def _kill(process: Any) -> None:
+    if process is not None and process.is_alive():
+        process.kill()
+        process.join(5)
+
+
+class AsyncEnvWorker(BaseEnvWorker):
+    """A worker whose env runs in its own thread (``mode="thread"``) or process.
+
+    Commands go through a pipe; :meth:`get_state` waits for the answer.
+    Processes are started with ``context`` (``"spawn"`` by default: safe in
+    notebooks and threaded programs; the factory is sent with cloudpickle,
+    so one defined in a notebook works). A process that dies (killed,
+    segfault, ``os._exit``) answers with status ``"env_error"`` and its exit
+    code. A thread cannot be killed: a hung thread is abandoned on restart.
+
+    Examples
+    --------
+    >>> import gymnasium as gym
+    >>> worker = AsyncEnvWorker(lambda: gym.make("CartPole-v1"), seed=0, mode="thread")
+    >>> worker.send_action("reset"); worker.get_state(timeout=10).status
+    'reset'
+    >>> worker.cleanup()
+    """
+
+    def __init__(
+        self,
+        env_fn: EnvFn,
+        seed: int | None = None,
+        *,
+        mode: str = "process",
+        context: str = "spawn",
+        cleanup_time: float = 5.0,
+        daemon: bool = True,
+    ) -> None:
+        super().__init__(env_fn, seed)
+        if mode not in MODES:
+            raise ValueError(f"mode must be 'thread' or 'process', got {mode!r}")
+        self.mode = mode
+        self.context = context
+        self.cleanup_time = cleanup_time
+        self.daemon = daemon
+        self._payload = cloudpickle.dumps(env_fn) if mode == "process" else None
+        self._process: Any = None
+        self._thread: threading.Thread | None = None
+        self._conn: Connection | None = None
+        self._start()
+
+    def _start(self) -> None:
+        parent, child = multiprocessing.Pipe()
+        if self.mode == "process":
+            ctx: Any = multiprocessing.get_context(self.context)
+            process = ctx.Process(
+                target=_serve, args=(child, self._payload, True), daemon=self.daemon
+            )
+            try:
+                process.start()
+            except AssertionError as exc:  # "daemonic processes are not allowed to have children"
+                parent.close()
+                child.close()
+                raise RuntimeError(
+                    f"cannot start an env process here ({exc}): this is a daemonic process, "
+                    "e.g. a Dask worker; use mode='thread' or SyncEnvWorker, or set the Dask "
+                    "config distributed.worker.daemon: false"
+                ) from None
+            child.close()
+            self._process = process
+            self._finalizer = weakref.finalize(self, _kill, process)
+        else:
+            self._thread = threading.Thread(
+                target=_serve, args=(child, self.env_fn, False), daemon=True, name="kit-env"
+            )
+            self._thread.start()
+        self._conn = parent
+
+    @property
+    def connection(self) -> Connection:
+        """The pipe end to wait on (see :func:`multiprocessing.connection.wait`)."""
+        if self._conn is None:
+            raise RuntimeError("the worker was cleaned up")
+        return self._conn
+
+    @property
+    def alive(self) -> bool:  # noqa: D102
+        if self._process is not None:
+            return bool(self._process.is_alive())
+        return self._thread is not None and self._thread.is_alive()
+
+    def _send(self, command: tuple[Any, ...]) -> None:
+        # A dead worker cannot take the command: get_state reports its death.
+        with contextlib.suppress(BrokenPipeError, OSError):
+            self.connection.send(command)
+
+    def get_state(self, timeout: float | None = None) -> EnvState:  # noqa: D102
+        conn = self.connection
+        try:
+            if not conn.poll(timeout):
+                raise TimeoutError(f"the env gave no answer within {timeout:g} s")
+            state: EnvState = conn.recv()
+        except (EOFError, OSError):
+            return EnvState(None, status=ENV_ERROR, error=self._death())
+        return state
+
+    def _death(self) -> str:
+        if self._process is not None:
+            self._process.join(1)
+            code = self._process.exitcode
+            if code is not None and code < 0:
+                try:
+                    return f"the env process died by signal {signal.Signals(-code).name}"
+                except ValueError:
+                    pass
+            return f"the env process exited (exit code {code})"
+        return "the env thread ended"
+
+    def restart(self, hard: bool = False) -> None:  # noqa: D102
+        if not hard and self.alive:
+            self._send(("rebuild",))
+            return
+        self._stop(kill=True)
+        self._start()
+
+    def _stop(self, kill: bool) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            if not kill:
+                with contextlib.suppress(BrokenPipeError, OSError):
+                    conn.send(("close",))
+            conn.close()  # a hung thread's next send fails and it ends
+        if self._process is not None:
+            if not kill:
+                self._process.join(self.cleanup_time)
+            _kill(self._process)
+            self._process = None
+        elif self._thread is not None and not kill:
+            self._thread.join(self.cleanup_time)
+        self._thread = None
+
+    def cleanup(self) -> None:  # noqa: D102
+        self._stop(kill=False)
+
+
+def make_workers(
+    env_fn: EnvFn, num_envs: int, *, mode: str = "sync", seed: int | None = 0, **kwargs: Any
+) -> Sequence[BaseEnvWorker]:
+    """Build ``num_envs`` workers in ``mode`` ``"sync"``, ``"thread"`` or ``"process"``."""
+    if mode == "sync":
+        return SyncEnvWorker.from_env_fn(env_fn, num_envs, seed)
+    if mode not in MODES:
+        raise ValueError(f"mode must be 'sync', 'thread' or 'process', got {mode!r}")
+    return AsyncEnvWorker.from_env_fn(env_fn, num_envs, seed, mode=mode, **kwargs)

@@ -1,0 +1,80 @@
+"""Small gymnasium-style envs for the RL tests: deterministic, and some that fail on purpose."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+from typing import Any
+
+import numpy as np
+
+
+class CountEnv:
+    """Reward 1 a step; the episode lasts 2 + seed % length_mod steps (longer is better).
+
+    Observations are ``[step, seed % 1000]``; truncated instead of terminated
+    when ``truncate`` is set.
+    """
+
+    def __init__(self, length_mod: int = 9, truncate: bool = False, step_seconds: float = 0.0):
+        self.length_mod = length_mod
+        self.truncate = truncate
+        self.step_seconds = step_seconds
+        self.seed = 0
+        self.t = 0
+        self.length = 2
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self.seed = 0 if seed is None else seed
+        self.t = 0
+        self.length = 2 + self.seed % self.length_mod
+        return np.array([0.0, self.seed % 1000], dtype=np.float64), {"length": self.length}
+
+    def step(self, action: Any):
+        if self.step_seconds:
+            time.sleep(self.step_seconds)
+        self.t += 1
+        end = self.t >= self.length
+        obs = np.array([float(self.t), self.seed % 1000], dtype=np.float64)
+        return obs, 1.0, end and not self.truncate, end and self.truncate, {"t": self.t}
+
+    def close(self) -> None:
+        pass
+
+
+class FaultyEnv(CountEnv):
+    """A CountEnv that fails at step 2 of episodes whose seed is in ``bad_seeds``.
+
+    ``fault``: "raise", "exit" (os._exit), "kill" (SIGKILL itself), "segfault", "hang".
+    """
+
+    def __init__(self, fault: str, bad_seeds: frozenset[int], **kwargs: Any):
+        super().__init__(**kwargs)
+        self.fault = fault
+        self.bad_seeds = bad_seeds
+
+    def step(self, action: Any):
+        if self.t == 1 and self.seed in self.bad_seeds:
+            if self.fault == "raise":
+                raise RuntimeError(f"env blew up on seed {self.seed}")
+            if self.fault == "exit":
+                os._exit(3)
+            if self.fault == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if self.fault == "segfault":
+                ctypes.string_at(0)
+            if self.fault == "hang":
+                time.sleep(3600)
+        return super().step(action)
+
+
+def first_action(observations: list[Any], rngs: list[np.random.Generator]) -> list[int]:
+    """A policy: always 0."""
+    return [0 for _ in observations]
+
+
+def random_action(observations: list[Any], rngs: list[np.random.Generator]) -> list[int]:
+    """A policy: 0 or 1 from each episode's own generator."""
+    return [int(rng.integers(2)) for rng in rngs]
