@@ -72,7 +72,7 @@ class EnvLoop:
     def step(
         self, policy: Policy, policy_kwargs: Mapping[str, Any], version: int
     ) -> tuple[list[Transition], list[Episode]]:
-        """Take the answers ready now and act where needed; return new transitions, ended episodes."""
+        """Take the answers ready now, act where needed; return new transitions, ended episodes."""
         states, slots = self.pool.recv()
         new: list[Transition] = []
         ended: list[Episode] = []

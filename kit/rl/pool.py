@@ -159,7 +159,17 @@ class WorkerPool(abc.ABC):
         worker.restart(hard=state.status == TIMEOUT or not worker.alive)
 
     def cleanup(self) -> None:
-        """Close every env and stop every thread and process."""
+        """Close every env and stop every thread and process.
+
+        Envs in the middle of a command are killed (a step that hangs would
+        never see the close); the others close their env, all at once.
+        """
+        for slot, worker in enumerate(self.workers):
+            if isinstance(worker, AsyncEnvWorker):
+                if slot in self._pending:
+                    worker.kill()
+                else:
+                    worker.request_close()
         for worker in self.workers:
             worker.cleanup()
         self._pending.clear()

@@ -326,11 +326,12 @@ class AsyncEnvWorker(BaseEnvWorker):
     def get_state(self, timeout: float | None = None) -> EnvState:  # noqa: D102
         conn = self.connection
         try:
-            if not conn.poll(timeout):
-                raise TimeoutError(f"the env gave no answer within {timeout:g} s")
-            state: EnvState = conn.recv()
+            ready = conn.poll(timeout)
+            state: EnvState | None = conn.recv() if ready else None
         except (EOFError, OSError):
             return EnvState(None, status=ENV_ERROR, error=self._death())
+        if state is None:  # raised out here: TimeoutError is an OSError
+            raise TimeoutError(f"the env gave no answer within {timeout:g} s")
         return state
 
     def _death(self) -> str:
@@ -367,6 +368,16 @@ class AsyncEnvWorker(BaseEnvWorker):
         elif self._thread is not None and not kill:
             self._thread.join(self.cleanup_time)
         self._thread = None
+
+    def kill(self) -> None:
+        """Stop at once: kill the process (a thread is abandoned), skipping ``env.close()``."""
+        self._stop(kill=True)
+
+    def request_close(self) -> None:
+        """Ask the env to close without waiting (then :meth:`cleanup` waits for it)."""
+        if self._conn is not None:
+            with contextlib.suppress(BrokenPipeError, OSError):
+                self._conn.send(("close",))
 
     def cleanup(self) -> None:  # noqa: D102
         self._stop(kill=False)

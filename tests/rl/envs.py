@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import signal
 import time
 from typing import Any
 
 import numpy as np
+
+from kit.rl import EnvPoolProvider
 
 
 class CountEnv:
@@ -78,3 +81,32 @@ def first_action(observations: list[Any], rngs: list[np.random.Generator]) -> li
 def random_action(observations: list[Any], rngs: list[np.random.Generator]) -> list[int]:
     """A policy: 0 or 1 from each episode's own generator."""
     return [int(rng.integers(2)) for rng in rngs]
+
+
+class CountProvider(EnvPoolProvider):
+    """An EnvPoolProvider of CountEnvs (config ``count`` holds their keyword arguments)."""
+
+    def env_fn(self) -> Any:
+        return functools.partial(CountEnv, **dict(self.config.get("count") or {}))
+
+
+def action_from_weights(weights: Any) -> Any:
+    """make_policy for the distributed collector: always play ``weights["action"]``."""
+    return functools.partial(_constant, weights["action"])
+
+
+def random_policy(weights: Any) -> Any:
+    """make_policy: random actions from each episode's generator (weights unused)."""
+    return random_action
+
+
+def _constant(action: int, observations: list[Any], rngs: list[Any]) -> list[int]:
+    return [action for _ in observations]
+
+
+def trajectory(episode: Any) -> list[tuple[Any, ...]]:
+    """An episode's content, comparable with ==."""
+    return [
+        (tuple(t.obs), t.action, t.reward, tuple(t.next_obs), t.terminated, t.truncated)
+        for t in episode.transitions
+    ]

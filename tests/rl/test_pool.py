@@ -1,0 +1,181 @@
+"""Worker pools: completion order, batched recv/send, faults that leave the others running."""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from kit.rl import (
+    AsyncEnvWorker,
+    AsyncWorkerPool,
+    EnvPoolError,
+    SyncEnvWorker,
+    SyncWorkerPool,
+    get_worker_pool,
+    make_workers,
+)
+from tests.rl.envs import CountEnv, FaultyEnv
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_answers_come_in_completion_order() -> None:
+    slow = functools.partial(CountEnv, step_seconds=0.3)
+    workers = [AsyncEnvWorker(slow, mode="thread"), AsyncEnvWorker(CountEnv, mode="thread")]
+    with AsyncWorkerPool(workers) as pool:
+        pool.reset(seeds=[5, 5])
+        pool.recv(batch_size=2)
+        pool.send([0, 0], [0, 1])
+        state, slot = pool.get_state(timeout=10)
+        assert slot == 1 and state.status == "ok"
+        assert pool.get_state(timeout=10)[1] == 0
+
+
+def test_recv_returns_the_first_batch_size_ready_and_send_takes_env_ids() -> None:
+    envs = [functools.partial(CountEnv, step_seconds=s) for s in (0.0, 0.0, 0.4)]
+    with AsyncWorkerPool([AsyncEnvWorker(f, mode="thread") for f in envs]) as pool:
+        pool.reset(seeds=[8, 8, 8])
+        states, ids = pool.recv(batch_size=3, timeout=10)
+        assert sorted(ids) == [0, 1, 2] and {s.status for s in states} == {"reset"}
+        pool.send([0, 0, 0], [0, 1, 2])
+        states, ids = pool.recv(batch_size=2, timeout=10)
+        assert sorted(ids) == [0, 1]
+        assert pool.pending == [2]
+        with pytest.raises(RuntimeError, match="already has a command in flight"):
+            pool.send_action(0, 2)
+        assert pool.recv(timeout=10)[1] == [2]
+
+
+def test_sync_pool_answers_in_the_order_sent() -> None:
+    pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(CountEnv, 3))
+    pool.send_reset(2, seed=1)
+    pool.send_reset(0, seed=1)
+    assert pool.get_state()[1] == 2
+    assert pool.recv()[1] == [0]
+    with pytest.raises(RuntimeError, match="nothing in flight"):
+        pool.recv()
+
+
+@pytest.mark.parametrize(
+    ("fault", "mode", "status"),
+    [
+        ("raise", "sync", "env_error"),
+        ("raise", "thread", "env_error"),
+        ("raise", "process", "env_error"),
+        ("exit", "process", "env_error"),
+        ("kill", "process", "env_error"),
+        ("segfault", "process", "env_error"),
+        ("hang", "thread", "timeout"),
+        ("hang", "process", "timeout"),
+    ],
+)
+def test_one_faulty_env_is_rebuilt_and_the_others_go_on(fault: str, mode: str, status: str) -> None:
+    env_fn = functools.partial(FaultyEnv, fault, frozenset({13}))
+    workers = make_workers(env_fn, 3, mode=mode)
+    with get_worker_pool(workers, step_timeout=1.0) as pool:
+        pool.reset(seeds=[13, 4, 5])
+        pool.recv(batch_size=3, timeout=60)
+        seen: dict[int, list[str]] = {0: [], 1: [], 2: []}
+        for _ in range(3):
+            pool.send([0] * 3, [0, 1, 2])
+            states, ids = pool.recv(batch_size=3, timeout=60)
+            for state, slot in zip(states, ids, strict=True):
+                seen[slot].append(state.status)
+            for slot in [i for i, s in zip(ids, states, strict=True) if s.fault]:
+                pool.send_reset(slot, seed=4)  # the rebuilt slot starts a new episode
+                pool.recv(batch_size=1, timeout=60)
+        assert seen[0][:2] == ["ok", status]
+        assert seen[1] == seen[2] == ["ok", "ok", "ok"]
+        assert pool.restarts == [1, 0, 0]
+        assert pool.faults[0][:2] == (0, status)
+
+
+def test_a_spent_restart_budget_raises_naming_the_env_and_the_error() -> None:
+    env_fn = functools.partial(FaultyEnv, "raise", frozenset({13}))
+    pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(env_fn, 2), max_restarts=1)
+
+    def play_to_the_fault() -> str:
+        pool.send_reset(0, seed=13)
+        pool.recv()
+        pool.send_action(0, 0)
+        pool.get_state()
+        pool.send_action(0, 0)
+        return pool.get_state()[0].status
+
+    assert play_to_the_fault() == "env_error"  # rebuilt: the one restart allowed
+    with pytest.raises(EnvPoolError) as info:
+        play_to_the_fault()
+    message = str(info.value)
+    assert "env 0 failed (env_error: RuntimeError: env blew up on seed 13)" in message
+    assert "max_restarts=1" in message and "raise max_restarts" in message
+
+
+def test_get_worker_pool_picks_async_only_for_async_workers() -> None:
+    sync = SyncEnvWorker.from_env_fn(CountEnv, 2)
+    assert type(get_worker_pool(sync)) is SyncWorkerPool
+    threads = AsyncEnvWorker.from_env_fn(CountEnv, 2, mode="thread")
+    assert type(get_worker_pool(threads)) is AsyncWorkerPool
+    assert type(get_worker_pool(threads, force_sync=True)) is SyncWorkerPool
+    with pytest.raises(TypeError, match="AsyncWorkerPool needs AsyncEnvWorker"):
+        AsyncWorkerPool(sync)
+    for worker in threads:
+        worker.cleanup()
+
+
+def test_cleanup_after_ctrl_c_leaves_no_child_process() -> None:
+    script = textwrap.dedent(
+        """
+        import functools, os, sys, time
+        import psutil
+        from kit.rl import AsyncWorkerPool, AsyncEnvWorker
+        from tests.rl.envs import CountEnv
+
+        if __name__ == "__main__":
+            workers = AsyncEnvWorker.from_env_fn(
+                functools.partial(CountEnv, step_seconds=60), 3, mode="process")
+            pool = AsyncWorkerPool(workers)
+            pool.reset(seeds=[1, 2, 3])
+            pool.recv(batch_size=3, timeout=120)
+            pool.send([0, 0, 0], [0, 1, 2])
+            print("children", len(psutil.Process().children()), flush=True)
+            try:
+                pool.recv(timeout=120)
+            except KeyboardInterrupt:
+                pool.cleanup()
+                # multiprocessing's resource tracker stays until exit; env processes must not.
+                alive = [
+                    p for p in psutil.Process().children()
+                    if p.status() != "zombie" and "resource_tracker" not in " ".join(p.cmdline())
+                ]
+                print("after cleanup", len(alive), flush=True)
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("children"), line
+    kids = psutil.Process(proc.pid).children(recursive=True)
+    assert len(kids) >= 3
+    time.sleep(0.3)
+    began = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert time.monotonic() - began < 30
+    assert "after cleanup 0" in out
+    gone, alive = psutil.wait_procs(kids, timeout=10)
+    assert alive == []
