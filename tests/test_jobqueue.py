@@ -224,3 +224,23 @@ def test_without_dask_jobqueue_the_error_names_the_extra() -> None:
         "parallel.env: 'pbs' needs dask-jobqueue; install it with `pip install 'kit[jobqueue]'`"
         " (or `pip install dask-jobqueue`)"
     )
+
+
+@pytest.mark.slow
+def test_rl_collection_runs_on_slurm_as_inline(
+    slurm: None, tmp_path: Path, closing: list[dict[str, Any]]
+) -> None:
+    from kit.rl import DistributedCollector
+    from tests.rl.envs import CountProvider, random_policy, trajectory
+
+    provider = CountProvider({"num_envs": 2, "count": {"length_mod": 6}})
+    inline = DistributedCollector(provider, random_policy, seed=1)
+    inline.set_weights(None, 0)
+    parallel = slurm_parallel(tmp_path)
+    closing.append(parallel)
+    on_slurm = DistributedCollector(provider, random_policy, parallel=parallel, seed=1)
+    on_slurm.set_weights({"w": [1.0, 2.0]}, 1)
+    episodes = on_slurm.collect(8)
+    assert [trajectory(e) for e in episodes] == [trajectory(e) for e in inline.collect(8)]
+    assert {v for e in episodes for v in e.policy_versions} == {1}
+    assert "driver" not in {e.worker for e in episodes}

@@ -43,6 +43,7 @@ def test_every_notebook_is_tested() -> None:
         "02_decoding_check.ipynb",
         "03_scale_out.ipynb",
         "04_workshop.ipynb",
+        "05_rl_cartpole.ipynb",
     ]
 
 
@@ -94,4 +95,16 @@ def test_04_workshop(tmp_path: Path) -> None:
     assert "{'known_share': 0.6666666666666666}" in out  # 8 of 12 words
     assert "[3]" in out and "ZeroDivisionError" in out
     assert "<details><summary>Solution</summary>" in "".join(c.source for c in book.cells)
+    assert seconds < 180
+
+
+def test_05_rl_cartpole(tmp_path: Path) -> None:
+    book, seconds = execute("05_rl_cartpole.ipynb", tmp_path)
+    out = text_of(book)
+    assert "'solved': True" in out
+    summary_cell = next(c for c in book.cells if "summary = train(" in c.source)
+    summary = eval(summary_cell.outputs[-1]["data"]["text/plain"])  # a plain dict literal
+    assert summary["best_eval_return"] > 195
+    assert "application/vnd.jupyter.widget-view+json" in str(summary_cell.outputs)  # dashboard
+    assert "greedy return over 20 episodes" in out
     assert seconds < 180

@@ -119,7 +119,7 @@ def reinforce_step(
 def train(cfg: DictConfig, log: TrainingLog | None = None, verbose: bool = True) -> dict[str, Any]:
     """Train until the greedy policy's evaluation mean reaches ``train.stop_value``.
 
-    Returns the best evaluation mean, iterations, env steps and seconds.
+    Returns the best evaluation mean, iterations, env steps, seconds and the weights.
     """
     t = cfg.train
     provider = EnvPoolProvider(cfg.env)
@@ -167,14 +167,16 @@ def train(cfg: DictConfig, log: TrainingLog | None = None, verbose: bool = True)
     }
     if log is not None:
         log.finish(summary)
-    return summary
+    return {**summary, "weights": model.weights.copy()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Train with the packaged config and overrides from the command line."""
     cfg = kit.load_config(CONFIG, list(sys.argv[1:] if argv is None else argv))
     summary = train(cfg)
+    weights = summary.pop("weights")
     print({k: round(v, 2) if isinstance(v, float) else v for k, v in summary.items()})
+    print("weights:", np.round(weights, 3).tolist())
     kit.shutdown()
     return 0 if summary["solved"] else 1
 

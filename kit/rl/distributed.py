@@ -176,7 +176,9 @@ class DistributedCollector:
         """Send ``weights`` to every worker once; later collections act with them."""
         client = self.session.client
         if client is not None:
-            self._weights = client.scatter(weights, broadcast=True, hash=False)
+            # In a list: a dict would be scattered key by key, under its own keys, and a
+            # later version with the same keys would be taken for data already there.
+            self._weights = client.scatter([weights], broadcast=True, hash=False)[0]
         else:
             self._weights = weights
         self.version = int(version)

@@ -177,5 +177,5 @@ def test_cleanup_after_ctrl_c_leaves_no_child_process() -> None:
     out, _ = proc.communicate(timeout=60)
     assert time.monotonic() - began < 30
     assert "after cleanup 0" in out
-    gone, alive = psutil.wait_procs(kids, timeout=10)
+    _, alive = psutil.wait_procs(kids, timeout=10)
     assert alive == []

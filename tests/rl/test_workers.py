@@ -110,7 +110,7 @@ def test_a_thread_worker_times_out_without_blocking_the_caller() -> None:
         worker.send_reset(seed=1)
         worker.get_state(timeout=10)
         worker.send_action(0)
-        with pytest.raises(TimeoutError, match="no answer within 0.05 s"):
+        with pytest.raises(TimeoutError, match=r"no answer within 0\.05 s"):
             worker.get_state(timeout=0.05)
     finally:
         worker.cleanup()
