@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Statuses of an :class:`EnvState`: after a reset, after a step, or a fault.
 RESET, STEPPED, ENV_ERROR, TIMEOUT = "reset", "ok", "env_error", "timeout"
@@ -11,14 +11,14 @@ RESET, STEPPED, ENV_ERROR, TIMEOUT = "reset", "ok", "env_error", "timeout"
 FAULTS = frozenset({ENV_ERROR, TIMEOUT})
 
 
-@dataclass(frozen=True)
-class EnvState:
+class EnvState(NamedTuple):
     """One answer from an env worker: the result of a reset or a step, or a fault.
 
     Terminated (the task ended: a terminal state) and truncated (cut by a
     time limit) are kept apart, as in gymnasium, and ``obs`` after the last
     step of an episode is always its true final observation (nothing is
-    reset behind the caller's back).
+    reset behind the caller's back). A named tuple: cheap to build and to
+    send between processes, millions of times.
 
     Examples
     --------
@@ -32,7 +32,7 @@ class EnvState:
     reward: float = 0.0
     terminated: bool = False
     truncated: bool = False
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] | None = None
     status: str = STEPPED
     error: str | None = None
 

@@ -102,7 +102,7 @@ class EnvLoop:
                 self.worker,
                 current.version,
                 episode.seed,
-                state.info,
+                state.info or {},
             )
             episode.transitions.append(transition)
             new.append(transition)

@@ -11,10 +11,10 @@ counted against ``max_restarts``; when the budget is spent the pool raises
 from __future__ import annotations
 
 import abc
+import select
 import time
 from collections import deque
 from collections.abc import Sequence
-from multiprocessing.connection import wait
 from typing import Any
 
 from kit.rl._types import TIMEOUT, EnvState
@@ -80,6 +80,7 @@ class WorkerPool(abc.ABC):
         self._check_free(worker_id)
         self._pending[worker_id] = time.monotonic()
         self.workers[worker_id].send_action(action)
+        self._sent(worker_id)
 
     def send_reset(
         self, worker_id: int, seed: int | None = None, options: dict[str, Any] | None = None
@@ -88,6 +89,10 @@ class WorkerPool(abc.ABC):
         self._check_free(worker_id)
         self._pending[worker_id] = time.monotonic()
         self.workers[worker_id].send_reset(seed, options)
+        self._sent(worker_id)
+
+    def _sent(self, slot: int) -> None:  # noqa: B027 (an optional hook)
+        """Note that ``slot`` has a command in flight (async pools watch its pipe)."""
 
     def reset(self, seeds: Sequence[int | None] | None = None) -> None:
         """Send a reset to every env (answers come back through get_state/recv)."""
@@ -137,8 +142,12 @@ class WorkerPool(abc.ABC):
     def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
         """Wait for at least one answer (all ready ones if ``everything``)."""
 
+    def _answered_by(self, slot: int) -> None:  # noqa: B027 (an optional hook)
+        """Note that ``slot`` answered (or timed out)."""
+
     def _receive(self, slot: int, state: EnvState) -> tuple[EnvState, int]:
         del self._pending[slot]
+        self._answered_by(slot)
         if state.fault:
             self._fault(slot, state)
         return state, slot
@@ -172,6 +181,8 @@ class WorkerPool(abc.ABC):
                     worker.request_close()
         for worker in self.workers:
             worker.cleanup()
+        for slot in list(self._pending):
+            self._answered_by(slot)
         self._pending.clear()
         self._answered.clear()
 
@@ -264,27 +275,41 @@ class AsyncWorkerPool(SyncWorkerPool):
                 "(use SyncWorkerPool, or get_worker_pool(workers) to choose)"
             )
         super().__init__(workers, **kwargs)
+        # One poll object for the pipes with a command in flight: registering is a dict
+        # update, and waiting costs one system call (connection.wait builds a selector
+        # every time).
+        self._poller = select.poll()
+        self._fds: dict[int, int] = {}  # fd -> slot, for slots in flight
+
+    def _sent(self, slot: int) -> None:
+        fd = self.workers[slot].connection.fileno()  # type: ignore[attr-defined]
+        self._fds[fd] = slot
+        self._poller.register(fd, select.POLLIN)
+
+    def _answered_by(self, slot: int) -> None:
+        for fd in [fd for fd, s in self._fds.items() if s == slot]:
+            del self._fds[fd]
+            self._poller.unregister(fd)
 
     def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
         if not self._pending:
             raise RuntimeError("get_state() with nothing in flight: send an action first")
         deadline = None if timeout is None else time.monotonic() + timeout
+        workers: list[AsyncEnvWorker] = self.workers  # type: ignore[assignment]
         while True:
-            expired = [slot for slot in self._pending if self._expired(slot)]
-            if expired:
-                return [self._receive(slot, self._timed_out(slot)) for slot in expired]
-            conns = {self.workers[s].connection: s for s in self._pending}  # type: ignore[attr-defined]
-            limit = _shorter(
-                None if deadline is None else max(0.0, deadline - time.monotonic()),
-                min((self._left(s) for s in self._pending), key=_none_last),
-            )
-            ready = wait(list(conns), limit)
-            if ready:
+            limit = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if self.step_timeout is not None:
+                expired = [slot for slot in self._pending if self._expired(slot)]
+                if expired:
+                    return [self._receive(slot, self._timed_out(slot)) for slot in expired]
+                limit = _shorter(limit, min(self._left(s) or 0.0 for s in self._pending))
+            events = self._poller.poll(None if limit is None else limit * 1000)
+            if events:
                 # Oldest command first among those ready: fair to slow envs.
-                slots = sorted((conns[c] for c in ready), key=self._pending.__getitem__)
+                slots = sorted({self._fds[fd] for fd, _ in events}, key=self._pending.__getitem__)
                 if not everything:
                     slots = slots[:1]
-                return [self._receive(s, self.workers[s].get_state(0)) for s in slots]
+                return [self._receive(s, workers[s].receive()) for s in slots]
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"no env answered within {timeout:g} s")
 
@@ -295,10 +320,6 @@ def _shorter(a: float | None, b: float | None) -> float | None:
     if b is None:
         return a
     return min(a, b)
-
-
-def _none_last(value: float | None) -> float:
-    return float("inf") if value is None else value
 
 
 def get_worker_pool(

@@ -96,9 +96,11 @@ def test_sample_collector_episodes_match_the_episode_collector() -> None:
 
 
 def test_a_policy_that_returns_the_wrong_number_of_actions_is_named() -> None:
-    with get_worker_pool(make_workers(CountEnv, 2)) as pool:
-        with pytest.raises(ValueError, match="returned 1 actions for 2 observations"):
-            EpisodeCollector(pool).collect(2, lambda obs, rngs: [0])
+    with (
+        get_worker_pool(make_workers(CountEnv, 2)) as pool,
+        pytest.raises(ValueError, match="returned 1 actions for 2 observations"),
+    ):
+        EpisodeCollector(pool).collect(2, lambda obs, rngs: [0])
 
 
 def test_broken_episodes_come_back_with_their_status() -> None:

@@ -146,15 +146,18 @@ def test_cleanup_after_ctrl_c_leaves_no_child_process() -> None:
             pool.reset(seeds=[1, 2, 3])
             pool.recv(batch_size=3, timeout=120)
             pool.send([0, 0, 0], [0, 1, 2])
-            print("children", len(psutil.Process().children()), flush=True)
+            print("children", len(psutil.Process().children(recursive=True)), flush=True)
             try:
                 pool.recv(timeout=120)
             except KeyboardInterrupt:
                 pool.cleanup()
-                # multiprocessing's resource tracker stays until exit; env processes must not.
+                # multiprocessing's fork server and resource tracker stay until exit (the env
+                # processes are the fork server's children); env processes must not.
+                helpers = ("resource_tracker", "forkserver")
                 alive = [
-                    p for p in psutil.Process().children()
-                    if p.status() != "zombie" and "resource_tracker" not in " ".join(p.cmdline())
+                    p for p in psutil.Process().children(recursive=True)
+                    if p.status() != "zombie"
+                    and not any(h in " ".join(p.cmdline()) for h in helpers)
                 ]
                 print("after cleanup", len(alive), flush=True)
         """
