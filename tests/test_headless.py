@@ -29,6 +29,11 @@ SCRIPT = textwrap.dedent(
     assert kit.resolve_config(cfg).b == 2
     assert kit.to_overrides({{"a": 1}}, cfg) == ["a=2", "+b='${{a}}'", "+c=[1]"]
     assert quickstart_config(["parallel.n_workers=1"]).parallel.n_workers == 1
+
+    from kit.rl import EpisodeCollector, SyncEnvWorker, SyncWorkerPool, gym_env
+    pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(lambda: gym_env("CartPole-v1"), 2))
+    episodes = EpisodeCollector(pool).collect(2, lambda obs, rngs: [0] * len(obs))
+    assert [e.status for e in episodes] == ["terminated", "terminated"]
     leaked = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
     assert not leaked, leaked
     print("ok")

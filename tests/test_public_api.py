@@ -10,10 +10,11 @@ import pytest
 import kit
 import kit.config
 import kit.dashboard
+import kit.rl
 import kit.views
 import widgets
 
-MODULES = [kit, kit.config, kit.views, kit.dashboard, widgets]
+MODULES = [kit, kit.config, kit.views, kit.dashboard, kit.rl, widgets]
 
 
 def public_names(module: ModuleType) -> set[str]:

@@ -55,6 +55,13 @@ class Transition:
     ``worker`` (the Dask worker, or ``"driver"``), ``policy_version`` (of the
     weights that chose ``action``) and ``seed`` (the episode's env seed) say
     how it was made.
+
+    Examples
+    --------
+    >>> t = Transition([0.0], 1, 1.0, [0.1], False, True, episode_id=4, step=9, env_id=0,
+    ...                worker="driver", policy_version=2, seed=123)
+    >>> t.done, t.episode_id, t.policy_version
+    (True, 4, 2)
     """
 
     obs: Any

@@ -29,6 +29,14 @@ class SampledBatch:
 
     Pass ``ids`` and ``indices`` back with new priorities to
     :meth:`PrioritizedReplayBuffer.update`.
+
+    Examples
+    --------
+    >>> buffer = ReplayBuffer(4, seed=0)
+    >>> buffer.push(["a", "b"])
+    >>> batch = buffer.sample(2)
+    >>> type(batch).__name__, len(batch.data), batch.weights.tolist()
+    ('SampledBatch', 2, [1.0, 1.0])
     """
 
     data: list[Any]

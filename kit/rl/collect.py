@@ -46,6 +46,16 @@ class EnvLoop:
 
     The engine under every collector and evaluator, on the driver and on
     Dask workers alike.
+
+    Examples
+    --------
+    >>> import gymnasium as gym
+    >>> from kit.rl import SyncEnvWorker, SyncWorkerPool
+    >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2))
+    >>> episodes = EnvLoop(pool, seed=0).run_episodes([7, 3], lambda obs, rngs: [0] * len(obs))
+    >>> [e.episode_id for e in episodes]
+    [3, 7]
+    >>> pool.cleanup()
     """
 
     def __init__(

@@ -30,7 +30,13 @@ from kit.session import get_session
 
 
 def gym_env(env_id: str, **kwargs: Any) -> Any:
-    """Build ``gymnasium.make(env_id, **kwargs)`` (gymnasium is the ``rl`` extra)."""
+    """Build ``gymnasium.make(env_id, **kwargs)`` (gymnasium is the ``rl`` extra).
+
+    Examples
+    --------
+    >>> gym_env("CartPole-v1").spec.id
+    'CartPole-v1'
+    """
     try:
         import gymnasium
     except ImportError:
@@ -46,7 +52,16 @@ def build_pool(
     step_timeout: float | None = None,
     max_restarts: int | None = 10,
 ) -> dict[str, WorkerPool]:
-    """Build ``{"pool": pool}``: the env a provider hands to collection tasks."""
+    """Build ``{"pool": pool}``: the env a provider hands to collection tasks.
+
+    Examples
+    --------
+    >>> import functools
+    >>> env = build_pool(functools.partial(gym_env, "CartPole-v1"), 2)
+    >>> env["pool"].num_envs
+    2
+    >>> env["pool"].cleanup()
+    """
     workers = make_workers(env_fn, num_envs, mode=mode, seed=seed)
     return {"pool": get_worker_pool(workers, step_timeout=step_timeout, max_restarts=max_restarts)}
 

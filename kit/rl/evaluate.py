@@ -27,6 +27,12 @@ class EvalResult:
     Return statistics are over the episodes that ended normally; ``statuses``
     lists every episode's status (a broken one says ``"env_error"`` or
     ``"timeout"``).
+
+    Examples
+    --------
+    >>> r = EvalResult(0, 100, [10.0, 20.0], [10, 20], ["terminated", "truncated", "timeout"])
+    >>> r.mean, r.std, r.min, r.max, r.summary()["eval_failed"]
+    (15.0, 5.0, 10.0, 20.0, 1.0)
     """
 
     train_iter: int
@@ -192,6 +198,11 @@ class IMetric:
     ``reduce(results, weights)`` combines batch results weighted by their
     sizes, so a ragged last batch counts for what it holds; ``gt(a, b)``
     says whether ``a`` is at least as good as ``b`` (True when ``b`` is None).
+
+    Examples
+    --------
+    >>> IMetric().reduce([{"acc": 1.0}, {"acc": 0.0}], weights=[3, 1])
+    {'acc': 0.75}
     """
 
     def eval(self, outputs: Any, labels: Any) -> dict[str, float]:

@@ -158,6 +158,17 @@ class CheckpointHook:
 
     Register it with :meth:`attach`; it also loads ``path`` at ``before_run``
     when ``load=True`` and the file exists (resume after a restart).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "ckpt.pkl"
+    >>> learner = Learner(lambda batch: {"loss": 0.0})
+    >>> _ = CheckpointHook(path, every=2).attach(learner)
+    >>> _ = learner.run([1, 2, 3])
+    >>> resumed = Learner(lambda batch: {})
+    >>> _ = CheckpointHook(path).attach(resumed); resumed.start(); resumed.train_iter
+    3
     """
 
     def __init__(self, path: str | os.PathLike[str], every: int = 1000, load: bool = True):

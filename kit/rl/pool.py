@@ -22,7 +22,20 @@ from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, SyncEnvWorker
 
 
 class EnvPoolError(RuntimeError):
-    """The pool cannot go on: its restart budget is spent."""
+    """The pool cannot go on: its restart budget is spent.
+
+    Examples
+    --------
+    >>> from kit.rl import SyncEnvWorker
+    >>> def broken():
+    ...     raise OSError("no licence")
+    >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(broken, 1), max_restarts=0)
+    >>> pool.send_reset(0)
+    >>> pool.get_state()
+    Traceback (most recent call last):
+    ...
+    kit.rl.pool.EnvPoolError: env 0 failed (env_error: OSError: no licence) and the pool's ...
+    """
 
 
 class WorkerPool(abc.ABC):
@@ -36,6 +49,14 @@ class WorkerPool(abc.ABC):
         Seconds a command may take before its env counts as hung (async workers).
     max_restarts
         Env rebuilds allowed over the pool's life (None: no limit).
+
+    Examples
+    --------
+    >>> from kit.rl import SyncEnvWorker
+    >>> import gymnasium as gym
+    >>> pool = get_worker_pool(SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2))
+    >>> isinstance(pool, WorkerPool), pool.num_envs
+    (True, 2)
     """
 
     def __init__(
@@ -325,7 +346,17 @@ def _shorter(a: float | None, b: float | None) -> float | None:
 def get_worker_pool(
     workers: Sequence[BaseEnvWorker], force_sync: bool = False, **kwargs: Any
 ) -> WorkerPool:
-    """Return an AsyncWorkerPool for async workers, else (or with ``force_sync``) a sync one."""
+    """Return an AsyncWorkerPool for async workers, else (or with ``force_sync``) a sync one.
+
+    Examples
+    --------
+    >>> from kit.rl import make_workers
+    >>> import gymnasium as gym
+    >>> workers = make_workers(lambda: gym.make("CartPole-v1"), 2, mode="thread")
+    >>> type(get_worker_pool(workers)).__name__, type(get_worker_pool(workers, True)).__name__
+    ('AsyncWorkerPool', 'SyncWorkerPool')
+    >>> for w in workers: w.cleanup()
+    """
     if not force_sync and all(isinstance(w, AsyncEnvWorker) for w in workers):
         return AsyncWorkerPool(workers, **kwargs)
     return SyncWorkerPool(workers, **kwargs)

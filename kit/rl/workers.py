@@ -71,6 +71,13 @@ class BaseEnvWorker(abc.ABC):
 
     ``seed`` seeds the first ``"reset"`` sent without an explicit seed
     (later ones continue the env's own generator, as gymnasium does).
+
+    Examples
+    --------
+    >>> import gymnasium as gym
+    >>> workers = SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2, seed=0)
+    >>> isinstance(workers[0], BaseEnvWorker), workers[0].seed != workers[1].seed
+    (True, True)
     """
 
     def __init__(self, env_fn: EnvFn, seed: int | None = None) -> None:
@@ -423,7 +430,16 @@ class AsyncEnvWorker(BaseEnvWorker):
 def make_workers(
     env_fn: EnvFn, num_envs: int, *, mode: str = "sync", seed: int | None = 0, **kwargs: Any
 ) -> Sequence[BaseEnvWorker]:
-    """Build ``num_envs`` workers in ``mode`` ``"sync"``, ``"thread"`` or ``"process"``."""
+    """Build ``num_envs`` workers in ``mode`` ``"sync"``, ``"thread"`` or ``"process"``.
+
+    Examples
+    --------
+    >>> import gymnasium as gym
+    >>> workers = make_workers(lambda: gym.make("CartPole-v1"), 3, mode="thread")
+    >>> [type(w).__name__ for w in workers]
+    ['AsyncEnvWorker', 'AsyncEnvWorker', 'AsyncEnvWorker']
+    >>> for w in workers: w.cleanup()
+    """
     if mode == "sync":
         return SyncEnvWorker.from_env_fn(env_fn, num_envs, seed)
     if mode not in MODES:

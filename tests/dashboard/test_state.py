@@ -7,7 +7,14 @@ import tracemalloc
 import pytest
 
 from kit.dashboard import DashboardState, Series
-from kit.events import ChunkFinished, RunFinished, RunStarted
+from kit.events import (
+    ChunkFinished,
+    RunFinished,
+    RunStarted,
+    Scalars,
+    event_from_dict,
+    event_to_dict,
+)
 
 
 def chunk(
@@ -101,3 +108,20 @@ def test_the_dashboard_is_a_bokeh_document_and_a_server_app() -> None:
     dashboard.server_app()(doc)  # what a bokeh server calls for each browser session
     assert len(doc.roots) == 1 and doc.roots[0] is not dashboard.layout
     assert len(doc.session_callbacks) == 1  # the periodic redraw
+
+
+def test_logged_scalars_become_curves_over_steps_and_round_trip_the_log() -> None:
+    from kit.rl import TrainingLog
+
+    log = TrainingLog(total=3, name="train")
+    state = DashboardState()
+    log.events.subscribe(state)
+    for step, value in enumerate([10.0, 30.0, 20.0], start=1):
+        log.log(step, eval_return=value)
+    log.finish({"best": 30.0})
+    snap = state.snapshot()
+    assert snap.metrics["eval_return"] == ([1.0, 2.0, 3.0], [10.0, 30.0, 20.0])
+    assert snap.metric_means["eval_return"] == 20.0  # the latest value
+    assert (snap.done, snap.total, snap.status) == (3, 3, "completed")
+    event = Scalars("r", 4, {"loss": 0.5}, 1.0)
+    assert event_from_dict(event_to_dict(event)) == event
