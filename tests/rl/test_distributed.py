@@ -41,6 +41,22 @@ def test_inline_and_local_cluster_give_the_same_episodes(local: dict[str, Any]) 
     assert on_cluster.next_episode_id == 10
 
 
+def test_the_env_pool_is_built_once_per_worker_across_collections(local: dict[str, Any]) -> None:
+    from kit._plugin import env_report
+
+    shared = provider(length_mod=4)
+    collector = DistributedCollector(shared, random_policy, parallel=local)
+    collector.set_weights(None, 0)
+    for _ in range(3):
+        collector.collect(6)
+    again = DistributedCollector(shared, random_policy, parallel=local)  # a new notebook cell
+    again.set_weights(None, 1)
+    again.collect(4)
+    reports = collector.session.client.run(env_report, shared.env_name())
+    assert [r["builds"] for r in reports.values()] == [1, 1]
+    assert all(r["keys"] == ["pool"] for r in reports.values())
+
+
 def test_weights_are_broadcast_by_version_and_recorded(local: dict[str, Any]) -> None:
     collector = DistributedCollector(provider(), action_from_weights, parallel=local)
     collector.set_weights({"action": 1}, version=3)
