@@ -169,7 +169,22 @@ class EnvLoop:
         return [done[i] for i in sorted(done)]
 
 
-class EpisodeCollector:
+class _Collector:
+    """What both collectors share: a loop over a pool, episode ids counting up."""
+
+    def __init__(
+        self, pool: WorkerPool, seed: int = 0, stream: int = TRAIN, worker: str = "driver"
+    ) -> None:
+        self.loop = EnvLoop(pool, seed, stream, worker)
+        self.next_episode_id = 0
+
+    @property
+    def envstep(self) -> int:
+        """Env steps taken so far."""
+        return self.loop.envstep
+
+
+class EpisodeCollector(_Collector):
     """Collect whole episodes (DI-engine's episode collector), with ids counting up.
 
     Examples
@@ -184,17 +199,6 @@ class EpisodeCollector:
     ([0, 1, 2], ['terminated', 'terminated', 'terminated'])
     >>> pool.cleanup()
     """
-
-    def __init__(
-        self, pool: WorkerPool, seed: int = 0, stream: int = TRAIN, worker: str = "driver"
-    ) -> None:
-        self.loop = EnvLoop(pool, seed, stream, worker)
-        self.next_episode_id = 0
-
-    @property
-    def envstep(self) -> int:
-        """Env steps taken so far."""
-        return self.loop.envstep
 
     def collect(
         self,
@@ -215,7 +219,7 @@ class EpisodeCollector:
         return self.loop.run_episodes(ids, policy, policy_kwargs, policy_version)
 
 
-class SampleCollector:
+class SampleCollector(_Collector):
     """Collect transitions (DI-engine's sample collector); episodes run across calls.
 
     ``collect(n_sample)`` returns ``n_sample`` transitions. With
@@ -239,15 +243,9 @@ class SampleCollector:
     def __init__(
         self, pool: WorkerPool, seed: int = 0, stream: int = TRAIN, worker: str = "driver"
     ) -> None:
-        self.loop = EnvLoop(pool, seed, stream, worker)
-        self.next_episode_id = 0
+        super().__init__(pool, seed, stream, worker)
         self.last_episodes: list[Episode] = []
         self._carry: list[Transition] = []
-
-    @property
-    def envstep(self) -> int:
-        """Env steps taken so far."""
-        return self.loop.envstep
 
     def _start(self, slot: int) -> None:
         self.loop.start(slot, self.next_episode_id)
