@@ -293,7 +293,14 @@ class RunHandle:
         # worker cannot take innocent chunks down with it (see _on_lost).
         isolated: deque[tuple[int, int, int]] = deque()
 
-        def launch(start: int, stop: int, attempt: int, alone: bool) -> None:
+        # At the end of a run, a chunk may wait queued behind a long one on a busy worker
+        # while another worker idles. Backups: once nothing is left to plan, each chunk
+        # still in flight is sent once more (dask gives it to the least busy worker); the
+        # first copy back wins, the other is cancelled. Results are kept exactly once by
+        # position, so a copy that finishes anyway changes nothing.
+        twins: dict[tuple[int, int], list[str]] = {}
+
+        def launch(start: int, stop: int, attempt: int, alone: bool, backup: bool = False) -> None:
             future = client.submit(
                 run_chunk,
                 spec.forward,
@@ -304,33 +311,77 @@ class RunHandle:
                 spec.indices[start:stop],
                 start,
                 spec.batch_size,
-                key=f"kit-{self.run_id}-{start}-{stop}-{attempt}-{int(alone)}",
+                key=f"kit-{self.run_id}-{start}-{stop}-{attempt}-{int(alone)}{'-b' * backup}",
                 pure=False,
             )
             in_flight[future.key] = (start, stop, attempt, alone, future)
+            twins.setdefault((start, stop), []).append(future.key)
             future.add_done_callback(arrived.put)
 
+        def back_up() -> None:
+            # Only chunks queued behind another one, and only while a worker idles: a
+            # copy of a chunk already running would only waste a worker (a running task
+            # cannot be stopped) into the next run.
+            try:
+                processing: dict[str, list[str]] = client.processing()
+            except Exception:
+                return
+            idle = sum(1 for keys in processing.values() if not keys)
+            if not idle:
+                return
+            order = {key: i for i, key in enumerate(in_flight)}
+            queued: list[str] = []
+            for keys in processing.values():
+                ours = sorted((str(k) for k in keys if str(k) in order), key=order.__getitem__)
+                queued.extend(ours[1:])  # a worker runs its chunks in the order sent
+            for key in sorted(queued, key=order.__getitem__)[:idle]:
+                start, stop, attempt, alone, _ = in_flight[key]
+                if not alone and len(twins[(start, stop)]) == 1:
+                    launch(start, stop, attempt, alone, backup=True)
+
+        def settle(key: str) -> bool:
+            """Forget ``key``; cancel its twin when it came back. True if a twin is still out."""
+            start, stop = in_flight[key][:2]
+            del in_flight[key]
+            keys = twins[(start, stop)]
+            keys.remove(key)
+            if not keys:
+                del twins[(start, stop)]
+            return bool(keys)
+
+        def drop_twins(start: int, stop: int) -> None:
+            for key in twins.pop((start, stop), []):
+                client.cancel([in_flight.pop(key)[4]])
+
+        planned_all = False
+        arrival = False
         try:
             while True:
                 if isolated:
                     if not in_flight and not self._should_stop():
                         launch(*isolated.popleft(), alone=True)
                 else:
-                    while not self._should_stop() and len(in_flight) < capacity:
+                    while not planned_all and not self._should_stop() and len(in_flight) < capacity:
                         span = planner.next()
                         if span is None:
+                            planned_all = True
                             break
                         launch(span[0], span[1], 0, alone=False)
+                    if planned_all and arrival and not self._should_stop():
+                        back_up()
+                arrival = False
                 if not in_flight or self._should_stop():
                     return
                 try:
                     future = arrived.get(timeout=WAIT_STEP)
                 except queue.Empty:
                     continue
-                entry = in_flight.pop(future.key, None)
+                entry = in_flight.get(future.key)
                 if entry is None:
-                    continue
+                    continue  # a cancelled twin
+                arrival = True
                 start, stop, attempt, alone, _ = entry
+                twin_out = settle(future.key)
                 failure: BaseException | None = None
                 if future.status == "finished":
                     try:
@@ -338,12 +389,14 @@ class RunHandle:
                     except Exception as exc:  # lost between finishing and gathering
                         failure = exc
                     else:
+                        drop_twins(start, stop)
                         planner.observe(len(chunk.records), chunk.busy_seconds)
                         self._complete(chunk)
                         continue
                 elif future.status == "error":
                     failure = future.exception()
-                self._on_lost(isolated, start, stop, attempt, alone, failure)
+                if not twin_out:
+                    self._on_lost(isolated, start, stop, attempt, alone, failure)
                 del future
         finally:
             if in_flight:

@@ -19,6 +19,7 @@ from tests.workloads import (
     Affine,
     Batched,
     OpaqueRecords,
+    Sleeps,
     ToyProvider,
     WhereRan,
     expected,
@@ -217,3 +218,16 @@ def test_inline_runs_on_the_driver(tmp_path: Path) -> None:
     result = WhereRan(ToyProvider(toy_config(tmp_path))).run(range(3))
     assert {r["pid"] for r in result.records} == {os.getpid()}
     assert lines(tmp_path, "setup.log") == [f"{os.getpid()} 2 -"]
+
+
+def test_a_chunk_queued_behind_a_long_one_runs_on_the_idle_worker(local: dict) -> None:
+    # Item 0 is long. Whichever worker runs it gets one more chunk queued behind it
+    # while the other worker soon idles: that chunk must not wait for item 0.
+    sleeps = [1.5, 0.05, 0.6, 0.05]
+    runner = Sleeps(ToyProvider(toy_config()), parallel=local, chunk_size=1)
+    runner.run(range(2), sleeps=[0.0, 0.0])  # warm: env built on both workers
+    result = runner.run(range(4), sleeps=sleeps)
+    assert [r["idx"] for r in result.records] == [0, 1, 2, 3]
+    long_pid = result.records[0]["pid"]
+    assert all(r["pid"] != long_pid for r in result.records[1:]), result.records
+    assert result.stats.items == 4 and sum(w.items for w in result.stats.workers.values()) == 4

@@ -160,3 +160,12 @@ class Crashy(Runner):
         if idx in model.cfg.get("crash_on", []):
             os._exit(1)
         return idx * model.factor
+
+
+class Sleeps(Runner):
+    """Sleep ``sleeps[idx]`` seconds (an explicit keyword argument); return where it ran."""
+
+    @staticmethod
+    def forward(idx: int, pid: int, sleeps: list[float]) -> dict[str, int]:
+        time.sleep(sleeps[idx])
+        return {"idx": idx, "pid": os.getpid()}
