@@ -151,7 +151,11 @@ class EnvLoop:
     ) -> list[Episode]:
         """Run exactly these episodes to their end; return them in id order."""
         if self.active:
-            raise RuntimeError("episodes are still running in this loop")
+            raise RuntimeError(
+                f"episodes {sorted(s.episode.episode_id for s in self.active.values())} are "
+                "still running in this loop (an earlier collect was interrupted): build a new "
+                "collector on a fresh pool"
+            )
         waiting = deque(episode_ids)
         total = len(waiting)
         kwargs = dict(policy_kwargs or {})
