@@ -295,9 +295,9 @@ class RunHandle:
 
         # At the end of a run, a chunk may wait queued behind a long one on a busy worker
         # while another worker idles. Backups: once nothing is left to plan, each chunk
-        # still in flight is sent once more (dask gives it to the least busy worker); the
-        # first copy back wins, the other is cancelled. Results are kept exactly once by
-        # position, so a copy that finishes anyway changes nothing.
+        # found queued while a worker idles is sent once more (dask gives the copy to the
+        # idle worker); the first copy back wins, the other is cancelled. Results are kept
+        # exactly once by position, so a copy that finishes anyway changes nothing.
         twins: dict[tuple[int, int], list[str]] = {}
 
         def launch(start: int, stop: int, attempt: int, alone: bool, backup: bool = False) -> None:
@@ -340,7 +340,7 @@ class RunHandle:
                     launch(start, stop, attempt, alone, backup=True)
 
         def settle(key: str) -> bool:
-            """Forget ``key``; cancel its twin when it came back. True if a twin is still out."""
+            """Forget ``key`` (it came back); return True if its twin is still out."""
             start, stop = in_flight[key][:2]
             del in_flight[key]
             keys = twins[(start, stop)]
