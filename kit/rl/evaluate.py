@@ -194,7 +194,8 @@ class Evaluator:
 class IMetric:
     """A metric for :class:`MetricEvaluator` (DI-engine's IMetric).
 
-    ``eval(outputs, labels)`` scores one batch (means over the batch);
+    ``eval(inputs, labels)`` scores one batch, ``inputs`` being the model's
+    outputs for it, as in DI-engine (means over the batch);
     ``reduce(results, weights)`` combines batch results weighted by their
     sizes, so a ragged last batch counts for what it holds; ``gt(a, b)``
     says whether ``a`` is at least as good as ``b`` (True when ``b`` is None).
@@ -205,8 +206,8 @@ class IMetric:
     {'acc': 0.75}
     """
 
-    def eval(self, outputs: Any, labels: Any) -> dict[str, float]:
-        """Score one batch."""
+    def eval(self, inputs: Any, labels: Any) -> dict[str, float]:
+        """Score one batch of model outputs against its labels."""
         raise NotImplementedError
 
     def reduce(
@@ -235,8 +236,8 @@ class MetricEvaluator:
     Examples
     --------
     >>> class Accuracy(IMetric):
-    ...     def eval(self, outputs, labels):
-    ...         return {"acc": sum(o == l for o, l in zip(outputs, labels)) / len(labels)}
+    ...     def eval(self, inputs, labels):
+    ...         return {"acc": sum(o == l for o, l in zip(inputs, labels)) / len(labels)}
     ...     def gt(self, a, b):
     ...         return b is None or a["acc"] >= b["acc"]
     >>> data = [([1, 2, 3], [1, 0, 3]), ([4], [4])]   # a ragged last batch

@@ -65,8 +65,8 @@ def test_an_evaluator_without_a_pool_judges_episodes_run_elsewhere() -> None:
 
 
 class MeanError(IMetric):
-    def eval(self, outputs: Any, labels: Any) -> dict[str, float]:
-        errors = [abs(o - y) for o, y in zip(outputs, labels, strict=True)]
+    def eval(self, inputs: Any, labels: Any) -> dict[str, float]:
+        errors = [abs(o - y) for o, y in zip(inputs, labels, strict=True)]
         return {"mae": sum(errors) / len(errors)}
 
     def gt(self, a: dict[str, float], b: dict[str, float] | None) -> bool:
