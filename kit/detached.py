@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
+from kit._atomic import atomic_file
 from kit.events import ChunkFinished, Event, RunFinished, RunStarted
 from kit.result import Index, ItemError, Progress, RunError, RunResult, RunStats, WorkerStats
-from kit.store import RunStore, atomic_file, indices_from_record
+from kit.store import RunStore, indices_from_record
 
 if TYPE_CHECKING:
     from kit.runner import Runner

@@ -22,38 +22,24 @@ custom :class:`RecordWriter` can store chunks in any format.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import cloudpickle
 from omegaconf import DictConfig
 
+from kit._atomic import atomic_file
 from kit._chunk import ChunkResult
 from kit.result import Index, ItemError, RunResult
 
 FORMAT_VERSION = 1
-
-
-@contextlib.contextmanager
-def atomic_file(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """Write ``path`` through a temporary file renamed into place at the end."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, mode) as fh:
-            yield fh
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _plain_json(value: Any) -> bool:

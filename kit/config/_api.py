@@ -6,7 +6,6 @@ import copy
 import hashlib
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from omegaconf.errors import (
     OmegaConfBaseException,
 )
 
+from kit._atomic import atomic_file
 from kit.config._compose import Provenance, compose_file, leaf_keys, source_of
 from kit.config._errors import ConfigError, error
 from kit.config._overrides import apply_overrides, iter_lines, to_override_list
@@ -202,13 +202,6 @@ def save_config(cfg: ConfigSource, path: str | os.PathLike[str]) -> Path:
     """
     resolved = resolve_config(_as_config(cfg))
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(OmegaConf.to_yaml(resolved))
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(target) as fh:
+        fh.write(OmegaConf.to_yaml(resolved))
     return target

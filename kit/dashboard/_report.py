@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from kit._atomic import atomic_file
 from kit.dashboard._figures import DashboardView, require_bokeh
 from kit.dashboard._state import DashboardState
 from kit.events import read_events
-from kit.store import atomic_file
 
 
 def _stats_html(result: dict[str, Any]) -> str:

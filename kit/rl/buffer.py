@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import os
 import pickle
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from kit._atomic import atomic_file
 
 
 @dataclass
@@ -188,11 +189,8 @@ class ReplayBuffer:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the snapshot to ``path`` (atomically: a temp file, then a rename)."""
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        with os.fdopen(fd, "wb") as f:
+        with atomic_file(target, "wb") as f:
             pickle.dump(self.state_dict(), f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, target)
         return target
 
     def load(self, path: str | os.PathLike[str]) -> None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import pickle
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from kit._atomic import atomic_file
 
 POSITIONS = ("before_run", "after_run", "before_iter", "after_iter")
 Hook = Callable[["Learner"], None]
@@ -137,11 +138,8 @@ class Learner:
             "model": None if self.model is None else self.model.state_dict(),
         }
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        with os.fdopen(fd, "wb") as f:
+        with atomic_file(target, "wb") as f:
             pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, target)
         return target
 
     def load_checkpoint(self, path: str | os.PathLike[str]) -> None:
