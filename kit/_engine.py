@@ -7,6 +7,7 @@ import sys
 import threading
 import time
 import uuid
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -87,7 +88,9 @@ class RunHandle:
         self._resumed = 0
         self._workers: dict[str, WorkerStats] = {}
         self._chunks = 0
-        self._stream: list[tuple[Index, Any]] = []
+        # Positions of successful items in completion order, for iterating as they
+        # come: 8 bytes each, the records themselves stay in _records only.
+        self._stream = array("q")
         self._cond = threading.Condition()
         self._finished = threading.Event()
         self._cancel = threading.Event()
@@ -158,13 +161,15 @@ class RunHandle:
     def __iter__(self) -> Iterator[tuple[Index, Any]]:
         """Yield ``(index, record)`` for every successful item, as items complete."""
         cursor = 0
+        indices, records = self.spec.indices, self._records
         while True:
             with self._cond:
                 while cursor >= len(self._stream) and not self._finished.is_set():
                     self._cond.wait(WAIT_STEP)
                 batch = self._stream[cursor:]
                 finished = self._finished.is_set()
-            yield from batch
+            for pos in batch:
+                yield indices[pos], records[pos]
             cursor += len(batch)
             if finished and cursor >= len(self._stream):
                 return
@@ -447,7 +452,6 @@ class RunHandle:
 
     def _accept(self, chunk: ChunkResult, resumed: bool) -> int:
         """Fold a chunk into the result; return how many of its positions were new."""
-        spec = self.spec
         errors = {err.position: err for err in chunk.errors}
         new = 0
         with self._cond:
@@ -463,10 +467,10 @@ class RunHandle:
                     self._failed += 1
                 else:
                     self._records[pos] = record
-                    self._stream.append((spec.indices[pos], record))
+                    self._stream.append(pos)
             if resumed:
                 self._resumed += new
-            else:
+            elif new:  # a copy that came back second is not counted again
                 old = self._workers.get(chunk.worker, WorkerStats())
                 self._workers[chunk.worker] = WorkerStats(
                     old.items + len(chunk.records),
