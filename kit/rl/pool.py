@@ -188,6 +188,22 @@ class WorkerPool(abc.ABC):
         worker = self.workers[slot]
         worker.restart(hard=state.status == TIMEOUT or not worker.alive)
 
+    def _left(self, slot: int) -> float | None:
+        if self.step_timeout is None:
+            return None
+        return max(0.0, self._pending[slot] + self.step_timeout - time.monotonic())
+
+    def _expired(self, slot: int) -> bool:
+        left = self._left(slot)
+        return left is not None and left <= 0
+
+    def _timed_out(self, slot: int) -> EnvState:
+        return EnvState(
+            None,
+            status=TIMEOUT,
+            error=f"env {slot} gave no answer within step_timeout={self.step_timeout:g} s",
+        )
+
     def cleanup(self) -> None:
         """Close every env and stop every thread and process.
 
@@ -257,24 +273,8 @@ class SyncWorkerPool(WorkerPool):
                 break
         return out
 
-    def _left(self, slot: int) -> float | None:
-        if self.step_timeout is None:
-            return None
-        return max(0.0, self._pending[slot] + self.step_timeout - time.monotonic())
 
-    def _expired(self, slot: int) -> bool:
-        left = self._left(slot)
-        return left is not None and left <= 0
-
-    def _timed_out(self, slot: int) -> EnvState:
-        return EnvState(
-            None,
-            status=TIMEOUT,
-            error=f"env {slot} gave no answer within step_timeout={self.step_timeout:g} s",
-        )
-
-
-class AsyncWorkerPool(SyncWorkerPool):
+class AsyncWorkerPool(WorkerPool):
     """Every env runs at once in its thread or process; answers come in completion order.
 
     Examples
@@ -300,16 +300,18 @@ class AsyncWorkerPool(SyncWorkerPool):
         # update, and waiting costs one system call (connection.wait builds a selector
         # every time).
         self._poller = select.poll()
-        self._fds: dict[int, int] = {}  # fd -> slot, for slots in flight
+        self._slot_of: dict[int, int] = {}  # fd -> slot, for slots in flight
+        self._fd_of: dict[int, int] = {}  # slot -> fd
 
     def _sent(self, slot: int) -> None:
         fd = self.workers[slot].connection.fileno()  # type: ignore[attr-defined]
-        self._fds[fd] = slot
+        self._slot_of[fd], self._fd_of[slot] = slot, fd
         self._poller.register(fd, select.POLLIN)
 
     def _answered_by(self, slot: int) -> None:
-        for fd in [fd for fd, s in self._fds.items() if s == slot]:
-            del self._fds[fd]
+        fd = self._fd_of.pop(slot, None)
+        if fd is not None:
+            del self._slot_of[fd]
             self._poller.unregister(fd)
 
     def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
@@ -327,7 +329,9 @@ class AsyncWorkerPool(SyncWorkerPool):
             events = self._poller.poll(None if limit is None else limit * 1000)
             if events:
                 # Oldest command first among those ready: fair to slow envs.
-                slots = sorted({self._fds[fd] for fd, _ in events}, key=self._pending.__getitem__)
+                slots = sorted(
+                    {self._slot_of[fd] for fd, _ in events}, key=self._pending.__getitem__
+                )
                 if not everything:
                     slots = slots[:1]
                 return [self._receive(s, workers[s].receive()) for s in slots]
