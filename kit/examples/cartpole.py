@@ -139,8 +139,8 @@ def train(cfg: DictConfig, log: TrainingLog | None = None, verbose: bool = True)
     result: EvalResult | None = None
     for iteration in range(t.max_iters):
         collector.set_weights(model.weights, version=iteration)
-        eval_collector.set_weights(model.weights, version=iteration)
         if evaluator.should_eval(iteration):
+            eval_collector.set_weights(model.weights, version=iteration)
             episodes = eval_collector.collect(
                 episode_ids=range(t.eval_episodes), policy_kwargs={"greedy": True}
             )
@@ -156,7 +156,7 @@ def train(cfg: DictConfig, log: TrainingLog | None = None, verbose: bool = True)
                 break
         info = learner.train(collector.collect(t.episodes_per_iter))
         if log is not None:
-            log.log(iteration, train_return=info["return"])
+            log.log(iteration + 1, train_return=info["return"])
     summary = {
         "best_eval_return": evaluator.best_mean,
         "last_eval_return": None if result is None else result.mean,

@@ -42,14 +42,15 @@ class TrainingLog:
         return time.perf_counter() - self._started
 
     def log(self, step: int, **values: float) -> None:
-        """Record that iteration ``step`` is done, with its values (returns, losses...)."""
+        """Record values (returns, losses...) at ``step``: the number of iterations done."""
         elapsed = self._elapsed()
-        self.done = max(self.done, min(step, self.total))
-        self.events.emit(
-            ChunkFinished(
-                self.run_id, step, 1, 0, "learner", 0.0, elapsed, self.done, 0, self.total
+        if step > self.done:  # several log() calls for one step count it once
+            self.done = min(step, self.total)
+            self.events.emit(
+                ChunkFinished(
+                    self.run_id, step, 1, 0, "learner", 0.0, elapsed, self.done, 0, self.total
+                )
             )
-        )
         if values:
             clean = {k: float(v) for k, v in values.items()}
             self.events.emit(Scalars(self.run_id, step, clean, elapsed))

@@ -125,3 +125,17 @@ def test_logged_scalars_become_curves_over_steps_and_round_trip_the_log() -> Non
     assert (snap.done, snap.total, snap.status) == (3, 3, "completed")
     event = Scalars("r", 4, {"loss": 0.5}, 1.0)
     assert event_from_dict(event_to_dict(event)) == event
+
+
+def test_two_values_logged_at_one_step_count_that_step_once() -> None:
+    from kit.rl import TrainingLog
+
+    log = TrainingLog(total=5)
+    state = DashboardState()
+    log.events.subscribe(state)
+    log.log(0, eval_return=9.0)  # before any iteration: a value, no progress
+    log.log(1, eval_return=10.0)
+    log.log(1, train_return=12.0)
+    snap = state.snapshot()
+    assert snap.done == 1 and sum(w.items for w in snap.workers.values()) == 1
+    assert snap.metrics["eval_return"] == ([0.0, 1.0], [9.0, 10.0])
