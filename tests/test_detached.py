@@ -13,6 +13,7 @@ import pytest
 
 import kit
 from kit.detached import _alive
+from tests.kernels import start_kernel
 from tests.workloads import Affine, ToyProvider, expected, toy_config
 
 pytestmark = pytest.mark.slow
@@ -49,14 +50,10 @@ KERNEL_CODE = textwrap.dedent(
 
 
 def test_a_detached_run_survives_its_kernel_being_killed(tmp_path: Path) -> None:
-    jupyter_client = pytest.importorskip("jupyter_client")
+    pytest.importorskip("jupyter_client")
     out = tmp_path / "run"
-    manager = jupyter_client.KernelManager(kernel_name="python3")
-    manager.start_kernel(cwd=str(tmp_path))
-    client = manager.client()
-    client.start_channels()
+    manager, client = start_kernel(tmp_path)
     try:
-        client.wait_for_ready(timeout=60)
         printed: list[str] = []
         reply = client.execute_interactive(
             KERNEL_CODE.format(root=str(ROOT), out=str(out)),

@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
+from tests.kernels import start_kernel
+
 pytest.importorskip("jupyter_bokeh")
-jupyter_client = pytest.importorskip("jupyter_client")
+pytest.importorskip("jupyter_client")
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,12 +45,8 @@ def drain(client: Any, seconds: float) -> list[dict]:
 
 
 def test_updates_arrive_at_least_once_a_second_while_the_kernel_is_idle(tmp_path: Path) -> None:
-    manager = jupyter_client.KernelManager(kernel_name="python3")
-    manager.start_kernel(cwd=str(tmp_path))
-    client = manager.client()
-    client.start_channels()
+    manager, client = start_kernel(tmp_path)
     try:
-        client.wait_for_ready(timeout=60)
         reply = client.execute_interactive(START.format(root=str(ROOT)), timeout=120)
         assert reply["content"]["status"] == "ok", reply["content"]
         # The cell has returned: the kernel is idle, the run and the redraws go on.
@@ -60,15 +58,12 @@ def test_updates_arrive_at_least_once_a_second_while_the_kernel_is_idle(tmp_path
         reply = client.execute_interactive("answer = 6 * 7", timeout=30)
         assert reply["content"]["status"] == "ok"
         assert time.monotonic() - began < 1.0
-        final = (
-            client.execute_interactive(
-                "handle.result(timeout=120); import time; time.sleep(1); "
-                "snap = dash.state.snapshot(); print(snap.done, snap.status)",
-                timeout=180,
-                output_hook=lambda m: printed.append(m["content"].get("text", "")),
-            )
-            if (printed := []) == []
-            else None
+        printed: list[str] = []
+        final = client.execute_interactive(
+            "handle.result(timeout=120); import time; time.sleep(1); "
+            "snap = dash.state.snapshot(); print(snap.done, snap.status)",
+            timeout=180,
+            output_hook=lambda m: printed.append(m["content"].get("text", "")),
         )
         assert final is not None and final["content"]["status"] == "ok"
         assert "".join(printed).split() == ["300", "completed"]
