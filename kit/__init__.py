@@ -13,6 +13,7 @@ Examples
 
 from kit._clusters import job_script
 from kit._engine import RunHandle
+from kit._errors import KitError
 from kit.config import (
     ConfigError,
     config_hash,
@@ -23,7 +24,7 @@ from kit.config import (
 )
 from kit.detached import DetachedRun, attach
 from kit.provider import EnvironmentProvider, ProviderSetupError
-from kit.result import ItemError, Progress, RunError, RunResult, RunStats, WorkerStats
+from kit.result import ItemError, Progress, RunError, RunResult, RunStats, RunStatus, WorkerStats
 from kit.runner import Runner
 from kit.session import Session, get_session, sessions, shutdown
 from kit.store import RecordWriter, StoreError
@@ -35,6 +36,7 @@ __all__ = [
     "DetachedRun",
     "EnvironmentProvider",
     "ItemError",
+    "KitError",
     "Progress",
     "ProviderSetupError",
     "RecordWriter",
@@ -42,6 +44,7 @@ __all__ = [
     "RunHandle",
     "RunResult",
     "RunStats",
+    "RunStatus",
     "Runner",
     "Session",
     "StoreError",

@@ -185,4 +185,85 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
         cluster = job_queue_cluster(parallel, hook)
         cluster.scale(parallel.n_workers)
         return Client(cluster, set_as_default=False), cluster  # type: ignore[no-untyped-call]
+    if env in DEPLOYMENTS:
+        cluster = DEPLOYMENTS[env](parallel)
+        return Client(cluster, set_as_default=False), cluster  # type: ignore[no-untyped-call]
     raise _config_error("parallel.env", f"{env!r} cannot start a cluster", "use local or remote")
+
+
+def _missing(env: str, package: str, extra: str) -> ImportError:
+    return ImportError(
+        f"parallel.env: {env!r} needs {package}; install it with `pip install 'kit[{extra}]'` "
+        f"(or `pip install {package}`)"
+    )
+
+
+def local_gpu_cluster(parallel: ParallelConfig) -> Any:
+    """Start a LocalCUDACluster (dask-cuda): one worker per GPU, each seeing only its own."""
+    try:
+        from dask_cuda import LocalCUDACluster
+        from dask_cuda.utils import get_n_gpus
+    except ImportError:
+        raise _missing("local_gpu", "dask-cuda", "gpu") from None
+    try:
+        gpus = int(get_n_gpus())
+    except Exception:  # no driver, no device
+        gpus = 0
+    if gpus == 0:
+        raise _config_error(
+            "parallel.env",
+            "'local_gpu' starts one worker per GPU, and this machine has none",
+            "use `parallel.env=local` here, or run on a machine with a GPU",
+        )
+    if parallel.n_workers > gpus:
+        raise _config_error(
+            "parallel.n_workers",
+            f"{parallel.n_workers} workers asked for, but this machine has {gpus} GPUs",
+            f"set parallel.n_workers to at most {gpus}",
+        )
+    kwargs: dict[str, Any] = {"n_workers": parallel.n_workers, "dashboard_address": "127.0.0.1:0"}
+    kwargs.update(parallel.options)
+    return LocalCUDACluster(**kwargs)
+
+
+def kube_cluster(parallel: ParallelConfig) -> Any:
+    """Start a dask-kubernetes KubeCluster from ``parallel.options``, scaled to ``n_workers``."""
+    try:
+        from dask_kubernetes.operator import KubeCluster
+    except ImportError:
+        raise _missing("kube", "dask-kubernetes", "kube") from None
+    cluster = KubeCluster(**dict(parallel.options))
+    cluster.scale(parallel.n_workers)
+    return cluster
+
+
+def ssh_cluster(parallel: ParallelConfig) -> Any:
+    """Start distributed's SSHCluster: ``options.hosts`` names the scheduler's host, then workers'.
+
+    ``n_workers`` worker processes start on each worker host (``worker_options.n_workers``).
+    """
+    options = dict(parallel.options)
+    hosts = options.pop("hosts", None)
+    if not hosts or isinstance(hosts, str) or len(hosts) < 2:
+        raise _config_error(
+            "parallel.options.hosts",
+            "env 'ssh' needs a list of hosts: the scheduler's first, then one or more workers'",
+            "set e.g. `parallel.options.hosts=[login1,node1,node2]`",
+        )
+    try:
+        import asyncssh  # noqa: F401  (SSHCluster needs it; say so before it fails deeper)
+        from distributed.deploy.ssh import SSHCluster
+    except ImportError:
+        raise _missing("ssh", "asyncssh", "ssh") from None
+    worker_options = dict(options.pop("worker_options", None) or {})
+    worker_options.setdefault("n_workers", parallel.n_workers)
+    worker_options.setdefault("nthreads", 1)
+    return SSHCluster(list(hosts), worker_options=worker_options, **options)
+
+
+#: Deployments built from the ``parallel`` section by a function (not job queues).
+DEPLOYMENTS: dict[str, Callable[[ParallelConfig], Any]] = {
+    "local_gpu": local_gpu_cluster,
+    "kube": kube_cluster,
+    "ssh": ssh_cluster,
+}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -11,6 +13,7 @@ from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from kit._chunk import ChunkResult, execute_chunk
+from kit._errors import KitError
 from kit._inject import ForwardSpec
 from kit.provider import ProviderSetupError, check_env
 from kit.result import Index
@@ -36,10 +39,19 @@ class ProviderPlugin(WorkerPlugin):
         self.builds = 0
 
     def setup(self, worker: Any) -> None:
-        """Build the env; wrap any failure with the provider and worker named."""
+        """Build the env; wrap any failure with the provider and worker named.
+
+        Before the setup function runs, the process environment says which
+        worker this is (``KIT_WORKER_INDEX``, and ESPnet3's ``DASK_WORKER_ID``),
+        e.g. for choosing a device per worker.
+        """
+        os.environ["DASK_WORKER_ID"] = str(worker.id)
+        os.environ["KIT_WORKER_INDEX"] = str(worker_index(worker.name))
         try:
             fn = cloudpickle.loads(self._setup)
             env = check_env(fn(), self.label, "the worker setup function")
+        except KitError:
+            raise  # already says what is wrong and how to fix it (a provider's ConfigError)
         except Exception as exc:
             text = "".join(traceback.format_exception(exc))
             raise ProviderSetupError(
@@ -55,6 +67,24 @@ class ProviderPlugin(WorkerPlugin):
         if env is not None:
             provider = cloudpickle.loads(self._provider)
             provider.teardown_env(env)
+
+
+def worker_index(name: Any) -> int:
+    """Return the number in a worker's name: ``0``, ``1``... or ``SLURMCluster-3`` -> 3.
+
+    -1 when the name holds no number (a ``dask worker`` named by its address).
+
+    Examples
+    --------
+    >>> worker_index(2), worker_index("SLURMCluster-3"), worker_index("SLURMCluster-3-1")
+    (2, 3, 3)
+    >>> worker_index("tcp://127.0.0.1:40000")
+    -1
+    """
+    if isinstance(name, int):
+        return name
+    match = re.fullmatch(r"(?:.*?-)?(\d+)(?:-\d+)?", str(name))
+    return int(match.group(1)) if match else -1
 
 
 def worker_env(name: str) -> Mapping[str, Any]:

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit.config import ConfigError, load_config, resolve_config, to_overrides
+from kit._errors import KitError
+from kit.config import load_config, resolve_config, to_overrides
 from kit.provider import ProviderSetupError
 from kit.result import RunError, RunResult
-from kit.store import StoreError
 
 EXIT_OK = 0
 EXIT_ITEMS_FAILED = 1
@@ -208,12 +208,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.handler(args)
-    except (ConfigError, StoreError, FileNotFoundError, ImportError) as exc:
-        print(f"kit: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ProviderSetupError as exc:
+    except (ProviderSetupError, RunError) as exc:  # the work failed, not the input
         print(f"kit: error: {exc}", file=sys.stderr)
         return EXIT_ITEMS_FAILED
+    except (KitError, FileNotFoundError, ImportError) as exc:
+        print(f"kit: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     return code
 
 

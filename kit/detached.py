@@ -17,22 +17,37 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import cloudpickle
 
 from kit._atomic import atomic_file
 from kit.events import ChunkFinished, Event, RunFinished, RunStarted
-from kit.result import Index, ItemError, Progress, RunError, RunResult, RunStats, WorkerStats
+from kit.result import (
+    Index,
+    ItemError,
+    Progress,
+    RunError,
+    RunResult,
+    RunStats,
+    RunStatus,
+    WorkerStats,
+)
 from kit.store import RunStore, indices_from_record
 
-if TYPE_CHECKING:
-    from kit.runner import Runner
-
 WAIT_STEP = 0.2
-FINAL = ("completed", "cancelled", "stopped", "error")
+FINAL = tuple(status.value for status in RunStatus if status.final)
+
+
+class Preparable(Protocol):
+    """What a detached run needs of a runner (a :class:`kit.Runner` is one)."""
+
+    output_dir: Path | None
+
+    def prepare(self, indices: Sequence[Index], **forward_kwargs: Any) -> Any:
+        """Return an unstarted run handle."""
 
 
 def _write_json(path: Path, data: Mapping[str, Any]) -> None:
@@ -63,7 +78,7 @@ def _alive(pid: int) -> bool:
 
 
 def start_driver(
-    runner: Runner, indices: Sequence[Index], forward_kwargs: Mapping[str, Any]
+    runner: Preparable, indices: Sequence[Index], forward_kwargs: Mapping[str, Any]
 ) -> DetachedRun:
     """Hand the run to a new driver process; return a handle to it."""
     if runner.output_dir is None:
@@ -165,8 +180,12 @@ class DetachedRun:
         return Progress(status.get("done", 0), status.get("failed", 0), status.get("total", 0))
 
     def done(self) -> bool:
-        """Whether the driver has ended (or died)."""
-        return self.status()["state"] in (*FINAL, "died")
+        """Whether the driver has ended (or died) and let go of the directory.
+
+        A run is done only once its driver released the directory's lock, so
+        an immediate resume into the same directory is not refused.
+        """
+        return self.status()["state"] in (*FINAL, "died") and not RunStore(self.output_dir).busy()
 
     def cancel(self, timeout: float = 60) -> None:
         """Ask the driver to stop; completed chunks are kept and a later run resumes."""
@@ -206,7 +225,7 @@ class DetachedRun:
                 f"without finishing; run again to resume. End of driver.log:\n{tail}"
             )
         result = read_result(self.output_dir)
-        if result.status == "stopped":
+        if result.status is RunStatus.STOPPED:
             error = result.errors[0] if result.errors else None
             raise RunError(f"the run in {self.output_dir} stopped early", result, error)
         return result
@@ -255,7 +274,8 @@ def read_result(output_dir: str | os.PathLike[str]) -> RunResult:
         records=records,
         errors=errors,
         stats=stats,
-        status=summary.get("status", "unknown"),
+        # No result.json: the run did not end cleanly (its driver was killed, say).
+        status=RunStatus(summary.get("status", RunStatus.ERROR)),
         output_dir=Path(output_dir),
         summary=summary.get("summary") or {},
     )
@@ -278,9 +298,15 @@ def attach(output_dir: str | os.PathLike[str]) -> DetachedRun:
 class StatusWriter:
     """An event view that keeps ``status.json`` current (at most ~4 writes a second)."""
 
-    def __init__(self, output_dir: Path, describe: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        output_dir: Path,
+        describe: Mapping[str, Any],
+        session: Callable[[], Mapping[str, Any] | None] = lambda: None,
+    ) -> None:
         self.path = output_dir / "status.json"
         self.base = dict(describe)
+        self._session = session
         self.state: dict[str, Any] = {"state": "starting", "done": 0, "failed": 0, "total": 0}
         self._last = 0.0
         self._started = time.monotonic()
@@ -290,6 +316,7 @@ class StatusWriter:
         """Fold ``event`` into the status and write it out."""
         now = time.monotonic()
         if isinstance(event, RunStarted):
+            self.base["session"] = self._session()
             self.state.update(
                 state="running",
                 total=event.total,
@@ -310,7 +337,9 @@ class StatusWriter:
             if now - self._last < 0.25:
                 return
         elif isinstance(event, RunFinished):
-            self.state.update(state=event.status, done=event.done, failed=event.failed)
+            self.state.update(
+                state=event.status.value, done=event.done, failed=event.failed, error=event.error
+            )
         self._last = now
         _write_json(self.path, {**self.base, **self.state, "updated": time.time()})
 
@@ -321,24 +350,18 @@ def drive(output_dir: Path) -> int:
 
     with (output_dir / "job.pkl").open("rb") as fh:
         job = cloudpickle.load(fh)
-    runner = job["runner"]
-    handle = runner._handle(job["indices"], job["kwargs"], None)
-    session = handle.spec.session
-    writer = StatusWriter(output_dir, {"pid": os.getpid(), "session": session.describe()})
-    handle.events.subscribe(writer)
+    handle = job["runner"].prepare(job["indices"], **job["kwargs"])
+
+    def session() -> dict[str, Any] | None:
+        return None if handle.session is None else dict(handle.session.describe())
+
+    handle.events.subscribe(StatusWriter(output_dir, {"pid": os.getpid()}, session))
     signal.signal(signal.SIGTERM, lambda *_: handle.cancel())
-    handle.start_background()
-    code = 0
+    handle.start()
     try:
         result = handle.result()
-        code = 0 if result.stats.failed == 0 else 1
+        return 0 if result.stats.failed == 0 else 1
     except RunError:
-        code = 1
-    except BaseException as exc:
-        _write_json(
-            output_dir / "status.json", {**writer.state, "state": "error", "error": repr(exc)}
-        )
-        raise
+        return 1
     finally:
         kit.shutdown()
-    return code

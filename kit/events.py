@@ -10,9 +10,11 @@ import json
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from kit.result import RunStatus
 
 
 @dataclass(frozen=True)
@@ -48,15 +50,20 @@ class ChunkFinished:
 
 @dataclass(frozen=True)
 class RunFinished:
-    """A run ended with ``status`` (completed, cancelled, stopped, error)."""
+    """A run ended with a final ``status``; ``error`` says what ended a run in error."""
 
     run_id: str
-    status: str
+    status: RunStatus
     done: int
     failed: int
     total: int
     elapsed: float
     summary: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        # Plain strings (a replayed events.jsonl, a test) become the enum.
+        object.__setattr__(self, "status", RunStatus(self.status))
 
 
 @dataclass(frozen=True)
@@ -105,14 +112,21 @@ class EventLog:
     """A subscriber that appends every event to a JSON-lines file (``events.jsonl``).
 
     The log lets any process (``kit report``, a dashboard attached to a
-    detached run) replay a run's events.
+    detached run) replay a run's events. It starts at a run's ``RunStarted``
+    (which truncates the file), so a run that never started, e.g. one refused
+    the directory's lock, writes nothing there.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._open = False
 
     def __call__(self, event: Event) -> None:
         """Append ``event``; a run's start truncates the file."""
+        if isinstance(event, RunStarted):
+            self._open = True
+        elif not self._open:
+            return
         mode = "w" if isinstance(event, RunStarted) else "a"
         with self.path.open(mode) as fh:
             fh.write(json.dumps(event_to_dict(event), default=repr) + "\n")
@@ -137,24 +151,43 @@ Subscriber = Callable[[Event], None]
 class EventStream:
     """Deliver events to subscribers, in order, on the thread that emits them.
 
+    A subscriber that comes late first receives the events so far, in
+    order, then the live ones: a view opened after a run ended shows the
+    same run as one opened before it started. The history is bounded: past
+    ``max_history`` events, consecutive chunk events of the same worker are
+    merged in pairs (counts, busy time and metric sums add up, so totals and
+    per-worker shares stay exact; only the time grain of the curves coarsens)
+    and logged scalars are thinned, keeping the latest.
+
     Examples
     --------
     >>> stream = EventStream()
-    >>> seen = []
-    >>> unsubscribe = stream.subscribe(seen.append)
     >>> stream.emit(RunStarted("r1", total=3, resumed=0, workers=1))
-    >>> seen[0].total
-    3
+    >>> seen = []
+    >>> unsubscribe = stream.subscribe(seen.append)  # late: gets the start first
+    >>> stream.emit(RunFinished("r1", "completed", 3, 0, 3, 0.5))
+    >>> [type(e).__name__ for e in seen]
+    ['RunStarted', 'RunFinished']
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_history: int = 4096) -> None:
         self._subscribers: list[Subscriber] = []
-        self._lock = threading.Lock()
+        # Held while delivering, so a subscriber joining mid-emit misses nothing
+        # and sees nothing twice; re-entrant for subscribers that emit or subscribe.
+        self._lock = threading.RLock()
         self._broken: set[int] = set()
+        self._history: list[Event] = []
+        self.max_history = max(16, max_history)
 
-    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        """Call ``callback(event)`` for every later event; return an unsubscribe function."""
+    def subscribe(self, callback: Subscriber, *, replay: bool = True) -> Callable[[], None]:
+        """Send ``callback`` the events so far (unless ``replay=False``), then every later one.
+
+        Returns a function that unsubscribes it.
+        """
         with self._lock:
+            if replay:
+                for event in list(self._history):
+                    self._deliver(callback, event)
             self._subscribers.append(callback)
 
         def unsubscribe() -> None:
@@ -164,14 +197,80 @@ class EventStream:
 
         return unsubscribe
 
+    def history(self) -> list[Event]:
+        """Return the events a late subscriber would receive now."""
+        with self._lock:
+            return list(self._history)
+
     def emit(self, event: Event) -> None:
         """Send ``event`` to every subscriber."""
         with self._lock:
-            subscribers = list(self._subscribers)
-        for callback in subscribers:
-            try:
-                callback(event)
-            except Exception as exc:
-                if id(callback) not in self._broken:
-                    self._broken.add(id(callback))
-                    print(f"kit: event subscriber {callback!r} failed: {exc!r}", file=sys.stderr)
+            self._history.append(event)
+            if len(self._history) > self.max_history:
+                self._history = compact(self._history)
+            for callback in list(self._subscribers):
+                self._deliver(callback, event)
+
+    def _deliver(self, callback: Subscriber, event: Event) -> None:
+        try:
+            callback(event)
+        except Exception as exc:
+            if id(callback) not in self._broken:
+                self._broken.add(id(callback))
+                print(f"kit: event subscriber {callback!r} failed: {exc!r}", file=sys.stderr)
+
+
+def merge_chunks(first: ChunkFinished, second: ChunkFinished) -> ChunkFinished:
+    """One event standing for two consecutive chunk events (``second`` the later one).
+
+    Examples
+    --------
+    >>> a = ChunkFinished("r", 0, 4, 1, "w", 0.2, 1.0, 4, 1, 10, metrics={"wer": (1.0, 4)})
+    >>> b = ChunkFinished("r", 4, 2, 0, "w", 0.1, 2.0, 8, 1, 10, metrics={"wer": (0.5, 2)})
+    >>> m = merge_chunks(a, b)
+    >>> m.items, m.failed, m.done, m.elapsed, m.metrics
+    (6, 1, 8, 2.0, {'wer': (1.5, 6)})
+    """
+    metrics = dict(first.metrics)
+    for name, (total, count) in second.metrics.items():
+        old_total, old_count = metrics.get(name, (0.0, 0))
+        metrics[name] = (old_total + total, old_count + count)
+    return replace(
+        second,
+        start=first.start,
+        items=first.items + second.items,
+        failed=first.failed + second.failed,
+        busy_seconds=first.busy_seconds + second.busy_seconds,
+        failures=(first.failures + second.failures)[-5:],
+        metrics=metrics,
+    )
+
+
+def compact(events: list[Event]) -> list[Event]:
+    """Halve the chunk and scalar events of ``events``, keeping what views total up.
+
+    Chunk events merge in pairs per worker (the pair stands at the later
+    one's place); every other ``Scalars`` event goes, the latest stays. Run
+    starts and ends are kept, and nothing merges across a run's start.
+    """
+    out: list[Event | None] = []
+    waiting: dict[str, int] = {}  # worker -> place in out of its unpaired chunk event
+    scalars: list[int] = []
+    for event in events:
+        if isinstance(event, RunStarted):
+            waiting.clear()
+        if isinstance(event, ChunkFinished):
+            place = waiting.pop(event.worker, None)
+            if place is not None:
+                earlier = out[place]
+                assert isinstance(earlier, ChunkFinished)
+                out[place] = None
+                event = merge_chunks(earlier, event)
+            else:
+                waiting[event.worker] = len(out)
+        elif isinstance(event, Scalars):
+            scalars.append(len(out))
+        out.append(event)
+    for place in scalars[:-1:2]:
+        out[place] = None
+    return [event for event in out if event is not None]

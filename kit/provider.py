@@ -17,6 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from kit._errors import KitError
 from kit.config import config_hash
 
 Env = dict[str, Any]
@@ -120,7 +121,7 @@ class EnvironmentProvider(abc.ABC):
         return f"{env_name_prefix(type(self))}{config_hash(self.config)}"
 
 
-class ProviderSetupError(RuntimeError):
+class ProviderSetupError(KitError, RuntimeError):
     """Building a provider's env on a worker failed (the message has the worker's traceback).
 
     Examples

@@ -5,10 +5,53 @@ from __future__ import annotations
 import traceback
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from kit._errors import KitError
+
 Index = int | str
+
+
+class RunStatus(StrEnum):
+    """Where a run stands: two phases while it goes, then exactly one final status.
+
+    It is a ``str`` enum, so ``status == "completed"`` holds and it is written
+    to JSON as its value. Every part of Kit uses it: the engine, events,
+    results, detached runs and dashboards.
+
+    Examples
+    --------
+    >>> RunStatus("completed") is RunStatus.COMPLETED, RunStatus.COMPLETED == "completed"
+    (True, True)
+    >>> [s.value for s in RunStatus if s.final]
+    ['completed', 'cancelled', 'stopped', 'error']
+    >>> RunStatus.STARTING.describe()
+    'starting cluster'
+    """
+
+    #: The cluster is starting or the env is being built on the workers.
+    STARTING = "starting"
+    #: Items are being run.
+    RUNNING = "running"
+    #: Every item ran (some may have failed: see ``errors``).
+    COMPLETED = "completed"
+    #: ``cancel()`` (or Ctrl-C) ended it; completed chunks are kept.
+    CANCELLED = "cancelled"
+    #: ``on_error="raise"`` or ``max_failures`` ended it early.
+    STOPPED = "stopped"
+    #: It failed as a whole: the provider's setup, a bad config, no cluster.
+    ERROR = "error"
+
+    @property
+    def final(self) -> bool:
+        """Whether the run has ended."""
+        return self not in (RunStatus.STARTING, RunStatus.RUNNING)
+
+    def describe(self) -> str:
+        """Say the status in a few words for people (views add colours)."""
+        return "starting cluster" if self is RunStatus.STARTING else self.value
 
 
 @dataclass(frozen=True)
@@ -125,17 +168,24 @@ class RunStats:
 
 @dataclass(frozen=True)
 class Progress:
-    """How far a run is: items finished (ok or failed), failed, total.
+    """How far a run is: items finished (ok or failed), failed, total, and its status.
 
     Examples
     --------
     >>> Progress(done=5, failed=1, total=20).fraction
     0.25
+    >>> print(Progress(0, 0, 20, RunStatus.STARTING))
+    starting cluster: 0/20 items
     """
 
     done: int
     failed: int
     total: int
+    status: RunStatus = RunStatus.RUNNING
+
+    def __str__(self) -> str:
+        failed = f", {self.failed} failed" if self.failed else ""
+        return f"{self.status.describe()}: {self.done}/{self.total} items{failed}"
 
     @property
     def fraction(self) -> float:
@@ -159,8 +209,9 @@ class RunResult:
     stats
         Counts and timings.
     status
-        ``"completed"`` (every item ran), ``"cancelled"`` or ``"stopped"``
-        (on_error or max_failures ended it early).
+        A final :class:`RunStatus`: ``completed`` (every item ran),
+        ``cancelled``, ``stopped`` (on_error or max_failures ended it early)
+        or ``error``.
     output_dir
         Where the run was stored, or None.
     summary
@@ -188,7 +239,7 @@ class RunResult:
     records: list[Any]
     errors: list[ItemError]
     stats: RunStats
-    status: str
+    status: RunStatus
     output_dir: Path | None = None
     summary: dict[str, Any] = field(default_factory=dict)
 
@@ -222,12 +273,12 @@ class RunResult:
     def __repr__(self) -> str:
         s = self.stats
         return (
-            f"RunResult(status={self.status!r}, items={s.items}, ok={s.ok}, failed={s.failed}, "
+            f"RunResult(status='{self.status}', items={s.items}, ok={s.ok}, failed={s.failed}, "
             f"not_run={s.not_run}, wall={s.wall_seconds:.2f}s, output_dir={self.output_dir})"
         )
 
 
-class RunError(RuntimeError):
+class RunError(KitError, RuntimeError):
     """A run stopped early: an item failed with ``on_error="raise"``, or too many failed.
 
     The completed part is kept: ``.result`` holds it (and ``output_dir``

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit._engine import RunHandle, RunSpec
+from kit._engine import ChunkJob, RunHandle, RunSpec
 from kit._inject import ForwardSpec
 from kit.config import ParallelConfig, RunnerConfig, parallel_section
 from kit.config._schema import check_section
-from kit.events import EventStream, Subscriber
+from kit.dashboard import ReportWriter
+from kit.events import EventLog, EventStream, Subscriber
 from kit.provider import EnvironmentProvider
 from kit.result import Index, RunResult
-from kit.session import get_session
 from kit.store import RecordWriter, RunStore
 
 if TYPE_CHECKING:
@@ -38,10 +39,13 @@ class Runner:
     parallel
         The ``parallel`` config section (``env``, ``n_workers``, ``address``,
         ``options``); None runs inline in this process.
+    client
+        A Dask client of your own to run on instead (``parallel`` is then
+        ignored); Kit never closes it.
     output_dir
         Where to store the run (manifest, chunk files, errors, config); None
         keeps results in memory only.
-    batch_size, chunk_size, resume, on_error, max_failures, retries
+    batch_size, chunk_size, resume, on_error, max_failures, retries, backups
         As in the ``runner`` config section: see :class:`kit.config.RunnerConfig`.
     writer
         How records are stored in ``output_dir`` (default: JSON lines,
@@ -62,7 +66,7 @@ class Runner:
     ...     def forward(idx, factor):
     ...         return idx * factor
     >>> result = Times(Scale(OmegaConf.create({"factor": 3}))).run(range(4))
-    >>> result.records, result.status
+    >>> result.records, str(result.status)
     ([0, 3, 6, 9], 'completed')
     """
 
@@ -94,7 +98,9 @@ class Runner:
         on_error: str = "record",
         max_failures: int | None = None,
         retries: int = 2,
+        backups: str = "auto",
         writer: RecordWriter | None = None,
+        client: Any = None,
     ) -> None:
         if not isinstance(provider, EnvironmentProvider):
             raise TypeError(
@@ -109,6 +115,7 @@ class Runner:
             "on_error": on_error,
             "max_failures": max_failures,
             "retries": retries,
+            "backups": backups,
         }
         checked = check_section(OmegaConf.create({"runner": options}), "runner", RunnerConfig)
         self.options = RunnerConfig(**OmegaConf.to_container(checked))  # type: ignore[arg-type]
@@ -118,6 +125,7 @@ class Runner:
         )
         self.output_dir = Path(output_dir) if output_dir is not None else None
         self.writer = writer
+        self.client = client
         self.forward_spec = ForwardSpec.of(type(self).forward, f"{type(self).__qualname__}.forward")
 
     # -------------------------------------------------------------- running
@@ -139,11 +147,11 @@ class Runner:
         RunError
             When ``on_error="raise"`` or ``max_failures`` stops the run.
         """
-        handle = self._handle(indices, forward_kwargs, on_event)
-        if handle.spec.session.client is None:
-            handle.drive()  # inline: in this thread, so a debugger stops inside forward
+        handle = self.prepare(indices, on_event=on_event, **forward_kwargs)
+        if handle.spec.inline:
+            handle.drive()  # in this thread, so a debugger stops inside forward
             return handle.result()
-        handle.start_background()
+        handle.start()
         try:
             return handle.result()
         except KeyboardInterrupt:
@@ -183,7 +191,10 @@ class Runner:
     ) -> RunHandle | DetachedRun:
         """Start the run in the background and return a handle at once.
 
-        With ``detached=True`` the run is handed to a driver process that
+        Nothing is waited for on the calling thread: the cluster starts and
+        the env is built on the run's own thread (``handle.status`` is
+        ``starting`` meanwhile), so a notebook button that calls this never
+        freezes the kernel. With ``detached=True`` the run is handed to a driver process that
         outlives this one (closing the notebook or restarting the kernel does
         not stop it); it needs ``output_dir``, and the returned
         :class:`kit.detached.DetachedRun` (also from ``kit.attach(output_dir)``)
@@ -195,38 +206,48 @@ class Runner:
             from kit.detached import start_driver
 
             return start_driver(self, normalize_indices(indices), forward_kwargs)
-        handle = self._handle(indices, forward_kwargs, on_event)
-        handle.start_background()
-        return handle
+        return self.prepare(indices, on_event=on_event, **forward_kwargs).start()
 
-    def _handle(
+    def prepare(
         self,
         indices: int | Iterable[Index],
-        forward_kwargs: Mapping[str, Any],
-        on_event: Subscriber | None,
+        *,
+        on_event: Subscriber | None = None,
+        **forward_kwargs: Any,
     ) -> RunHandle:
+        """Return the handle of a run over ``indices`` that has not started.
+
+        Start it with ``handle.start()`` (a background thread) or
+        ``handle.drive()`` (this thread). Nothing is contacted yet: no
+        cluster, no output directory. Useful to subscribe views first, or to
+        drive a run from another process (detached runs do).
+        """
         items = normalize_indices(indices)
         store = RunStore(self.output_dir, self.writer) if self.output_dir is not None else None
-        options = self.options
-        spec = RunSpec(
-            provider=self.provider,
+        job = ChunkJob(
+            run_id=uuid.uuid4().hex[:8],
             forward=type(self).forward,
             forward_spec=self.forward_spec,
             explicit=dict(forward_kwargs),
             indices=items,
-            session=get_session(self.parallel),
-            batch_size=options.batch_size,
-            chunk_size=options.chunk_size,
-            on_error=options.on_error,
-            max_failures=options.max_failures,
-            retries=options.retries,
+            batch_size=self.options.batch_size,
+        )
+        spec = RunSpec(
+            provider=self.provider,
+            job=job,
+            parallel=self.parallel,
+            client=self.client,
+            options=self.options,
             store=store,
-            resume=options.resume,
             runner_name=f"{type(self).__module__}.{type(self).__qualname__}",
             summarize=self.summarize,
             config=self.provider.config if isinstance(self.provider.config, DictConfig) else None,
         )
         events = EventStream()
+        if store is not None:
+            # Both start writing at this run's RunStarted, i.e. once it holds the lock.
+            events.subscribe(EventLog(store.path / "events.jsonl"))
+            events.subscribe(ReportWriter(store.path))
         if on_event is not None:
             events.subscribe(on_event)
         return RunHandle(spec, events)

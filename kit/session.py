@@ -19,6 +19,7 @@ import cloudpickle
 from omegaconf import DictConfig
 
 from kit._clusters import SubmitHook
+from kit._errors import KitError
 from kit.config import ParallelConfig, config_hash, parallel_section
 from kit.provider import (
     Env,
@@ -67,6 +68,8 @@ class Session:
     # same provider config costs one scheduler call instead of four.
     _env_keys: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _threads: int = field(default=0, repr=False)
+    #: The client was made by the user: Kit forgets it on close, never closes it.
+    borrowed: bool = False
 
     @property
     def dashboard_link(self) -> str | None:
@@ -152,7 +155,7 @@ class Session:
         for env in self.local_envs.values():
             _close_quietly(env)
         self.local_envs.clear()
-        if self.client is not None:
+        if self.client is not None and not self.borrowed:
             self.client.close()
         if self.cluster is not None:
             self.cluster.close()
@@ -196,8 +199,8 @@ def _attach_to_cluster(
         # Leave nothing half-registered: a later worker must not retry a broken setup.
         with contextlib.suppress(Exception):
             client.unregister_worker_plugin(name)
-        if isinstance(exc, ProviderSetupError):
-            raise ProviderSetupError(str(exc)) from None
+        if isinstance(exc, KitError):
+            raise exc.with_traceback(None) from None  # the provider's own ConfigError, say
         raise ProviderSetupError(
             f"{label}: registering the env on the workers failed: {exc!r}"
         ) from exc
@@ -251,6 +254,33 @@ def get_session(
         if not _ATEXIT_REGISTERED:
             atexit.register(shutdown)
             _ATEXIT_REGISTERED = True
+        return session
+
+
+def session_for_client(client: Any, parallel: ParallelConfig | None = None) -> Session:
+    """Return the session that runs on a Dask client the user made (``Runner(client=c)``).
+
+    It is kept in the registry while the client is open, so runs on the same
+    client reuse the env they built; Kit never closes that client.
+
+    Examples
+    --------
+    >>> session_for_client(None)
+    Traceback (most recent call last):
+    ...
+    TypeError: client must be a distributed.Client, got NoneType
+    """
+    if not hasattr(client, "run_on_scheduler"):
+        raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
+    key = f"client:{id(client)}"
+    global _ATEXIT_REGISTERED
+    with _LOCK:
+        session = _SESSIONS.get(key)
+        if session is not None and session.client is client and client.status == "running":
+            return session
+        section = parallel or ParallelConfig(env="remote")
+        session = Session(key, section, client=client, borrowed=True)
+        _SESSIONS[key] = session
         return session
 
 

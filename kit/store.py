@@ -37,6 +37,7 @@ from omegaconf import DictConfig
 
 from kit._atomic import atomic_file
 from kit._chunk import ChunkResult
+from kit._errors import KitError
 from kit.result import Index, ItemError, RunResult
 
 FORMAT_VERSION = 1
@@ -149,7 +150,13 @@ def indices_digest(indices: Sequence[Index]) -> str:
     return digest.hexdigest()[:16]
 
 
-class StoreError(RuntimeError):
+def _config_hash(config: DictConfig) -> str:
+    from kit.config import config_hash
+
+    return config_hash(config)
+
+
+class StoreError(KitError, RuntimeError):
     """An output directory cannot be used for this run; the message says why and what to do.
 
     Examples
@@ -189,6 +196,26 @@ class RunStore:
         fh.flush()
         self._lock = fh
 
+    def busy(self) -> bool:
+        """Whether some process (this one included) holds the directory's lock now."""
+        path = self.path / ".lock"
+        if self._lock is not None:
+            return True
+        if not path.exists():
+            return False
+        with path.open("a") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
+
+    @property
+    def locked(self) -> bool:
+        """Whether this process holds the directory's lock."""
+        return self._lock is not None
+
     def unlock(self) -> None:
         """Release the lock taken by :meth:`lock`."""
         if self._lock is not None:
@@ -223,6 +250,39 @@ class RunStore:
         return out
 
     # -------------------------------------------------------------- writing
+    def open_run(
+        self,
+        *,
+        config: DictConfig | None,
+        provider: str,
+        runner: str,
+        batch_size: int | None,
+        chunk_size: int | str,
+        indices: Sequence[Index],
+        resume: bool,
+    ) -> list[ChunkResult]:
+        """Lock the directory, check or write the manifest; return the chunks to reuse.
+
+        The manifest records what was asked, so a later run resumes only the same work.
+        """
+        manifest = {
+            "format": FORMAT_VERSION,
+            "config_hash": None if config is None else _config_hash(config),
+            "provider": provider,
+            "runner": runner,
+            "batch_size": batch_size,
+            "chunk_size": chunk_size,
+            "n_items": len(indices),
+            "indices_digest": indices_digest(indices),
+            "indices": indices_record(indices),
+        }
+        self.lock()
+        try:
+            return [c for c in self.begin(manifest, config, resume) if c.stop <= len(indices)]
+        except BaseException:
+            self.unlock()
+            raise
+
     def begin(
         self, manifest: dict[str, Any], config: DictConfig | None, resume: bool
     ) -> list[ChunkResult]:

@@ -7,6 +7,7 @@ happen in other processes.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit import EnvironmentProvider, Runner
+from kit import ConfigError, EnvironmentProvider, Runner
 
 
 def log(cfg: Any, name: str, line: str) -> None:
@@ -169,3 +170,69 @@ class Sleeps(Runner):
     def forward(idx: int, pid: int, sleeps: list[float]) -> dict[str, int]:
         time.sleep(sleeps[idx])
         return {"idx": idx, "pid": os.getpid()}
+
+
+class MistypedProvider(EnvironmentProvider):
+    """A provider whose worker setup rejects a config value with a ConfigError."""
+
+    def build_env_local(self) -> dict[str, Any]:
+        return check_mode(self.config.mode)
+
+    def make_worker_setup_fn(self) -> Any:
+        mode = self.config.mode
+        return functools.partial(check_mode, mode)
+
+
+def check_mode(mode: str) -> dict[str, Any]:
+    if mode not in ("lm", "grammar"):
+        raise ConfigError(
+            f"decoder.mode: {mode!r} is not a valid choice; did you mean 'grammar'?",
+            full_key="decoder.mode",
+        )
+    return {"mode": mode}
+
+
+class Interrupted(Runner):
+    """Raises KeyboardInterrupt at ``idx == at``, as Ctrl-C inside forward does."""
+
+    @staticmethod
+    def forward(idx: int, model: Model, at: int) -> int:
+        if idx == at:
+            raise KeyboardInterrupt
+        return idx
+
+
+class Naps(Runner):
+    """Sleep ``seconds`` per item; say which worker ran it."""
+
+    @staticmethod
+    def forward(idx: int, seconds: float) -> dict[str, Any]:
+        from distributed import get_worker
+
+        time.sleep(seconds)
+        return {"idx": idx, "worker": str(get_worker().name)}
+
+
+class IndexProvider(EnvironmentProvider):
+    """An env that records which worker index the plugin announced."""
+
+    def build_env_local(self) -> dict[str, Any]:
+        return {"index": -1, "dask_id": ""}
+
+    def make_worker_setup_fn(self) -> Any:
+        return worker_identity
+
+
+def worker_identity() -> dict[str, Any]:
+    return {
+        "index": int(os.environ["KIT_WORKER_INDEX"]),
+        "dask_id": os.environ["DASK_WORKER_ID"],
+    }
+
+
+class WhichWorker(Runner):
+    @staticmethod
+    def forward(idx: int, index: int, dask_id: str) -> dict[str, Any]:
+        from distributed import get_worker
+
+        return {"index": index, "dask_id": dask_id, "id": get_worker().id}

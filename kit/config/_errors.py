@@ -6,8 +6,10 @@ import difflib
 from collections.abc import Iterable
 from typing import Any
 
+from kit._errors import KitError
 
-class ConfigError(ValueError):
+
+class ConfigError(KitError, ValueError):
     """A configuration value, file or override is wrong.
 
     The message says what is wrong, where (full key, file or override) and how

@@ -21,7 +21,10 @@ from kit.config._errors import ConfigError, closest, error
 PARALLEL_ENVS = (
     "inline",
     "local",
+    "local_gpu",
     "remote",
+    "ssh",
+    "kube",
     "slurm",
     "pbs",
     "sge",
@@ -125,6 +128,12 @@ class RunnerConfig:
         How often an item whose chunk kills its worker is tried again, alone,
         before it is recorded as failed (lost chunks are first re-run alone
         and split to find that item, so other items are not blamed).
+    backups
+        ``auto``: at the end of a run, when a worker idles while a chunk waits
+        queued behind another, send one copy of that chunk, but only when its
+        expected time is well above a round trip (a copy gains at most that
+        time); the first copy back wins. ``off``: never; ``forward`` then runs
+        once per item unless a worker is lost.
 
     Examples
     --------
@@ -139,6 +148,7 @@ class RunnerConfig:
     on_error: str = field(default="record", metadata={"choices": ("record", "raise")})
     max_failures: int | None = field(default=None, metadata={"min": 1})
     retries: int = field(default=2, metadata={"min": 0})
+    backups: str = field(default="auto", metadata={"choices": ("auto", "off")})
 
 
 @dataclass

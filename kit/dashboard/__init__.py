@@ -7,7 +7,14 @@ package works without it, building a view says what to install.
 """
 
 from kit.dashboard._live import Dashboard
-from kit.dashboard._report import write_report
+from kit.dashboard._report import ReportWriter, write_report
 from kit.dashboard._state import DashboardState, Series, Snapshot
 
-__all__ = ["Dashboard", "DashboardState", "Series", "Snapshot", "write_report"]
+__all__ = [
+    "Dashboard",
+    "DashboardState",
+    "ReportWriter",
+    "Series",
+    "Snapshot",
+    "write_report",
+]

@@ -7,9 +7,8 @@ from typing import Any
 
 from kit.dashboard._figures import DashboardView, require_bokeh
 from kit.dashboard._state import DashboardState
-from kit.events import Event, RunStarted
-
-FINAL = ("completed", "cancelled", "stopped")
+from kit.events import Event
+from kit.result import RunStatus
 
 
 class Dashboard:
@@ -67,24 +66,20 @@ class Dashboard:
     def follow(self, run: Any) -> Dashboard:
         """Subscribe to a run's events (a RunHandle or its EventStream) and start redrawing.
 
-        A handle whose run has already started is picked up where it is.
+        The stream replays what happened so far, so a run that has started,
+        or even ended, is shown whole. Redrawing stops when the run ends.
         """
         stream = run.events if hasattr(run, "events") else run
         stream.subscribe(self)
-        if hasattr(run, "progress") and not self.state.run_id:
-            progress = run.progress
-            session = run.spec.session
-            self.state(
-                RunStarted(
-                    run.run_id,
-                    progress.total,
-                    progress.done,
-                    session.n_workers,
-                    session.dashboard_link,
-                )
-            )
-        self.start()
+        self.refresh()
+        if not self.finished:
+            self.start()
         return self
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run shown has ended."""
+        return _final(self.state.status)
 
     def refresh(self) -> Dashboard:
         """Redraw now if anything changed."""
@@ -107,9 +102,10 @@ class Dashboard:
         self._stop.set()
 
     def _loop(self) -> None:
+        # Ends with the run it watches: no thread outlives it.
         while not self._stop.wait(self.interval):
             self.refresh()
-            if self.state.status in FINAL:
+            if self.finished:
                 self.refresh()
                 return
 
@@ -144,3 +140,10 @@ class Dashboard:
             doc.add_periodic_callback(redraw, int(self.interval * 1000))
 
         return make_document
+
+
+def _final(status: str) -> bool:
+    try:
+        return RunStatus(status).final
+    except ValueError:  # "waiting": no run seen yet
+        return False

@@ -5,13 +5,14 @@ from __future__ import annotations
 import html
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 from kit._atomic import atomic_file
 from kit.dashboard._figures import DashboardView, require_bokeh
 from kit.dashboard._state import DashboardState
-from kit.events import read_events
+from kit.events import Event, RunFinished, RunStarted, read_events
 
 
 def _stats_html(result: dict[str, Any]) -> str:
@@ -92,3 +93,45 @@ def write_report(output_dir: str | os.PathLike[str]) -> Path:
     with atomic_file(target) as fh:
         fh.write(page)
     return target
+
+
+class ReportWriter:
+    """An event subscriber that writes ``report.html`` when the run it saw start ends.
+
+    Runners with an ``output_dir`` attach one, so the engine itself draws
+    nothing. Without bokeh it does nothing (``kit report OUTPUT_DIR`` says
+    what to install); a report that cannot be written is a warning, never a
+    failed run: the records are stored already.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from kit.events import RunFinished, RunStarted
+    >>> out = pathlib.Path(tempfile.mkdtemp())
+    >>> writer = ReportWriter(out)
+    >>> writer(RunFinished("r", "error", 0, 0, 3, 0.1))  # never started: writes nothing
+    >>> (out / "report.html").exists()
+    False
+    """
+
+    def __init__(self, output_dir: str | os.PathLike[str]) -> None:
+        self.output_dir = Path(output_dir)
+        self._started = False
+
+    def __call__(self, event: Event) -> None:
+        """Write the report on ``RunFinished`` of a run that started."""
+        if isinstance(event, RunStarted):
+            self._started = True
+        elif isinstance(event, RunFinished) and self._started:
+            self._started = False
+            try:
+                write_report(self.output_dir)
+            except ImportError:
+                pass
+            except Exception as exc:
+                warnings.warn(
+                    f"kit: report.html could not be written in {self.output_dir}: {exc}; "
+                    f"the run's results are stored; try `kit report {self.output_dir}`",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )

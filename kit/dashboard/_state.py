@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,6 +93,8 @@ class Snapshot:
     metrics: dict[str, tuple[list[float], list[float]]]
     metric_means: dict[str, float]
     summary: dict[str, Any] = field(default_factory=dict)
+    #: What ended a run in error (its exception, one line).
+    error: str | None = None
 
 
 class DashboardState:
@@ -142,7 +143,7 @@ class DashboardState:
         self._latest: dict[str, float] = {}  # logged Scalars: the last value of each
         self._window: deque[tuple[float, int]] = deque()
         self.summary: dict[str, Any] = {}
-        self._clock_start = time.monotonic()
+        self.error: str | None = None
 
     def __call__(self, event: Event) -> None:
         """Fold one event in."""
@@ -159,7 +160,8 @@ class DashboardState:
                     )
                     self._latest[name] = float(value)
             elif isinstance(event, RunFinished):
-                self.status = event.status
+                self.status = event.status.value
+                self.error = event.error
                 self.done, self.failed, self.elapsed = event.done, event.failed, event.elapsed
                 self.summary = dict(event.summary)
                 self.progress.append(event.elapsed, event.done)
@@ -222,4 +224,5 @@ class DashboardState:
                     **self._latest,
                 },
                 summary=dict(self.summary),
+                error=self.error,
             )

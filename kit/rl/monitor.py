@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from kit.events import ChunkFinished, EventStream, RunFinished, RunStarted, Scalars
+from kit.result import RunStatus
 
 
 class TrainingLog:
@@ -59,5 +60,13 @@ class TrainingLog:
         """Mark the training ended (the dashboard stops redrawing)."""
         elapsed = self._elapsed()
         self.events.emit(
-            RunFinished(self.run_id, status, self.done, 0, self.total, elapsed, dict(summary or {}))
+            RunFinished(
+                self.run_id,
+                RunStatus(status),
+                self.done,
+                0,
+                self.total,
+                elapsed,
+                dict(summary or {}),
+            )
         )

@@ -1,0 +1,287 @@
+"""Run chunks as Dask tasks: elastic capacity, isolation of lost chunks, backup copies.
+
+The dispatcher keeps about two chunks in flight per worker thread the
+cluster has *now* (re-read from the scheduler while there is work to hand
+out), so workers that join mid-run get work at the next arrival and
+workers that leave take nothing with them: their chunks come back as
+lost and run again.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kit._chunk import ChunkResult
+from kit._engine.spec import ChunkJob
+from kit._plan import ChunkPlanner
+from kit.result import ItemError
+
+WAIT_STEP = 0.2  # seconds between checks for cancellation while waiting
+CAPACITY_CHECK = 0.2  # at most this often, ask the scheduler how many threads it has
+#: A backup copy gains at most the queued chunk's own time; below this it is not worth one.
+BACKUP_MIN_SECONDS = 0.02
+#: ...and that time must be this many round trips, the price of sending a copy.
+BACKUP_ROUND_TRIPS = 4
+
+
+@dataclass
+class Flight:
+    """One chunk task sent to the cluster."""
+
+    start: int
+    stop: int
+    attempt: int
+    alone: bool
+    future: Any
+    sent: float = field(default_factory=time.perf_counter)
+
+
+class DaskDispatcher:
+    """Send a run's chunks to a Dask cluster and hand back what completes.
+
+    Parameters
+    ----------
+    client
+        The Dask client.
+    env_name
+        Name of the provider's env on the workers.
+    job
+        What every chunk shares.
+    planner
+        Cuts the pending positions into chunks.
+    complete
+        Called with each chunk that came back (the run folds it in).
+    should_stop
+        True once the run is cancelled or stopped.
+    retries
+        Attempts, alone, for an item whose chunk keeps failing.
+    backups
+        ``"auto"``: send one copy of a chunk queued behind another while a
+        worker idles at the end of a run, when the chunk's expected time is
+        well above a round trip; ``"off"``: never.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        env_name: str,
+        job: ChunkJob,
+        planner: ChunkPlanner,
+        complete: Callable[[ChunkResult], None],
+        should_stop: Callable[[], bool],
+        retries: int,
+        backups: str = "auto",
+    ) -> None:
+        self.client = client
+        self.env_name = env_name
+        self.job = job
+        self.planner = planner
+        self.complete = complete
+        self.should_stop = should_stop
+        self.retries = retries
+        self.backups = backups
+        self.arrived: queue.Queue[Any] = queue.Queue()
+        self.in_flight: dict[str, Flight] = {}
+        # Keys of the copies of each (start, stop) out at once (a chunk and its backup).
+        self.twins: dict[tuple[int, int], list[str]] = {}
+        # Chunks lost with a worker run again alone, so a chunk that kills its worker
+        # cannot take innocent chunks down with it (see lost()).
+        self.isolated: deque[tuple[int, int, int]] = deque()
+        self.threads = planner.n_workers
+        self._capacity_checked = time.perf_counter()
+        self.planned_all = False
+        # Least overhead seen between sending a chunk and having it back, beyond its
+        # compute time: the price of a backup copy.
+        self.round_trip = 0.01
+
+    # ---------------------------------------------------------------- loop
+    def run(self) -> None:
+        """Run until every chunk is done or the run must stop; cancel what is left."""
+        try:
+            self._loop()
+        finally:
+            if self.in_flight:
+                self.client.cancel([f.future for f in self.in_flight.values()])
+
+    def _loop(self) -> None:
+        arrival = False
+        while True:
+            if self.isolated:
+                if not self.in_flight and not self.should_stop():
+                    self.launch(*self.isolated.popleft(), alone=True)
+            else:
+                self._fill()
+                if arrival and self.planned_all and self.backups == "auto":
+                    self.back_up()
+            arrival = False
+            if not self.in_flight or self.should_stop():
+                return
+            try:
+                future = self.arrived.get(timeout=WAIT_STEP)
+            except queue.Empty:
+                continue
+            flight = self.in_flight.get(future.key)
+            if flight is None:
+                continue  # a cancelled twin
+            arrival = True
+            self._arrive(flight)
+
+    def _fill(self) -> None:
+        """Send chunks until about two per worker thread are out."""
+        while not self.planned_all and not self.should_stop():
+            if len(self.in_flight) >= 2 * self.capacity():
+                return
+            span = self.planner.next()
+            if span is None:
+                self.planned_all = True
+                return
+            self.launch(span[0], span[1], 0, alone=False)
+
+    def capacity(self) -> int:
+        """Worker threads the cluster has now (asked at most every CAPACITY_CHECK s)."""
+        now = time.perf_counter()
+        if now - self._capacity_checked >= CAPACITY_CHECK:
+            self._capacity_checked = now
+            try:
+                threads: dict[str, int] = self.client.nthreads()
+            except Exception:  # the scheduler is busy or gone: keep the last count
+                return self.threads
+            # No worker at all (all left): keep one chunk out, it waits on the scheduler.
+            self.threads = max(1, sum(threads.values()))
+            self.planner.n_workers = self.threads
+        return self.threads
+
+    def launch(
+        self, start: int, stop: int, attempt: int, alone: bool, backup: bool = False
+    ) -> None:
+        """Send positions ``start:stop`` as one task."""
+        from kit._plugin import run_chunk
+
+        job = self.job
+        future = self.client.submit(
+            run_chunk,
+            job.forward,
+            self.env_name,
+            job.forward_spec,
+            job.explicit,
+            # A range stays a range: a few bytes to ship whatever the chunk's size.
+            job.indices[start:stop],
+            start,
+            job.batch_size,
+            key=f"kit-{job.run_id}-{start}-{stop}-{attempt}-{int(alone)}{'-b' * backup}",
+            pure=False,
+        )
+        self.in_flight[future.key] = Flight(start, stop, attempt, alone, future)
+        self.twins.setdefault((start, stop), []).append(future.key)
+        future.add_done_callback(self.arrived.put)
+
+    def _arrive(self, flight: Flight) -> None:
+        future = flight.future
+        twin_out = self._settle(future.key)
+        failure: BaseException | None = None
+        if future.status == "finished":
+            try:
+                chunk: ChunkResult = future.result()
+            except Exception as exc:  # lost between finishing and gathering
+                failure = exc
+            else:
+                overhead = time.perf_counter() - flight.sent - chunk.busy_seconds
+                self.round_trip = max(1e-3, min(self.round_trip, overhead))
+                self._drop_twins(flight.start, flight.stop)
+                self.planner.observe(len(chunk.records), chunk.busy_seconds)
+                self.complete(chunk)
+                return
+        elif future.status == "error":
+            failure = future.exception()
+        if not twin_out:
+            self.lost(flight, failure)
+
+    def _settle(self, key: str) -> bool:
+        """Forget ``key`` (it came back); return True if its twin is still out."""
+        flight = self.in_flight.pop(key)
+        keys = self.twins[(flight.start, flight.stop)]
+        keys.remove(key)
+        if not keys:
+            del self.twins[(flight.start, flight.stop)]
+        return bool(keys)
+
+    def _drop_twins(self, start: int, stop: int) -> None:
+        for key in self.twins.pop((start, stop), []):
+            self.client.cancel([self.in_flight.pop(key).future])
+
+    # ------------------------------------------------------------- backups
+    def back_up(self) -> None:
+        """Copy chunks queued behind another one while a worker idles, when it pays.
+
+        A copy gains at most the queued chunk's own time (the run otherwise ends
+        that much after the chunk ahead of it), and costs a round trip and maybe
+        the same work twice: so only chunks expected to take well over a round
+        trip are copied, never chunks already running, and each at most once.
+        The first copy back wins; the other is cancelled.
+        """
+        per_item = self.planner.seconds_per_item
+        if per_item is None:
+            return
+        worth = max(BACKUP_MIN_SECONDS, BACKUP_ROUND_TRIPS * self.round_trip)
+        try:
+            processing: dict[str, list[str]] = self.client.processing()
+        except Exception:
+            return
+        idle = sum(1 for keys in processing.values() if not keys)
+        if not idle:
+            return
+        order = {key: i for i, key in enumerate(self.in_flight)}
+        queued: list[str] = []
+        for keys in processing.values():
+            ours = sorted((str(k) for k in keys if str(k) in order), key=order.__getitem__)
+            queued.extend(ours[1:])  # a worker runs its chunks in the order sent
+        for key in sorted(queued, key=order.__getitem__):
+            if not idle:
+                return
+            flight = self.in_flight[key]
+            expected = (flight.stop - flight.start) * per_item
+            if flight.alone or len(self.twins[(flight.start, flight.stop)]) > 1:
+                continue
+            if expected >= worth:
+                self.launch(flight.start, flight.stop, flight.attempt, False, backup=True)
+                idle -= 1
+
+    # --------------------------------------------------------- lost chunks
+    def lost(self, flight: Flight, exc: BaseException | None) -> None:
+        """Decide what to do with a chunk whose task failed (its worker died, say).
+
+        A chunk that failed beside others may be a bystander: run it again
+        alone. One that fails alone is split in halves, each run alone, until
+        the item that kills its worker is found; that item gets ``retries``
+        more attempts, then is recorded as failed. Every other item runs.
+        """
+        start, stop, attempt = flight.start, flight.stop, flight.attempt
+        if not flight.alone:
+            self.isolated.append((start, stop, attempt))
+        elif stop - start > 1:
+            middle = (start + stop) // 2
+            self.isolated.extend([(start, middle, attempt), (middle, stop, attempt)])
+        elif attempt < self.retries:
+            self.isolated.append((start, stop, attempt + 1))
+        else:
+            self.complete(self._failed_chunk(start, stop, attempt, exc))
+
+    def _failed_chunk(
+        self, start: int, stop: int, attempt: int, exc: BaseException | None
+    ) -> ChunkResult:
+        reason = exc if exc is not None else RuntimeError("the chunk was cancelled by the cluster")
+        wrapped = RuntimeError(
+            f"this item's task failed {attempt + 1} times when run alone, as when it kills "
+            f"its worker ({type(reason).__name__}: {reason})"
+        )
+        wrapped.__traceback__ = getattr(reason, "__traceback__", None)
+        errors = [
+            ItemError.from_exception(self.job.indices[pos], pos, wrapped, "unknown")
+            for pos in range(start, stop)
+        ]
+        return ChunkResult(start, [None] * (stop - start), errors, "unknown", 0.0)

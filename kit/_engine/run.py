@@ -1,0 +1,191 @@
+"""A run from start to end: start the session, attach the env, dispatch, conclude.
+
+Every path out of :func:`drive`, a clean end or any exception, ends in one
+final :class:`~kit.result.RunStatus`, one ``RunFinished`` event and, when the
+run stored anything, ``result.json``; the caller (the handle) then publishes
+the result or the exception.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from kit._chunk import ChunkResult
+from kit._engine.dask import DaskDispatcher
+from kit._engine.inline import InlineDispatcher
+from kit._plan import ChunkPlanner
+from kit.events import ChunkFinished, RunFinished, RunStarted
+from kit.result import RunError, RunResult, RunStatus
+from kit.session import Session, get_session, session_for_client
+
+if TYPE_CHECKING:
+    from kit._engine.handle import RunHandle
+
+
+class Run:
+    """The driving side of one :class:`~kit._engine.handle.RunHandle` (on the run's thread)."""
+
+    def __init__(self, handle: RunHandle) -> None:
+        self.handle = handle
+        self.spec = handle.spec
+        self.ledger = handle._ledger
+        self.events = handle.events
+        self.started = time.perf_counter()
+        self.setup_seconds = 0.0
+        self.began = False  # the store was opened by this run
+        self.finished_emitted = False
+
+    def drive(self) -> tuple[RunResult, BaseException | None]:
+        """Run to the end; return the result and the exception the run ended with."""
+        spec = self.spec
+        try:
+            session = self._session()
+            env_name, env_keys = session.attach(spec.provider)
+            spec.job.forward_spec.check(env_keys, spec.job.explicit)
+            pending = self._open_store()
+            self.setup_seconds = time.perf_counter() - self.started
+            self.ledger.set_status(RunStatus.RUNNING)
+            self.events.emit(
+                RunStarted(
+                    spec.run_id,
+                    self.ledger.total,
+                    self.ledger.resumed,
+                    session.threads_at_attach,
+                    session.dashboard_link,
+                    time.time(),
+                )
+            )
+            planner = ChunkPlanner(
+                pending, session.threads_at_attach, spec.options.chunk_size, spec.job.batch_size
+            )
+            dispatcher: InlineDispatcher | DaskDispatcher
+            if session.client is None:
+                env = session.local_envs[env_name]
+                dispatcher = InlineDispatcher(
+                    spec.job, env, planner, self.complete, self.handle._should_stop
+                )
+            else:
+                dispatcher = DaskDispatcher(
+                    session.client,
+                    env_name,
+                    spec.job,
+                    planner,
+                    self.complete,
+                    self.handle._should_stop,
+                    spec.options.retries,
+                    spec.options.backups,
+                )
+            dispatcher.run()
+            status = self.ledger.final_status()
+            result = self._conclude(status)
+            return result, self._stop_error(result)
+        except KeyboardInterrupt as exc:
+            return self._conclude(RunStatus.CANCELLED), exc
+        except BaseException as exc:
+            return self._conclude(RunStatus.ERROR, exc), exc
+        finally:
+            if spec.store is not None:
+                spec.store.unlock()
+
+    def _session(self) -> Session:
+        spec = self.spec
+        session = (
+            get_session(spec.parallel)
+            if spec.client is None
+            else session_for_client(spec.client, spec.parallel)
+        )
+        self.handle.session = session
+        return session
+
+    def _open_store(self) -> list[tuple[int, int]]:
+        spec, ledger = self.spec, self.ledger
+        if spec.store is None:
+            return [(0, ledger.total)]
+        stored = spec.store.open_run(
+            config=spec.config,
+            provider=_qualname(type(spec.provider)),
+            runner=spec.runner_name,
+            batch_size=spec.job.batch_size,
+            chunk_size=spec.options.chunk_size,
+            indices=spec.job.indices,
+            resume=spec.options.resume,
+        )
+        self.began = True
+        for chunk in stored:
+            ledger.accept(chunk, resumed=True)
+        # Start errors.jsonl from what is stored; this run's chunks append to it.
+        spec.store.write_errors(ledger.errors())
+        return ledger.missing()
+
+    def complete(self, chunk: ChunkResult) -> None:
+        """Fold a chunk that came back into the result, store it, tell the views."""
+        store = self.spec.store
+        if self.ledger.accept(chunk) == 0:
+            return  # a copy of a chunk already in
+        if store is not None:
+            store.write_chunk(chunk)
+            if chunk.errors:
+                store.append_errors(chunk.errors)
+        progress = self.ledger.progress()
+        self.events.emit(
+            ChunkFinished(
+                self.spec.run_id,
+                chunk.start,
+                len(chunk.records),
+                len(chunk.errors),
+                chunk.worker,
+                chunk.busy_seconds,
+                time.perf_counter() - self.started,
+                progress.done,
+                progress.failed,
+                progress.total,
+                tuple((e.index, f"{e.type}: {e.message}") for e in chunk.errors[:5]),
+                chunk.metrics,
+            )
+        )
+
+    def _conclude(self, status: RunStatus, exc: BaseException | None = None) -> RunResult:
+        """Build the result, store it and emit ``RunFinished``, whatever ended the run."""
+        spec = self.spec
+        result = self.ledger.result(
+            status,
+            time.perf_counter() - self.started,
+            self.setup_seconds,
+            spec.store.path if spec.store is not None and self.began else None,
+        )
+        if status is RunStatus.COMPLETED:
+            result.summary = dict(spec.summarize(result.records))
+        if self.began and spec.store is not None:
+            spec.store.finish(result)
+        self.ledger.set_status(status)
+        self.events.emit(
+            RunFinished(
+                spec.run_id,
+                status,
+                self.ledger.done,
+                self.ledger.failed,
+                self.ledger.total,
+                result.stats.wall_seconds,
+                dict(result.summary),
+                None if exc is None else f"{type(exc).__name__}: {exc}",
+            )
+        )
+        self.finished_emitted = True
+        return result
+
+    def _stop_error(self, result: RunResult) -> RunError | None:
+        if result.status is not RunStatus.STOPPED:
+            return None
+        error = self.ledger.stop_error
+        detail = f"\n{error.traceback}" if error is not None else ""
+        where = f" Completed chunks are kept in {result.output_dir}." if result.output_dir else ""
+        return RunError(
+            f"run {self.spec.run_id} stopped: {self.ledger.stop_reason}.{where}{detail}",
+            result,
+            error,
+        )
+
+
+def _qualname(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"

@@ -1,0 +1,53 @@
+"""What a run is: its chunks' shared part, where it runs, how it is stored."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig
+
+from kit._inject import ForwardSpec
+from kit.config import ParallelConfig, RunnerConfig
+from kit.provider import EnvironmentProvider
+from kit.result import Index
+from kit.store import RunStore
+
+
+@dataclass(frozen=True)
+class ChunkJob:
+    """The fixed part of a run's chunks; a chunk adds its ``(start, stop)``."""
+
+    run_id: str
+    forward: Callable[..., Any]
+    forward_spec: ForwardSpec
+    explicit: Mapping[str, Any]
+    indices: Sequence[Index]
+    batch_size: int | None
+
+
+@dataclass
+class RunSpec:
+    """Everything one run needs, fixed when it is prepared (nothing started yet)."""
+
+    provider: EnvironmentProvider
+    job: ChunkJob
+    parallel: ParallelConfig
+    #: A Dask client the user passed (``Runner(..., client=c)``); None: Kit's session.
+    client: Any
+    options: RunnerConfig
+    store: RunStore | None
+    runner_name: str
+    summarize: Callable[[list[Any]], dict[str, Any]]
+    config: DictConfig | None
+
+    @property
+    def run_id(self) -> str:
+        """Short id of the run (names its Dask tasks and events)."""
+        return self.job.run_id
+
+    @property
+    def inline(self) -> bool:
+        """Whether the run executes in this process (no Dask)."""
+        return self.client is None and self.parallel.env == "inline"

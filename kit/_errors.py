@@ -1,0 +1,21 @@
+"""The base of every error Kit raises on purpose."""
+
+from __future__ import annotations
+
+
+class KitError(Exception):
+    """Base of Kit's own errors; each also subclasses the matching builtin.
+
+    ``ConfigError`` is a ``ValueError``, ``StoreError``, ``RunError`` and
+    ``ProviderSetupError`` are ``RuntimeError`` s, so code that catches the
+    builtin keeps working, and a tool (the CLI, a notebook panel) catches
+    ``KitError`` to tell Kit's explained failures from bugs.
+
+    Examples
+    --------
+    >>> from kit import ConfigError, KitError, RunError, StoreError
+    >>> issubclass(ConfigError, KitError) and issubclass(ConfigError, ValueError)
+    True
+    >>> all(issubclass(e, KitError) for e in (RunError, StoreError))
+    True
+    """
