@@ -125,6 +125,8 @@ class Runner:
         )
         self.output_dir = Path(output_dir) if output_dir is not None else None
         self.writer = writer
+        if client is not None and not hasattr(client, "run_on_scheduler"):
+            raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
         self.client = client
         self.forward_spec = ForwardSpec.of(type(self).forward, f"{type(self).__qualname__}.forward")
 

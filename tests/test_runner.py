@@ -222,8 +222,9 @@ def test_inline_runs_on_the_driver(tmp_path: Path) -> None:
 
 def test_a_chunk_queued_behind_a_long_one_runs_on_the_idle_worker(local: dict) -> None:
     # Item 0 is long. Whichever worker runs it gets one more chunk queued behind it
-    # while the other worker soon idles: that chunk must not wait for item 0.
-    sleeps = [1.5, 0.05, 0.6, 0.05]
+    # while the other worker soon idles: that chunk must not wait for item 0. (Items
+    # take 0.3 s, well above a round trip, so a backup copy pays: see backups="auto".)
+    sleeps = [1.5, 0.3, 0.6, 0.3]
     runner = Sleeps(ToyProvider(toy_config()), parallel=local, chunk_size=1)
     runner.run(range(2), sleeps=[0.0, 0.0])  # warm: env built on both workers
     result = runner.run(range(4), sleeps=sleeps)

@@ -236,3 +236,13 @@ class WhichWorker(Runner):
         from distributed import get_worker
 
         return {"index": index, "dask_id": dask_id, "id": get_worker().id}
+
+
+class LoggedSleeps(Runner):
+    """Sleep ``sleeps[idx]`` seconds, log the call to ``calls.log``; return where it ran."""
+
+    @staticmethod
+    def forward(idx: int, model: Model, sleeps: list[float]) -> dict[str, int]:
+        log(model.cfg, "calls.log", str(idx))
+        time.sleep(sleeps[idx])
+        return {"idx": idx, "pid": os.getpid()}
