@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import threading
+from concurrent.futures import Future
 from typing import Any
 
 import ipywidgets as w
@@ -53,9 +54,10 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
     Examples
     --------
     >>> panel = ClusterPanel({"env": "inline"})
-    >>> panel.start_button.click()
-    >>> panel.session.client is None
-    True
+    >>> panel.start_button.click()  # returns at once; the session starts in the background
+    >>> session = panel.ready.result(timeout=60)
+    >>> session is panel.session, session.client is None
+    (True, True)
     """
 
     def __init__(self, parallel: Any, *, refresh_seconds: float = 1.0, **kwargs: Any) -> None:
@@ -64,6 +66,8 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             parallel if isinstance(parallel, ParallelConfig) else parallel_section(parallel)
         )
         self.session: kit.Session | None = None
+        #: The session being started by the latest Start (a future).
+        self.ready: Future[kit.Session] | None = None
         self.refresh_seconds = refresh_seconds
         self._stop = threading.Event()
         self.env = w.Dropdown(
@@ -113,15 +117,38 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             self.parallel, env=self.env.value, n_workers=self.n_workers.value
         )
 
-    def start(self) -> None:
-        """Start (or reuse) the session for the chosen env and workers."""
+    def start(self) -> Future[kit.Session]:
+        """Start (or reuse) the session for the chosen env and workers, in the background.
+
+        Returns at once, so the Start button never freezes the kernel: the
+        panel says "starting…" until the cluster is up (or shows why it could
+        not start). The returned future (also :attr:`ready`) holds the session.
+        """
         self.parallel = self._current()
         self.status.value = "<i>starting…</i>"
-        self.session = kit.get_session(self.parallel)
+        self.start_button.disabled = True
+        ready: Future[kit.Session] = Future()
+        self.ready = ready
+        parallel = self.parallel
+        threading.Thread(
+            target=self._start, args=(parallel, ready), name="kit-cluster-start", daemon=True
+        ).start()
+        return ready
+
+    def _start(self, parallel: ParallelConfig, ready: Future[kit.Session]) -> None:
+        try:
+            session = kit.get_session(parallel)
+        except Exception as exc:
+            self.start_button.disabled = False
+            self._show_error(exc)
+            ready.set_exception(exc)
+            return
+        self.session = session
         self._set_status()
-        if self.session.client is not None:
+        if session.client is not None:
             self._stop.clear()
             threading.Thread(target=self._watch, name="kit-cluster-panel", daemon=True).start()
+        ready.set_result(session)
 
     def stop(self) -> None:
         """Close the session (and the cluster, if Kit started it)."""
@@ -203,6 +230,9 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         try:
             action()
         except Exception as exc:
-            self.status.value = (
-                f"<pre style='color:#c92a2a;white-space:pre-wrap'>{html.escape(str(exc))}</pre>"
-            )
+            self._show_error(exc)
+
+    def _show_error(self, exc: BaseException) -> None:
+        self.status.value = (
+            f"<pre style='color:#c92a2a;white-space:pre-wrap'>{html.escape(str(exc))}</pre>"
+        )

@@ -26,7 +26,11 @@ def test_cluster_panel_drives_the_session_runners_use() -> None:
     parallel = {"env": "local", "n_workers": 1, "options": {"name": "panel"}}
     panel = ClusterPanel(parallel, refresh_seconds=0.2)
     panel.start_button.click()
+    # The click returned before the cluster was up: the kernel stays free meanwhile.
+    assert panel.ready is not None and panel.session is None
+    assert "starting" in panel.status.value and panel.start_button.disabled
     try:
+        panel.ready.result(timeout=120)
         assert panel.session is not None and panel.session in kit.sessions()
         wait_for(lambda: "<td>running</td>" in panel.workers.value)
         result = Affine(ToyProvider(toy_config()), parallel=parallel).run(range(10))
@@ -56,6 +60,8 @@ def test_cluster_panel_shows_the_job_script_for_job_queues() -> None:
 def test_cluster_panel_shows_errors_instead_of_losing_them() -> None:
     panel = ClusterPanel({"env": "remote"})
     panel.start_button.click()
+    assert panel.ready is not None and panel.ready.exception(timeout=30) is not None
+    assert not panel.start_button.disabled
     assert "env 'remote' needs the scheduler address" in html.unescape(panel.status.value)
 
 
