@@ -95,12 +95,14 @@ def cancel_once_started(handle: Any) -> None:
     handle.cancel()
 
 
-def kit_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("kit-")]
+def kit_threads(before: set[threading.Thread]) -> list[threading.Thread]:
+    """Kit's threads alive now that were not before (other tests may hold their own)."""
+    return [t for t in threading.enumerate() if t.name.startswith("kit-") and t not in before]
 
 
 def end(case: Case, inline: bool) -> tuple[Any, list[Event], list[tuple[str, bool]], Dashboard]:
     events: list[Event] = []
+
     handle = case.runner.prepare(range(60), on_event=events.append, **(case.kwargs or {}))
     dashboard = Dashboard(interval=0.05).follow(handle)
     calls: list[tuple[str, bool]] = []
@@ -125,6 +127,7 @@ def end(case: Case, inline: bool) -> tuple[Any, list[Event], list[tuple[str, boo
 def test_every_end_has_one_final_status_and_the_original_error(mode: str, name: str) -> None:
     parallel = None if mode == "inline" else LOCAL
     case = next(c for c in cases(parallel) if c.name == name)
+    before = set(threading.enumerate())
     handle, events, calls, dashboard = end(case, inline=mode == "inline")
 
     finished = [e for e in events if isinstance(e, RunFinished)]
@@ -148,7 +151,7 @@ def test_every_end_has_one_final_status_and_the_original_error(mode: str, name: 
     assert dashboard.state.status == case.status.value
     if dashboard._thread is not None:
         dashboard._thread.join(10)  # it ends on its own at the final status
-    assert kit_threads() == [], kit_threads()
+    assert kit_threads(before) == [], kit_threads(before)
 
 
 def test_ctrl_c_inside_an_inline_run_cancels_it_and_is_raised_again() -> None:
