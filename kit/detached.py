@@ -177,7 +177,11 @@ class DetachedRun:
     def progress(self) -> Progress:
         """Items finished (ok or failed), failed, and total, as last written."""
         status = self.status()
-        return Progress(status.get("done", 0), status.get("failed", 0), status.get("total", 0))
+        state = status.get("state")
+        phase = RunStatus(state) if state in set(RunStatus) else RunStatus.RUNNING
+        return Progress(
+            status.get("done", 0), status.get("failed", 0), status.get("total", 0), phase
+        )
 
     def done(self) -> bool:
         """Whether the driver has ended (or died) and let go of the directory.
