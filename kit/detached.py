@@ -86,6 +86,12 @@ def start_driver(
             "a detached run needs an output_dir: it is where the driver writes its "
             "results and where attach() finds them; pass Runner(..., output_dir=...)"
         )
+    if getattr(runner, "client", None) is not None:
+        raise ValueError(
+            "a detached run starts a driver process of its own, which cannot share this "
+            "process's Dask client; instead of client=, pass parallel={'env': 'remote', "
+            "'address': '<the scheduler address>'}"
+        )
     out = runner.output_dir
     out.mkdir(parents=True, exist_ok=True)
     driver = _read_json(out / "driver.json")

@@ -18,6 +18,7 @@ from kit.dashboard import ReportWriter
 from kit.events import EventLog, EventStream, Subscriber
 from kit.provider import EnvironmentProvider
 from kit.result import Index, RunResult
+from kit.session import check_client
 from kit.store import RecordWriter, RunStore
 
 if TYPE_CHECKING:
@@ -125,8 +126,8 @@ class Runner:
         )
         self.output_dir = Path(output_dir) if output_dir is not None else None
         self.writer = writer
-        if client is not None and not hasattr(client, "run_on_scheduler"):
-            raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
+        if client is not None:
+            check_client(client)
         self.client = client
         self.forward_spec = ForwardSpec.of(type(self).forward, f"{type(self).__qualname__}.forward")
 

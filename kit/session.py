@@ -257,7 +257,13 @@ def get_session(
         return session
 
 
-def session_for_client(client: Any, parallel: ParallelConfig | None = None) -> Session:
+def check_client(client: Any) -> None:
+    """Raise TypeError unless ``client`` is a Dask client."""
+    if not hasattr(client, "run_on_scheduler"):
+        raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
+
+
+def session_for_client(client: Any) -> Session:
     """Return the session that runs on a Dask client the user made (``Runner(client=c)``).
 
     It is kept in the registry while the client is open, so runs on the same
@@ -270,15 +276,13 @@ def session_for_client(client: Any, parallel: ParallelConfig | None = None) -> S
     ...
     TypeError: client must be a distributed.Client, got NoneType
     """
-    if not hasattr(client, "run_on_scheduler"):
-        raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
+    check_client(client)
     key = f"client:{id(client)}"
-    global _ATEXIT_REGISTERED
     with _LOCK:
         session = _SESSIONS.get(key)
         if session is not None and session.client is client and client.status == "running":
             return session
-        section = parallel or ParallelConfig(env="remote")
+        section = ParallelConfig(env="remote", address=str(client.scheduler.address))
         session = Session(key, section, client=client, borrowed=True)
         _SESSIONS[key] = session
         return session

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from distributed import Client, LocalCluster
@@ -84,3 +85,11 @@ def test_workers_know_their_index(own_client: Client) -> None:
 def test_a_client_must_be_a_client() -> None:
     with pytest.raises(TypeError, match=r"client must be a distributed\.Client, got str"):
         Affine(ToyProvider(toy_config()), client="tcp://127.0.0.1:8786")
+
+
+def test_a_detached_run_cannot_borrow_this_process_client(
+    own_client: Client, tmp_path: Path
+) -> None:
+    runner = Affine(ToyProvider(toy_config()), client=own_client, output_dir=tmp_path)
+    with pytest.raises(ValueError, match="instead of client=, pass parallel="):
+        runner.submit(range(3), detached=True)

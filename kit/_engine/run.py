@@ -91,9 +91,7 @@ class Run:
     def _session(self) -> Session:
         spec = self.spec
         session = (
-            get_session(spec.parallel)
-            if spec.client is None
-            else session_for_client(spec.client, spec.parallel)
+            get_session(spec.parallel) if spec.client is None else session_for_client(spec.client)
         )
         self.handle.session = session
         return session
