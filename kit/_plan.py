@@ -12,6 +12,14 @@ chunk's, and a chunk is at most ``growth`` times the largest one completed
 except that it may always hold ``min_seconds`` of work up to a ``growth``-th
 of the fair share: climbing 1, 4, 16... items on cheap items would cost a
 round trip per step for chunks far below the per-chunk overhead.
+
+The driver takes chunks back one thread at a time (``driver_seconds`` each,
+measured by the dispatcher): with many workers it must keep up with all of
+them, or workers idle while it catches up. So chunks may grow, and are
+aimed, to at least ``DRIVER_SHARE * n_workers * driver_seconds`` of work
+(at 32 workers and 5 ms: 0.64 s); near the end the fair share shrinks them
+to balance the last chunks across workers, but not below
+``n_workers * driver_seconds``, where the driver would be busy all the time.
 Simulated and measured in benchmarks/bench_engine.py.
 """
 
@@ -20,6 +28,9 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Iterable
+
+#: Chunks last long enough that taking them back keeps the driver busy 1/DRIVER_SHARE of the time.
+DRIVER_SHARE = 4
 
 
 class ChunkPlanner:
@@ -54,6 +65,8 @@ class ChunkPlanner:
         self._busy = 0.0
         self._latest: float | None = None
         self._largest = 0
+        #: Seconds the driver's thread takes to take one chunk back (measured).
+        self.driver_seconds = 0.0
 
     @property
     def seconds_per_item(self) -> float | None:
@@ -76,15 +89,23 @@ class ChunkPlanner:
         if mean is None or self._latest is None:
             return self.unit  # probe: learn the speed from a small chunk first
         per_item = max(mean, self._latest, 1e-7)
+        # Enough work per chunk for the driver to keep up with every worker: aim at
+        # a small share of its time; never below the point where it is fully busy.
+        driver = self.n_workers * self.driver_seconds
+        keep_up = max(self.min_seconds, DRIVER_SHARE * driver)
+        floor = max(self.min_seconds, driver)
         fair_share = self.remaining / (2 * self.n_workers)
-        size = min(self.target_seconds / per_item, max(fair_share, self.min_seconds / per_item))
-        # Grow by at most ``growth`` times, but always allow ``min_seconds`` of
+        size = min(
+            max(self.target_seconds, keep_up) / per_item,
+            max(fair_share, floor / per_item),
+        )
+        # Grow by at most ``growth`` times, but always allow ``keep_up`` seconds of
         # work at once: creeping up from one item costs a round trip per step.
         size = min(
             size,
             max(
                 self.growth * self._largest,
-                min(self.min_seconds / per_item, fair_share / self.growth),
+                min(keep_up / per_item, fair_share / self.growth),
             ),
         )
         return max(self.unit, math.ceil(size / self.unit) * self.unit)

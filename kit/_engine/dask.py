@@ -98,6 +98,9 @@ class DaskDispatcher:
         # Least overhead seen between sending a chunk and having it back, beyond its
         # compute time: the price of a backup copy.
         self.round_trip = 0.01
+        # Start of the stretch of this thread's busy time not yet charged to chunks
+        # (moved forward by the time spent waiting for arrivals).
+        self._busy_mark = time.perf_counter()
 
     # ---------------------------------------------------------------- loop
     def run(self) -> None:
@@ -121,15 +124,22 @@ class DaskDispatcher:
             arrival = False
             if not self.in_flight or self.should_stop():
                 return
+            waiting = time.perf_counter()
             try:
-                future = self.arrived.get(timeout=WAIT_STEP)
+                futures = [self.arrived.get(timeout=WAIT_STEP)]
             except queue.Empty:
+                self._busy_mark += time.perf_counter() - waiting  # idle is not busy
                 continue
-            flight = self.in_flight.get(future.key)
-            if flight is None:
-                continue  # a cancelled twin
+            self._busy_mark += time.perf_counter() - waiting
+            while not self.arrived.empty():  # take every chunk back that is in: one gather
+                futures.append(self.arrived.get_nowait())
+            flights = [self.in_flight[f.key] for f in futures if f.key in self.in_flight]
+            if not flights:
+                continue  # cancelled twins
             arrival = True
-            self._arrive(flight)
+            for flight, chunk in zip(flights, self._gather(flights), strict=True):
+                self._arrive(flight, chunk)
+            self._time_arrivals(len(flights))
 
     def _fill(self) -> None:
         """Send chunks until about two per worker thread are out."""
@@ -180,26 +190,49 @@ class DaskDispatcher:
         self.twins.setdefault((start, stop), []).append(future.key)
         future.add_done_callback(self.arrived.put)
 
-    def _arrive(self, flight: Flight) -> None:
-        future = flight.future
-        twin_out = self._settle(future.key)
-        failure: BaseException | None = None
-        if future.status == "finished":
-            try:
-                chunk: ChunkResult = future.result()
-            except Exception as exc:  # lost between finishing and gathering
-                failure = exc
+    def _gather(self, flights: list[Flight]) -> list[ChunkResult | BaseException | None]:
+        """Fetch the results of chunks that came back: one call for all that finished."""
+        finished = [f for f in flights if f.future.status == "finished"]
+        got: dict[str, ChunkResult | BaseException] = {}
+        try:
+            results = self.client.gather([f.future for f in finished]) if finished else []
+            got = {f.future.key: r for f, r in zip(finished, results, strict=True)}
+        except Exception:
+            for flight in finished:  # one was lost between finishing and gathering
+                try:
+                    got[flight.future.key] = flight.future.result()
+                except Exception as exc:
+                    got[flight.future.key] = exc
+        out: list[ChunkResult | BaseException | None] = []
+        for flight in flights:
+            if flight.future.key in got:
+                out.append(got[flight.future.key])
+            elif flight.future.status == "error":
+                out.append(flight.future.exception())
             else:
-                overhead = time.perf_counter() - flight.sent - chunk.busy_seconds
-                self.round_trip = max(1e-3, min(self.round_trip, overhead))
-                self._drop_twins(flight.start, flight.stop)
-                self.planner.observe(len(chunk.records), chunk.busy_seconds)
-                self.complete(chunk)
-                return
-        elif future.status == "error":
-            failure = future.exception()
-        if not twin_out:
-            self.lost(flight, failure)
+                out.append(None)  # cancelled by the cluster
+        return out
+
+    def _arrive(self, flight: Flight, outcome: ChunkResult | BaseException | None) -> None:
+        if flight.future.key not in self.in_flight:
+            return  # its twin of this same batch was folded in and cancelled it
+        twin_out = self._settle(flight.future.key)
+        if isinstance(outcome, ChunkResult):
+            overhead = time.perf_counter() - flight.sent - outcome.busy_seconds
+            self.round_trip = max(1e-3, min(self.round_trip, overhead))
+            self._drop_twins(flight.start, flight.stop)
+            self.planner.observe(len(outcome.records), outcome.busy_seconds)
+            self.complete(outcome)
+        elif not twin_out:
+            self.lost(flight, outcome)
+
+    def _time_arrivals(self, arrivals: int) -> None:
+        """Keep the planner told how long this thread is busy per chunk (send, take back)."""
+        now = time.perf_counter()
+        sample = max(0.0, now - self._busy_mark) / arrivals
+        self._busy_mark = now
+        old = self.planner.driver_seconds
+        self.planner.driver_seconds = sample if old == 0.0 else 0.8 * old + 0.2 * sample
 
     def _settle(self, key: str) -> bool:
         """Forget ``key`` (it came back); return True if its twin is still out."""
