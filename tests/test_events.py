@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kit import EnvironmentProvider, Runner
+from kit import Runner
 from kit.dashboard import DashboardState
 from kit.events import ChunkFinished, EventStream, RunFinished, RunStarted, Scalars
-
-
-class Env(EnvironmentProvider):
-    def build_env_local(self) -> dict:
-        return {}
-
-    def make_worker_setup_fn(self):  # type: ignore[no-untyped-def]
-        return dict
+from tests.workloads import EmptyEnv
 
 
 class Scored(Runner):
@@ -29,7 +22,7 @@ class Scored(Runner):
 def test_a_state_subscribed_after_the_run_equals_one_subscribed_before(mode: str) -> None:
     parallel = None if mode == "inline" else {"env": "local", "n_workers": 2}
     early = DashboardState()
-    handle = Scored(Env({}), parallel=parallel, chunk_size=9).prepare(range(200))
+    handle = Scored(EmptyEnv({}), parallel=parallel, chunk_size=9).prepare(range(200))
     handle.events.subscribe(early)
     handle.start().result(timeout=120)
     late = DashboardState()

@@ -66,6 +66,16 @@ class ToyProvider(EnvironmentProvider):
         return setup
 
 
+class EmptyEnv(EnvironmentProvider):
+    """No heavy objects: for runners whose forward needs nothing."""
+
+    def build_env_local(self) -> dict[str, Any]:
+        return {}
+
+    def make_worker_setup_fn(self) -> Any:
+        return dict
+
+
 class NewNameProvider(EnvironmentProvider):
     """Uses ESPnet3's newer method name."""
 

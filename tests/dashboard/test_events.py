@@ -6,16 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kit import EnvironmentProvider, Runner
+from kit import Runner
 from kit.events import ChunkFinished, Event, RunFinished, RunStarted, read_events
-
-
-class Env(EnvironmentProvider):
-    def build_env_local(self) -> dict:
-        return {}
-
-    def make_worker_setup_fn(self):  # type: ignore[no-untyped-def]
-        return dict
+from tests.workloads import EmptyEnv
 
 
 class Scored(Runner):
@@ -34,7 +27,7 @@ class Scored(Runner):
 def test_events_of_a_known_run_add_up(mode: str, tmp_path: Path) -> None:
     parallel = None if mode == "inline" else {"env": "local", "n_workers": 2}
     events: list[Event] = []
-    result = Scored(Env({}), parallel=parallel, chunk_size=7, output_dir=tmp_path).run(
+    result = Scored(EmptyEnv({}), parallel=parallel, chunk_size=7, output_dir=tmp_path).run(
         range(100), on_event=events.append
     )
     started, *chunks, finished = events
@@ -66,15 +59,15 @@ def test_events_of_a_known_run_add_up(mode: str, tmp_path: Path) -> None:
 
 
 def test_a_resumed_run_says_how_much_was_done(tmp_path: Path) -> None:
-    Scored(Env({}), output_dir=tmp_path).run(range(20))
+    Scored(EmptyEnv({}), output_dir=tmp_path).run(range(20))
     events: list[Event] = []
-    Scored(Env({}), output_dir=tmp_path).run(range(20), on_event=events.append)
+    Scored(EmptyEnv({}), output_dir=tmp_path).run(range(20), on_event=events.append)
     assert isinstance(events[0], RunStarted) and events[0].resumed == 20
     assert isinstance(events[-1], RunFinished) and events[-1].done == 20
 
 
 def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
-    Scored(Env({}), output_dir=tmp_path).run(range(5))
+    Scored(EmptyEnv({}), output_dir=tmp_path).run(range(5))
     log = tmp_path / "events.jsonl"
     log.write_text(log.read_text() + '{"event": "ChunkFin')
     assert isinstance(read_events(log)[-1], RunFinished)
@@ -94,7 +87,7 @@ def test_the_dask_dashboard_link_follows_the_link_template(monkeypatch: pytest.M
         session = kit.get_session(parallel)
         try:
             events: list[Event] = []
-            Scored(Env({}), parallel=parallel).run(range(3), on_event=events.append)
+            Scored(EmptyEnv({}), parallel=parallel).run(range(3), on_event=events.append)
             link = session.dashboard_link
             assert (
                 link is not None
