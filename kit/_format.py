@@ -22,3 +22,63 @@ def duration(seconds: float | None, compact: bool = False) -> str:
     if hours:
         return f"{hours} h {minutes:02d} min"
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+#: One colour per run status, for every view (panels, dashboard, report, history).
+STATUS_COLORS = {
+    "waiting": "#868e96",
+    "starting": "#868e96",
+    "running": "#1c7ed6",
+    "completed": "#2b8a3e",
+    "cancelled": "#e67700",
+    "stopped": "#e67700",
+    "error": "#c92a2a",
+}
+
+
+def status_words(status: str) -> str:
+    """Say a run status for people (``starting`` reads "starting cluster").
+
+    Examples
+    --------
+    >>> status_words("starting"), status_words("completed"), status_words("waiting")
+    ('starting cluster', 'completed', 'waiting')
+    """
+    from kit.result import RunStatus
+
+    try:
+        return RunStatus(status).describe()
+    except ValueError:
+        return str(status)
+
+
+def status_html(status: str) -> str:
+    """Return the status as a bold, coloured word: the one way every view shows it.
+
+    Examples
+    --------
+    >>> status_html("error")
+    "<b class='kit-status' data-status='error' style='color:#c92a2a'>error</b>"
+    """
+    import html
+
+    color = STATUS_COLORS.get(str(status), "#212529")
+    return (
+        f"<b class='kit-status' data-status='{html.escape(str(status))}' "
+        f"style='color:{color}'>{html.escape(status_words(status))}</b>"
+    )
+
+
+def number(value: object) -> str:
+    """Write a value for a table cell: floats short (no 17-digit tails), the rest as ``str``.
+
+    Examples
+    --------
+    >>> number(0.1 + 0.2), number(1 / 12), number(12345.678), number(3), number(None)
+    ('0.3', '0.08333', '12,345.7', '3', '')
+    """
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return str(value)

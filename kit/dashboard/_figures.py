@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from kit._format import duration
+from kit._format import duration, number, status_html
 from kit.dashboard._state import Snapshot
 
 OK_COLOR = "#2b8a3e"
@@ -25,32 +25,48 @@ def require_bokeh() -> None:
 
 
 def header_html(snap: Snapshot, title: str) -> str:
-    """Return the one-line summary at the top of the dashboard."""
+    """Return the one-line summary at the top of the dashboard.
+
+    Examples
+    --------
+    >>> from kit.dashboard import DashboardState
+    >>> state = DashboardState()
+    >>> state.starting()
+    >>> "the plots fill in" in header_html(state.snapshot(), "run")
+    True
+    """
+    parts = [f"<b>{html.escape(title)}</b>", status_html(snap.status)]
+    if snap.status in ("waiting", "starting") and not snap.run_id:
+        parts.append("<i>the plots fill in when the first items finish</i>")
+        return f"<div class='kit-header' style='font-size:13px'>{' · '.join(parts)}</div>"
     percent = f"{100 * snap.done / snap.total:.0f}%" if snap.total else "-"
-    parts = [
-        f"<b>{html.escape(title)}</b>",
-        html.escape(snap.status),
-        f"<b>{snap.done:,}/{snap.total:,}</b> items ({percent})",
-        f"<span style='color:{FAILED_COLOR}'>{snap.failed:,} failed</span>",
-        f"{snap.items_per_second:,.1f} items/s",
-    ]
+    parts.append(f"<b>{snap.done:,}/{snap.total:,}</b> items ({percent})")
+    if snap.failed:
+        parts.append(f"<span style='color:{FAILED_COLOR}'>{snap.failed:,} failed</span>")
+    else:
+        parts.append("0 failed")
     if snap.status == "running":
+        parts.append(f"{snap.items_per_second:,.1f} items/s")
         parts.append(f"ETA {duration(snap.eta_seconds)}")
     else:
+        if snap.status != "completed" and snap.done < snap.total:
+            parts.append(f"{snap.total - snap.done:,} not run")
         parts.append(f"took {duration(snap.elapsed)}")
     if snap.resumed:
-        parts.append(f"{snap.resumed:,} resumed")
+        parts.append(f"{snap.resumed:,} resumed from disk")
     if snap.dask_dashboard:
         link = html.escape(snap.dask_dashboard, quote=True)
         parts.append(f"<a href='{link}' target='_blank'>Dask dashboard</a>")
     line = " · ".join(parts)
+    if snap.error:
+        line += (
+            f"<br><span class='kit-run-error' style='color:{FAILED_COLOR}'>"
+            f"{html.escape(snap.error)}</span>"
+        )
     means = {**snap.metric_means, **snap.summary}
     if means:
         shown = ", ".join(
-            f"{html.escape(str(k))} = {v:.4g}"
-            if isinstance(v, (int, float))
-            else f"{html.escape(str(k))} = {html.escape(str(v))}"
-            for k, v in means.items()
+            f"{html.escape(str(k))} = {html.escape(number(v))}" for k, v in means.items()
         )
         line += f"<br><span class='kit-metrics'>{shown}</span>"
     return f"<div class='kit-header' style='font-size:13px'>{line}</div>"
@@ -68,6 +84,7 @@ class DashboardView:
         require_bokeh()
         from bokeh.layouts import column, row
         from bokeh.models import ColumnDataSource, FactorRange, Range1d
+        from bokeh.models.annotations import Legend
         from bokeh.models.widgets import DataTable, Div, TableColumn
         from bokeh.plotting import figure
 
@@ -106,6 +123,10 @@ class DashboardView:
             name="kit-throughput",
         )
         self.throughput.line("t", "rate", source=self.throughput_source, line_width=2)
+        # Time and counts start at 0: with one point, bokeh would centre the axes on it (-0.5).
+        for fig in (self.throughput,):
+            fig.x_range.start = 0  # type: ignore[attr-defined]
+            fig.y_range.start = 0  # type: ignore[attr-defined]
 
         self.workers_source = ColumnDataSource(
             {"worker": [], "items": [], "busy": [], "busy_label": []}
@@ -138,15 +159,19 @@ class DashboardView:
         self.metrics = figure(
             height=220,
             width=width // 2,
-            title="metrics (running mean over items; logged values over steps)",
-            x_axis_label="items done (or step)",
+            title="metrics",
+            x_axis_label="items done (running mean) or step",
             toolbar_location=None,
             name="kit-metrics",
         )
+        # The legend goes below the plot: inside, it hides the newest (right) end of the curves.
+        self.metrics_legend = Legend(items=[], orientation="horizontal", location="center")
+        self.metrics.add_layout(self.metrics_legend, "below")
         self._metric_sources: dict[str, Any] = {}
         # An empty line until the first metric arrives (a plot without renderers is an error
         # in bokeh's eyes, and many runs report no metrics).
         self.metrics.line(x=[], y=[])
+        self.metrics.x_range.start = 0  # type: ignore[attr-defined]
 
         self.failures_source = ColumnDataSource({"index": [], "message": []})
         self.failures = DataTable(
@@ -199,12 +224,13 @@ class DashboardView:
             source = self._metric_sources.get(name)
             if source is None:
                 from bokeh.models import ColumnDataSource
+                from bokeh.models.annotations import LegendItem
 
                 source = ColumnDataSource({"x": [], "y": []})
                 color = PALETTE[len(self._metric_sources) % len(PALETTE)]
-                self.metrics.line(
-                    "x", "y", source=source, line_width=2, color=color, legend_label=name
-                )
+                line: Any = self.metrics.line("x", "y", source=source, line_width=2, color=color)
+                item: Any = LegendItem(label=name, renderers=[line])
+                self.metrics_legend.items = [*self.metrics_legend.items, item]
                 self._metric_sources[name] = source
             source.data = {"x": x, "y": y}
         self.failures_source.data = {

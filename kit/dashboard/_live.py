@@ -71,6 +71,9 @@ class Dashboard:
         """
         stream = run.events if hasattr(run, "events") else run
         stream.subscribe(self)
+        progress = getattr(run, "progress", None)
+        if progress is not None and progress.status == RunStatus.STARTING:
+            self.state.starting()  # a cluster starting: say so rather than show blank plots
         self.refresh()
         if not self.finished:
             self.start()

@@ -116,7 +116,7 @@ class DashboardState:
     """
 
     def __init__(
-        self, max_points: int = 500, max_failures: int = 20, window_seconds: float = 2.0
+        self, max_points: int = 500, max_failures: int = 20, window_seconds: float = 5.0
     ) -> None:
         self.max_points = max_points
         self.window_seconds = window_seconds
@@ -151,6 +151,7 @@ class DashboardState:
             if isinstance(event, RunStarted):
                 self._reset(event.run_id, event.total, event.resumed, event.dashboard)
                 self.progress.append(0.0, event.resumed)
+                self._window.append((0.0, event.resumed))
             elif isinstance(event, ChunkFinished):
                 self._chunk(event)
             elif isinstance(event, Scalars):
@@ -163,6 +164,7 @@ class DashboardState:
                 self.status = event.status.value
                 self.error = event.error
                 self.done, self.failed, self.elapsed = event.done, event.failed, event.elapsed
+                self.total = event.total
                 self.summary = dict(event.summary)
                 self.progress.append(event.elapsed, event.done)
             self.version += 1
@@ -175,7 +177,9 @@ class DashboardState:
         worker.chunks += 1
         self._failures.extend(event.failures)
         self._window.append((event.elapsed, event.done))
-        while len(self._window) > 2 and event.elapsed - self._window[0][0] > self.window_seconds:
+        # Keep one point at or before the window's start, to read the count there.
+        start = event.elapsed - self.window_seconds
+        while len(self._window) > 2 and self._window[1][0] <= start:
             self._window.popleft()
         self.throughput.append(event.elapsed, self._rate())
         self.progress.append(event.elapsed, event.done)
@@ -187,11 +191,29 @@ class DashboardState:
             series.append(event.done, sums[0] / sums[1] if sums[1] else 0.0)
 
     def _rate(self) -> float:
-        if len(self._window) < 2:
-            t, done = self._window[-1]
-            return (done - self.resumed) / t if t > 0 else 0.0
-        (t0, d0), (t1, d1) = self._window[0], self._window[-1]
-        return (d1 - d0) / (t1 - t0) if t1 > t0 else 0.0
+        """Items per second over the last ``window_seconds`` (the whole run while shorter).
+
+        A rate per chunk arrival would spike whenever two chunks land
+        together (a few ms apart); over a fixed window it reads as the work.
+        """
+        t1, d1 = self._window[-1]
+        start = max(0.0, t1 - self.window_seconds)
+        if t1 <= start:
+            return 0.0
+        (ta, da), (tb, db) = self._window[0], self._window[min(1, len(self._window) - 1)]
+        d0: float = da
+        if ta >= start or tb <= ta:
+            start = ta  # the window reaches back to the first point kept
+        else:  # the count at the window's start, between the two points around it
+            d0 = da + (db - da) * (start - ta) / (tb - ta)
+        return (d1 - d0) / (t1 - start) if t1 > start else 0.0
+
+    def starting(self) -> None:
+        """Say the run is starting (its cluster, its env): nothing to plot yet."""
+        with self._lock:
+            if not self.run_id:
+                self.status = "starting"
+                self.version += 1
 
     def snapshot(self) -> Snapshot:
         """Return a consistent copy of the state."""

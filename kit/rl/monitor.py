@@ -57,16 +57,14 @@ class TrainingLog:
             self.events.emit(Scalars(self.run_id, step, clean, elapsed))
 
     def finish(self, summary: dict[str, Any] | None = None, status: str = "completed") -> None:
-        """Mark the training ended (the dashboard stops redrawing)."""
+        """Mark the training ended (the dashboard stops redrawing).
+
+        ``total`` is a budget: a training that completes early (solved at
+        iteration 20 of at most 200) is complete, and reads "20/20", not 10%.
+        """
         elapsed = self._elapsed()
+        final = RunStatus(status)
+        total = self.done if final is RunStatus.COMPLETED else self.total
         self.events.emit(
-            RunFinished(
-                self.run_id,
-                RunStatus(status),
-                self.done,
-                0,
-                self.total,
-                elapsed,
-                dict(summary or {}),
-            )
+            RunFinished(self.run_id, final, self.done, 0, total, elapsed, dict(summary or {}))
         )

@@ -139,3 +139,51 @@ def test_two_values_logged_at_one_step_count_that_step_once() -> None:
     snap = state.snapshot()
     assert snap.done == 1 and sum(w.items for w in snap.workers.values()) == 1
     assert snap.metrics["eval_return"] == ([0.0, 1.0], [9.0, 10.0])
+
+
+def test_throughput_does_not_spike_when_chunks_land_together() -> None:
+    # A slow run (0.4 items/s, one item per chunk) whose chunks sometimes land 5 ms apart:
+    # a per-arrival rate read 200 items/s there.
+    state = DashboardState()
+    state(RunStarted("r", total=100, resumed=0, workers=2))
+    t = 0.0
+    for step in range(30):
+        t += 0.005 if step % 3 == 2 else 2.5
+        state(chunk(step + 1, t, items=1))
+    _, rates = state.snapshot().throughput
+    assert max(rates[3:]) < 1.0 and min(rates[3:]) > 0.2
+
+
+def test_a_starting_run_says_so_until_it_starts() -> None:
+    pytest.importorskip("bokeh")
+    from kit.dashboard._figures import header_html
+
+    state = DashboardState()
+    state.starting()
+    header = header_html(state.snapshot(), "demo")
+    assert "starting cluster" in header and "the plots fill in" in header
+    state(RunStarted("r", total=10, resumed=0, workers=1))
+    assert "starting cluster" not in header_html(state.snapshot(), "demo")
+
+
+def test_the_header_of_a_cancelled_run_says_what_did_not_run_and_zero_failed_is_not_red() -> None:
+    pytest.importorskip("bokeh")
+    from kit.dashboard._figures import FAILED_COLOR, header_html
+
+    state = DashboardState()
+    state(RunStarted("r", total=70, resumed=0, workers=1))
+    state(chunk(1, 0.5, items=1))
+    state(RunFinished("r", "cancelled", 1, 0, 70, 0.6, {"score": 1 / 3}))
+    header = header_html(state.snapshot(), "demo")
+    assert "cancelled" in header and "69 not run" in header and "resumed" not in header
+    assert FAILED_COLOR not in header.split("cancelled")[1]  # 0 failed is not an alarm
+    assert "0.3333" in header and "0.33333333" not in header
+
+
+def test_a_finished_training_that_stopped_early_reads_as_complete() -> None:
+    state = DashboardState()
+    state(RunStarted("r", total=200, resumed=0, workers=1))
+    state(chunk(20, 3.0, items=20))
+    state(RunFinished("r", "completed", 20, 0, 20, 3.0, {"solved": True}))
+    snap = state.snapshot()
+    assert (snap.done, snap.total) == (20, 20)
