@@ -70,6 +70,12 @@ class Session:
     _threads: int = field(default=0, repr=False)
     #: The client was made by the user: Kit forgets it on close, never closes it.
     borrowed: bool = False
+    _closed: bool = field(default=False, repr=False)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (or its client went away)."""
+        return self._closed or (self.client is not None and self.client.status != "running")
 
     @property
     def dashboard_link(self) -> str | None:
@@ -150,8 +156,10 @@ class Session:
 
     def close(self) -> None:
         """Close the client, and the cluster if Kit started it."""
+        self._closed = True
         with _LOCK:
-            _SESSIONS.pop(self.key, None)
+            if _SESSIONS.get(self.key) is self:
+                del _SESSIONS[self.key]
         for env in self.local_envs.values():
             _close_quietly(env)
         self.local_envs.clear()

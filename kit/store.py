@@ -378,14 +378,18 @@ class RunStore:
             for err in errors:
                 fh.write(json.dumps(err.to_dict()) + "\n")
 
-    def finish(self, result: RunResult) -> None:
-        """Write ``result.json`` and the error file; let the writer merge a complete run."""
+    def finish(self, result: RunResult, error: str | None = None) -> None:
+        """Write ``result.json`` and the error file; let the writer merge a complete run.
+
+        ``error`` says what ended a run that did not complete (one line).
+        """
         self.write_errors(result.errors)
         summary = {
             "status": result.status,
             "stats": result.stats.to_dict(),
             "summary": result.summary,
             "finished": time.time(),
+            "error": error,
         }
         with atomic_file(self.path / "result.json") as fh:
             json.dump(summary, fh, indent=1, default=repr)

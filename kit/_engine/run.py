@@ -154,8 +154,10 @@ class Run:
         )
         if status is RunStatus.COMPLETED:
             result.summary = dict(spec.summarize(result.records))
+        reason = None if exc is None else f"{type(exc).__name__}: {exc}"
+        stop = self.ledger.stop_reason if status is RunStatus.STOPPED else None
         if self.began and spec.store is not None:
-            spec.store.finish(result)
+            spec.store.finish(result, reason or (f"stopped: {stop}" if stop else None))
         self.ledger.set_status(status)
         self.events.emit(
             RunFinished(
@@ -166,7 +168,7 @@ class Run:
                 self.ledger.total,
                 result.stats.wall_seconds,
                 dict(result.summary),
-                None if exc is None else f"{type(exc).__name__}: {exc}",
+                reason,
             )
         )
         self.finished_emitted = True
