@@ -202,6 +202,14 @@ def check_mode(mode: str) -> dict[str, Any]:
     return {"mode": mode}
 
 
+class Decodes(Runner):
+    """Echo the decoder mode the env was built with (the runner of MistypedProvider)."""
+
+    @staticmethod
+    def forward(idx: int, mode: str) -> dict[str, Any]:
+        return {"idx": idx, "mode": mode}
+
+
 class Interrupted(Runner):
     """Raises KeyboardInterrupt at ``idx == at``, as Ctrl-C inside forward does."""
 

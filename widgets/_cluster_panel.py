@@ -48,8 +48,11 @@ def workers_table(info: dict[str, Any]) -> str:
 class ClusterPanel(w.VBox):  # type: ignore[misc]
     """Start, stop, scale and watch a cluster; it drives Kit's own session objects.
 
-    Starting here and then running a Runner with the same ``parallel``
-    section reuses this cluster (``kit.get_session``).
+    It is the one place that says which cluster runs use: :meth:`for_runs`
+    is the running session's ``parallel`` section (or the one the panel
+    describes, when none runs), the Experiment app builds its runners from
+    it, and a session a run started shows here as running (:meth:`show`).
+    Kit's session registry (``kit.get_session``) does the sharing.
 
     Examples
     --------
@@ -107,7 +110,12 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             self.script,
         ]
         self._show_script()
-        self._set_status()
+        for session in kit.sessions():  # one started before this panel: show it, not "stopped"
+            if session.parallel == self.parallel and not session.closed:
+                self.show(session)
+                break
+        else:
+            self._set_status()
 
     # ------------------------------------------------------------ actions
     def _current(self) -> ParallelConfig:
@@ -116,6 +124,30 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         return dataclasses.replace(
             self.parallel, env=self.env.value, n_workers=self.n_workers.value
         )
+
+    def for_runs(self) -> ParallelConfig:
+        """Return the ``parallel`` section runs should use: the running cluster's, if any.
+
+        With none running, the section the panel shows (env and workers);
+        the run then starts that cluster and the panel shows it.
+        """
+        session = self.session
+        if session is not None and not session.closed:
+            return session.parallel
+        return self._current()
+
+    def show(self, session: kit.Session) -> None:
+        """Show ``session`` as this panel's cluster (one a run started, say)."""
+        if self.session is session:
+            return
+        self.session = session
+        self.parallel = session.parallel
+        self.env.value = session.parallel.env
+        self.n_workers.value = session.parallel.n_workers
+        self._set_status()
+        if session.client is not None:
+            self._stop.clear()
+            threading.Thread(target=self._watch, name="kit-cluster-panel", daemon=True).start()
 
     def start(self) -> Future[kit.Session]:
         """Start (or reuse) the session for the chosen env and workers, in the background.
@@ -143,11 +175,8 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             self._show_error(exc)
             ready.set_exception(exc)
             return
-        self.session = session
-        self._set_status()
-        if session.client is not None:
-            self._stop.clear()
-            threading.Thread(target=self._watch, name="kit-cluster-panel", daemon=True).start()
+        self.start_button.disabled = False
+        self.show(session)
         ready.set_result(session)
 
     def stop(self) -> None:

@@ -3,21 +3,34 @@
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
 from omegaconf import DictConfig, OmegaConf
 
-from kit import EnvironmentProvider, Runner, RunResult, load_config, to_overrides
+from kit import EnvironmentProvider, RunHandle, Runner, load_config
+from kit._format import number, status_html
 from widgets._cluster_panel import ClusterPanel
 from widgets._config_editor import ConfigEditor
+from widgets._history import new_run_dir, read_history, record_unstarted
 from widgets._run_panel import RunPanel
 from widgets._style import TABLE_STYLE
 
 
 def history_table(rows: Sequence[dict[str, Any]]) -> str:
-    """Return the run history as an HTML table (one column per stat and summary metric)."""
+    """Return the run history as an HTML table (one column per stat and summary metric).
+
+    Examples
+    --------
+    >>> "no runs yet" in history_table([])
+    True
+    >>> table = history_table([{"run": "001", "status": "error", "error": "ConfigError: x"}])
+    >>> "data-status='error'" in table and "kit-history" in table
+    True
+    """
     if not rows:
         return "<i>no runs yet</i>"
     columns: list[str] = []
@@ -31,9 +44,10 @@ def history_table(rows: Sequence[dict[str, Any]]) -> str:
         cells = []
         for c in columns:
             value = row.get(c, "")
-            text = f"{value:.4g}" if isinstance(value, float) else str(value)
-            cells.append(f"<td>{html.escape(text)}</td>")
-        body.append(f"<tr>{''.join(cells)}</tr>")
+            text = status_html(str(value)) if c == "status" else html.escape(number(value))
+            cells.append(f"<td>{text}</td>")
+        status = html.escape(str(row.get("status", "")))
+        body.append(f"<tr class='kit-run-row' data-status='{status}'>{''.join(cells)}</tr>")
     return (
         f"{TABLE_STYLE}<table class='kit-history kit-table'><tr>{head}</tr>{''.join(body)}</table>"
     )
@@ -43,20 +57,26 @@ class Experiment(w.VBox):  # type: ignore[misc]
     """The config editor, the cluster panel and the run panel together, with a run history.
 
     Change a knob, run on a few items, and compare: each run's row holds its
-    config diff against the first run, its statistics and its summary
-    metrics.
+    config diff against the first run, its status (a failed or cancelled run
+    says so, with what ended it), its statistics and its summary metrics.
+    Every run is stored in a numbered folder of ``runs_dir`` and the table
+    is read back from there, so it survives a kernel restart and a
+    colleague's notebook on the same folder shows the same runs. Runs use
+    the cluster panel's cluster (:meth:`ClusterPanel.for_runs`).
 
     Parameters
     ----------
     config
         The experiment config (a YAML path, dict or DictConfig).
     provider_cls, runner_cls
-        Built as ``runner_cls(provider_cls(config), parallel=config.parallel,
-        **config.runner)`` from the config being edited.
+        Built as ``runner_cls(provider_cls(config), parallel=..., **config.runner)``
+        from the config being edited.
     indices
         All the items (the run panel checks the first N or a sample).
     config_path
         The file the config came from, for the scale-out command.
+    runs_dir
+        Where the runs are stored; default ``runs/<runner class, lower case>``.
 
     Examples
     --------
@@ -70,13 +90,14 @@ class Experiment(w.VBox):  # type: ignore[misc]
     ...         return {"y": idx * k}
     ...     def summarize(self, records):
     ...         return {"total": sum(r["y"] for r in records)}
-    >>> app = Experiment({"k": 1}, Env, Times, indices=range(10))
+    >>> import tempfile
+    >>> app = Experiment({"k": 1}, Env, Times, indices=range(10), runs_dir=tempfile.mkdtemp())
     >>> app.run_panel.how_many.value = 4
     >>> app.run_panel.run_button.click(); _ = app.run_panel.wait(timeout=30)
     >>> app.editor.fields["k"].value = 3
     >>> app.run_panel.run_button.click(); _ = app.run_panel.wait(timeout=30)
-    >>> [(row["changes"], row["total"]) for row in app.history]
-    [('(first run)', 6), ('k=3', 18)]
+    >>> [(row["changes"], row["status"], row["total"]) for row in app.history]
+    [('(first run)', 'completed', 6), ('k=3', 'completed', 18)]
     """
 
     def __init__(
@@ -88,24 +109,30 @@ class Experiment(w.VBox):  # type: ignore[misc]
         *,
         config_path: str = "config.yaml",
         scale_out: Sequence[str] = ("parallel.env=slurm",),
+        runs_dir: str | os.PathLike[str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.provider_cls = provider_cls
         self.runner_cls = runner_cls
         self.base = load_config(config)
+        self.runs_dir = (
+            Path(runs_dir) if runs_dir is not None else Path("runs") / (runner_cls.__name__.lower())
+        )
         self.editor = ConfigEditor(self.base)
         self.cluster = ClusterPanel(self.base.get("parallel") or {"env": "inline"})
-        self.history: list[dict[str, Any]] = []
-        self._first: DictConfig | None = None
-        self._history = w.HTML(history_table([]))
+        self.history: list[dict[str, Any]] = read_history(self.runs_dir)
+        self._history = w.HTML(history_table(self.history))
+        self._run_dir: Path | None = None
         self.run_panel = RunPanel(
             self.make_runner(self.base),
             indices,
             base_config=self.base,
             config_path=config_path,
             scale_out=scale_out,
-            on_result=self._record,
+            on_end=self._record,
+            output_dir_for=self._next_run_dir,
+            parallel_for=self.cluster.for_runs,
         )
         self.editor.observe(self._config_changed, names="value")
         sections = w.Accordion(children=[self.editor, self.cluster])
@@ -115,19 +142,23 @@ class Experiment(w.VBox):  # type: ignore[misc]
         self.children = [
             sections,
             self.run_panel,
-            w.HTML("<b>runs</b>"),
+            w.HTML(f"<b>runs</b> <small>(stored in {html.escape(str(self.runs_dir))})</small>"),
             self._history,
         ]
 
     def make_runner(self, cfg: DictConfig) -> Runner:
-        """Build the runner for ``cfg``, as ``kit run`` would."""
+        """Build the runner for ``cfg``, as ``kit run`` would (on the panel's cluster)."""
         options: dict[str, Any] = {}
         if "runner" in cfg:
             container = OmegaConf.to_container(cfg.runner, resolve=True)
             assert isinstance(container, dict)
             options = {str(k): v for k, v in container.items() if k != "_target_"}
-        parallel = cfg.get("parallel") or {"env": "inline"}
-        return self.runner_cls(self.provider_cls(cfg), parallel=parallel, **options)
+        return self.runner_cls(self.provider_cls(cfg), parallel=self.cluster.for_runs(), **options)
+
+    def refresh(self) -> None:
+        """Read the history again from ``runs_dir`` (runs from other notebooks too)."""
+        self.history = read_history(self.runs_dir)
+        self._history.value = history_table(self.history)
 
     def _config_changed(self, change: Any) -> None:
         try:
@@ -136,23 +167,20 @@ class Experiment(w.VBox):  # type: ignore[misc]
         except Exception as exc:  # shown in the panel; the previous runner stays
             self.run_panel._show_error(exc)
 
-    def _record(self, result: RunResult) -> None:
-        cfg = self.run_panel.runner.provider.config
-        if self._first is None:
-            self._first = cfg
-            changes = "(first run)"
-        else:
-            changes = " ".join(to_overrides(self._first, cfg)) or "(same config)"
-        stats = result.stats
-        row: dict[str, Any] = {
-            "run": len(self.history) + 1,
-            "changes": changes,
-            "items": stats.items,
-            "ok": stats.ok,
-            "failed": stats.failed,
-            "seconds": round(stats.wall_seconds, 3),
-            "items/s": round(stats.items_per_second, 1),
-        }
-        row.update(result.summary)
-        self.history.append(row)
-        self._history.value = history_table(self.history)
+    def _next_run_dir(self) -> Path:
+        self._run_dir = new_run_dir(self.runs_dir)
+        return self._run_dir
+
+    def _record(self, handle: RunHandle) -> None:
+        session = handle.session
+        if session is not None and session.client is not None:
+            self.cluster.show(session)  # the cluster this run started is the panel's now
+        if self._run_dir is not None:
+            error = handle.exception()
+            record_unstarted(
+                self._run_dir,
+                self.run_panel.runner.provider.config,
+                str(handle.status),
+                None if error is None else f"{type(error).__name__}: {error}",
+            )
+        self.refresh()

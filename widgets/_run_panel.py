@@ -8,11 +8,14 @@ import random
 import shlex
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
 
 from kit import RunError, RunHandle, Runner, RunResult, to_overrides
+from kit._format import number, status_html
+from kit.config import ParallelConfig
 from kit.dashboard import Dashboard
 from kit.result import Index
 from kit.runner import normalize_indices
@@ -43,6 +46,10 @@ def choose(indices: Sequence[Index], n: int, how: str, seed: int) -> list[Index]
 def results_table(result: RunResult, max_rows: int = MAX_ROWS) -> str:
     """Return the records as an HTML table; failed rows in red with their traceback."""
     errors = {err.position: err for err in result.errors}
+    not_run = [
+        pos for pos, record in enumerate(result.records) if record is None and pos not in errors
+    ]
+    skipped = set(not_run) if result.status != "completed" else set()
     columns: list[str] = []
     for record in result.records:
         if isinstance(record, dict):
@@ -51,10 +58,15 @@ def results_table(result: RunResult, max_rows: int = MAX_ROWS) -> str:
                     columns.append(key)
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in ["index", *(columns or ["record"])])
     rows = []
+    shown = 0
     for pos, (index, record) in enumerate(zip(result.indices, result.records, strict=True)):
-        if pos >= max_rows:
-            rows.append(f"<tr><td colspan='99'>… {len(result.records) - max_rows} more</td></tr>")
+        if pos in skipped:
+            continue  # not run (a cancelled or stopped run): counted below, not drawn as None
+        if shown >= max_rows:
+            more = len(result.records) - len(skipped) - max_rows
+            rows.append(f"<tr><td colspan='99'>… {more} more</td></tr>")
             break
+        shown += 1
         err = errors.get(pos)
         if err is not None:
             rows.append(
@@ -66,10 +78,15 @@ def results_table(result: RunResult, max_rows: int = MAX_ROWS) -> str:
             )
             continue
         if columns and isinstance(record, dict):
-            cells = "".join(f"<td>{html.escape(str(record.get(c, '')))}</td>" for c in columns)
+            cells = "".join(f"<td>{html.escape(number(record.get(c)))}</td>" for c in columns)
         else:
             cells = f"<td>{html.escape(repr(record))}</td>"
         rows.append(f"<tr class='kit-ok'><td>{html.escape(str(index))}</td>{cells}</tr>")
+    if skipped:
+        rows.append(
+            f"<tr class='kit-not-run'><td colspan='99'><i>{len(skipped):,} items not run "
+            f"({html.escape(str(result.status))})</i></td></tr>"
+        )
     return (
         f"{TABLE_STYLE}<table class='kit-results kit-table'><tr>{head}</tr>{''.join(rows)}</table>"
     )
@@ -94,8 +111,15 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         The config as loaded from ``config_path``, for the scale-out command.
     scale_out
         Overrides for the cluster, e.g. ``["parallel.env=slurm"]``.
-    on_result
-        Called with each run's result (the Experiment app keeps a history).
+    on_end
+        Called with the handle of each run once it has ended, whatever its
+        status (the Experiment app keeps a history).
+    output_dir_for
+        Called before each run for the directory to store it in (None keeps
+        the results in memory only).
+    parallel_for
+        Called before each run for the ``parallel`` section to run on (the
+        cluster panel's), instead of the runner's own.
 
     Examples
     --------
@@ -122,7 +146,9 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         base_config: Any = None,
         config_path: str = "config.yaml",
         scale_out: Sequence[str] = ("parallel.env=slurm",),
-        on_result: Callable[[RunResult], None] | None = None,
+        on_end: Callable[[RunHandle], None] | None = None,
+        output_dir_for: Callable[[], Path | None] | None = None,
+        parallel_for: Callable[[], ParallelConfig] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -132,10 +158,13 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         self.base_config = base_config
         self.config_path = config_path
         self.scale_out_overrides = list(scale_out)
-        self.on_result = on_result
+        self.on_end = on_end
+        self.output_dir_for = output_dir_for
+        self.parallel_for = parallel_for
         self.handle: RunHandle | None = None
         self._lock = threading.Lock()
         self.result: RunResult | None = None
+        self._finished: RunHandle | None = None
         self.dashboard: Dashboard | None = None
         total = len(self.indices)
         self.how_many = w.BoundedIntText(
@@ -172,26 +201,31 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         return choose(self.indices, self.how_many.value, self.how.value, self.seed.value)
 
     def run(self) -> RunHandle:
-        """Start a run over the selected items in the background."""
+        """Start a run over the selected items in the background; return its handle at once."""
         if self.handle is not None and not self.handle.done():
             raise RuntimeError("a run is going on: wait for it or cancel it first")
         items = self.selected()
-        # A check on a few items keeps its results in memory: an output_dir
-        # belongs to the full run (and would refuse a different item list).
+        # A check on a few items is stored where the app says (its history), never in
+        # the runner's own output_dir: that belongs to the full run (and would refuse
+        # a different item list).
         runner = copy.copy(self.runner)
-        runner.output_dir = None
+        runner.output_dir = self.output_dir_for() if self.output_dir_for is not None else None
+        if self.parallel_for is not None:
+            runner.parallel = self.parallel_for()
         self.error.value = ""
         self.table.value = ""
         self.result = None
         self.dashboard = Dashboard(interval=0.25, title=f"{len(items)} items")
         self.dashboard_box.children = [dashboard_widget(self.dashboard)]
-        self.handle = runner.submit(items)
-        self.dashboard.follow(self.handle)
-        self.handle.add_done_callback(self._on_done)
         self.run_button.disabled = True
         self.cancel_button.disabled = False
-        self.status.value = f"running {len(items)} items…"
-        return self.handle
+        handle = runner.submit(items)
+        self.handle = handle
+        self._show_status(handle)
+        handle.events.subscribe(lambda _event: self._show_status(handle), replay=False)
+        self.dashboard.follow(handle)
+        handle.add_done_callback(self._on_done)
+        return handle
 
     def cancel(self) -> None:
         """Stop the run; completed items are kept."""
@@ -199,15 +233,19 @@ class RunPanel(w.VBox):  # type: ignore[misc]
             self.handle.cancel()
 
     def wait(self, timeout: float | None = None) -> RunResult:
-        """Wait for the current run and return its result (for scripts and tests)."""
+        """Wait for the current run and return its result (for scripts and tests).
+
+        A run stopped early returns its partial result; a run that ended in
+        error raises what ended it (also shown in the panel).
+        """
         if self.handle is None:
             raise RuntimeError("nothing is running: click Run first")
-        try:
-            result = self.handle.result(timeout=timeout)
-        except RunError as exc:
-            result = exc.result
-        self._finish(result)
-        return result
+        handle = self.handle
+        error = handle.exception(timeout=timeout)
+        self._finish(handle)
+        if error is not None and not isinstance(error, RunError):
+            raise error
+        return handle.result() if error is None else error.result
 
     def scale_out_command(self) -> str:
         """Return the ``kit submit`` command that runs this experiment on the cluster."""
@@ -224,40 +262,65 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         )
 
     # ------------------------------------------------------------ callbacks
+    def _show_status(self, handle: RunHandle) -> None:
+        if handle.done():
+            return  # the final line is _finish's
+        progress = handle.progress
+        self.status.value = (
+            f"{status_html(progress.status)}: {progress.done:,}/{progress.total:,} items"
+        )
+
     def _on_done(self, handle: RunHandle) -> None:
         # Runs on the engine's thread: any error is shown here, never lost.
         try:
-            try:
-                result = handle.result()
-            except RunError as exc:
-                self._show_error(exc)
-                result = exc.result
-            self._finish(result)
+            self._finish(handle)
         except Exception as exc:
             self._show_error(exc)
 
-    def _finish(self, result: RunResult) -> None:
+    def _finish(self, handle: RunHandle) -> None:
+        """Show how the run ended (any final status) and make Run usable again."""
         with self._lock:
-            if self.result is result:
+            if self._finished is handle:
                 return
-            self.result = result
-        stats = result.stats
-        self.status.value = (
-            f"<b>{html.escape(result.status)}</b>: {stats.ok} ok, "
-            f"<span style='color:#c92a2a'>{stats.failed} failed</span>, "
-            f"{stats.wall_seconds:.2f} s"
-            + (f" · summary {html.escape(str(result.summary))}" if result.summary else "")
+            self._finished = handle
+        error = handle.exception()
+        result: RunResult | None = None
+        if error is None:
+            result = handle.result()
+        elif isinstance(error, RunError):
+            result = error.result
+        progress = handle.progress
+        failed = (
+            f"<span style='color:#c92a2a'>{progress.failed:,} failed</span>"
+            if progress.failed
+            else "0 failed"
         )
-        self.table.value = results_table(result)
+        parts = [f"{status_html(progress.status)}: {progress.done - progress.failed:,} ok", failed]
+        if progress.done < progress.total:
+            parts.append(f"{progress.total - progress.done:,} not run")
+        if result is not None:
+            parts.append(f"{result.stats.wall_seconds:.2f} s")
+            if result.summary:
+                summary = ", ".join(f"{k} = {number(v)}" for k, v in result.summary.items())
+                parts.append(f"summary: {html.escape(summary)}")
+        self.status.value = ", ".join(parts)
+        if error is not None:
+            self._show_error(error)
+        if result is not None:
+            self.result = result
+            self.table.value = results_table(result)
         self.run_button.disabled = False
         self.cancel_button.disabled = True
-        if self.on_result is not None:
-            self.on_result(result)
+        if self.on_end is not None:
+            self.on_end(handle)
 
     def _show_error(self, exc: BaseException) -> None:
+        # A stopped run's message ends with the failing item's traceback, which the
+        # results table shows folded: its first line says it all here.
+        text = str(exc).splitlines()[0] if isinstance(exc, RunError) else str(exc)
         self.error.value = (
             f"<pre class='kit-error' style='color:#c92a2a;white-space:pre-wrap'>"
-            f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</pre>"
+            f"{html.escape(type(exc).__name__)}: {html.escape(text)}</pre>"
         )
         self.run_button.disabled = False
         self.cancel_button.disabled = True

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import html
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import kit
-from tests.workloads import Affine, ToyProvider, toy_config
+from tests.workloads import Affine, Decodes, MistypedProvider, ToyProvider, toy_config
 from widgets import ClusterPanel, Experiment, RunPanel
 
 pytestmark = pytest.mark.slow
@@ -94,6 +95,11 @@ def test_run_panel_random_sample_and_cancel(local: dict) -> None:
     panel.cancel_button.click()
     result = panel.wait(timeout=60)
     assert result.status == "cancelled" and result.stats.ok < 200
+    # Only what ran is drawn, then one line for the rest: no rows of "None".
+    table = panel.table.value
+    assert "None" not in table and table.count("kit-ok") == result.stats.ok
+    assert f"{200 - result.stats.ok} items not run (cancelled)" in table
+    assert "data-status='cancelled'" in panel.status.value and "not run" in panel.status.value
 
 
 def test_run_panel_shows_the_scale_out_command() -> None:
@@ -114,10 +120,12 @@ def test_run_panel_errors_are_shown_in_the_panel() -> None:
     assert "AttributeError" in panel.error.value and not panel.run_button.disabled
 
 
-def test_experiment_compares_runs(local: dict) -> None:
+def test_experiment_compares_runs(local: dict, tmp_path: Path) -> None:
     config = toy_config()
     config.parallel = local
-    app = Experiment(config, ToyProvider, Affine, indices=range(100), config_path="exp.yaml")
+    app = Experiment(
+        config, ToyProvider, Affine, indices=range(100), config_path="exp.yaml", runs_dir=tmp_path
+    )
     app.run_panel.how_many.value = 10
     app.run_panel.run_button.click()
     app.run_panel.wait(timeout=60)
@@ -132,8 +140,83 @@ def test_experiment_compares_runs(local: dict) -> None:
     assert app.run_panel.scale_out_command() == "kit submit exp.yaml factor=4 parallel.env=slurm"
 
 
-def test_experiment_shows_a_bad_config_without_breaking() -> None:
-    app = Experiment(toy_config(), ToyProvider, Affine, indices=range(10))
+def test_experiment_shows_a_bad_config_without_breaking(tmp_path: Path) -> None:
+    app = Experiment(toy_config(), ToyProvider, Affine, indices=range(10), runs_dir=tmp_path)
     app.editor.add_key("runner", "{chunk_size: 0}")  # rejected by the editor itself
     message = html.unescape(app.editor._message.value)
     assert "runner.chunk_size: must be 'auto' or an integer >= 1" in message
+
+
+def test_a_failing_provider_shows_its_error_and_the_run_button_works_again(
+    local: dict, tmp_path: Path
+) -> None:
+    config = toy_config(mode="gramar")
+    config.parallel = local
+    app = Experiment(config, MistypedProvider, Decodes, indices=range(10), runs_dir=tmp_path)
+    app.run_panel.how_many.value = 4
+    app.run_panel.run_button.click()
+    with pytest.raises(kit.ConfigError, match="did you mean 'grammar'"):
+        app.run_panel.wait(timeout=120)
+    wait_for(lambda: len(app.history) == 1)
+    error = html.unescape(app.run_panel.error.value)
+    assert "ConfigError: decoder.mode: 'gramar' is not a valid choice; did you mean" in error
+    assert "AssertionError" not in error
+    assert "data-status='error'" in app.run_panel.status.value
+    assert not app.run_panel.run_button.disabled and app.run_panel.cancel_button.disabled
+    row = app.history[0]
+    assert row["status"] == "error" and "did you mean 'grammar'" in row["error"]
+    # Fixed, it runs; the history keeps both.
+    app.editor.fields["mode"].value = "grammar"
+    app.run_panel.run_button.click()
+    app.run_panel.wait(timeout=120)
+    wait_for(lambda: len(app.history) == 2)
+    assert [r["status"] for r in app.history] == ["error", "completed"]
+    assert app.history[1]["changes"] == "mode=grammar"
+
+
+def test_the_history_is_read_back_from_disk_in_a_new_app(tmp_path: Path) -> None:
+    first = Experiment(toy_config(), ToyProvider, Affine, indices=range(20), runs_dir=tmp_path)
+    first.run_panel.how_many.value = 5
+    first.run_panel.run_button.click()
+    first.run_panel.wait(timeout=60)
+    first.editor.fields["factor"].value = 7
+    first.run_panel.run_button.click()
+    first.run_panel.wait(timeout=60)
+    wait_for(lambda: len(first.history) == 2)
+    # A restarted kernel, or a colleague's notebook on the same folder.
+    again = Experiment(toy_config(), ToyProvider, Affine, indices=range(20), runs_dir=tmp_path)
+    assert again.history == first.history
+    assert [r["run"] for r in again.history] == ["001", "002"]
+    assert [r["changes"] for r in again.history] == ["(first run)", "factor=7"]
+    assert "factor=7" in again._history.value
+
+
+def test_runs_use_the_cluster_panel_cluster(tmp_path: Path) -> None:
+    parallel = {"env": "local", "n_workers": 1, "options": {"name": "experiment"}}
+    config = toy_config()
+    config.parallel = parallel
+    app = Experiment(config, ToyProvider, Affine, indices=range(20), runs_dir=tmp_path)
+    try:
+        assert "stopped" in app.cluster.status.value
+        app.run_panel.how_many.value = 4
+        app.run_panel.run_button.click()
+        app.run_panel.wait(timeout=120)
+        # The run started the cluster: the panel shows it, not "stopped".
+        wait_for(lambda: app.cluster.session is not None)
+        assert "running" in app.cluster.status.value
+        first = app.cluster.session
+        # Stop, two workers, Start: the next run uses that cluster, not a second one.
+        app.cluster.stop_button.click()
+        app.cluster.n_workers.value = 2
+        app.cluster.start_button.click()
+        assert app.cluster.ready is not None
+        started = app.cluster.ready.result(timeout=120)
+        assert started is not first and started.parallel.n_workers == 2
+        app.run_panel.run_button.click()
+        app.run_panel.wait(timeout=120)
+        assert app.run_panel.handle is not None and app.run_panel.handle.session is started
+        assert [s for s in kit.sessions() if s.parallel.options.get("name") == "experiment"] == [
+            started
+        ]
+    finally:
+        app.cluster.stop_button.click()
