@@ -132,12 +132,29 @@ def job_script(parallel: ParallelConfig | Any) -> str:
     return script
 
 
+def quiet_distributed() -> None:
+    """Show only distributed's warnings and errors in this process, not its INFO chatter.
+
+    A cluster Kit starts in a notebook runs its scheduler in the kernel, whose
+    INFO lines (workers joining, comms closing) would land, in red, under
+    whatever cell runs when they are logged. A level the user set below INFO
+    (DEBUG, to look into something) is left alone.
+    """
+    import logging
+
+    logger = logging.getLogger("distributed")
+    if logger.level in (logging.NOTSET, logging.INFO):
+        logger.setLevel(logging.WARNING)
+
+
 def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any, Any]:
     """Return ``(client, cluster)`` for ``parallel``; cluster is None when only connected."""
     from distributed import Client
 
     env = parallel.env
     options = dict(parallel.options)
+    if env != "remote":
+        quiet_distributed()
     if env == "local":
         from distributed import LocalCluster
 
@@ -147,6 +164,9 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
             "processes": True,
             "host": "127.0.0.1",
             "dashboard_address": "127.0.0.1:0",
+            # Not LocalCluster's own silencing: it restores INFO when the cluster
+            # closes, just in time for the closing chatter.
+            "silence_logs": False,
         }
         kwargs.update(options)
         cluster = LocalCluster(**kwargs)  # type: ignore[no-untyped-call]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from pathlib import Path
@@ -14,6 +15,8 @@ nbformat = pytest.importorskip("nbformat")
 pytestmark = pytest.mark.slow
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+#: A line of distributed's log ("<time> - distributed.scheduler - INFO - ...").
+LOG_LINE = re.compile(r" - distributed(\.\w+)* - [A-Z]+ - ")
 
 
 def execute(name: str, folder: Path) -> tuple[Any, float]:
@@ -23,7 +26,21 @@ def execute(name: str, folder: Path) -> tuple[Any, float]:
     )
     began = time.monotonic()
     client.execute()
-    return book, time.monotonic() - began
+    seconds = time.monotonic() - began
+    assert_quiet(book)
+    return book, seconds
+
+
+def assert_quiet(book: Any) -> None:
+    """No cell raised, and no distributed log line landed in any output."""
+    for number, cell in enumerate(book.cells):
+        for output in cell.get("outputs", []):
+            assert output["output_type"] != "error", (
+                f"cell {number} raised {output.get('ename')}: {output.get('evalue')}"
+            )
+            if output["output_type"] == "stream":
+                noise = [line for line in output["text"].splitlines() if LOG_LINE.search(line)]
+                assert not noise, f"cell {number} shows distributed's log: {noise[:3]}"
 
 
 def text_of(book: Any) -> str:
