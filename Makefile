@@ -24,9 +24,9 @@ demo: $(STAMP)
 quickstart: $(STAMP)
 	$(BIN)/python -m kit.examples.quickstart
 
-# JupyterLab on the notebooks.
+# JupyterLab on the notebooks (as root too, as in most workshop containers).
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ip=127.0.0.1 notebooks
+	$(BIN)/jupyter lab --ip=127.0.0.1 $$(test "$$(id -u)" = 0 && echo --allow-root) notebooks
 
 lint: $(STAMP)
 	$(BIN)/ruff check kit widgets tests benchmarks
