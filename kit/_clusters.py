@@ -95,6 +95,7 @@ def job_queue_cluster(parallel: ParallelConfig, hook: SubmitHook | None = None) 
         ) from None
     cls = getattr(dask_jobqueue, JOB_QUEUES[parallel.env])
     options = dict(parallel.options)
+    _check_job_resources(parallel.env, getattr(cls.job_cls, "config_name", parallel.env), options)
     scheduler_options = dict(options.pop("scheduler_options", None) or {})
     # Kit's dashboards listen on 127.0.0.1 unless the config says otherwise.
     scheduler_options.setdefault("dashboard_address", "127.0.0.1:0")
@@ -103,6 +104,35 @@ def job_queue_cluster(parallel: ParallelConfig, hook: SubmitHook | None = None) 
     if "security" not in options and parallel.security is not None:
         options["security"] = security_of(parallel)
     return cls(job_cls=job_cls, scheduler_options=scheduler_options, **options)
+
+
+#: What every job must be told (dask-jobqueue refuses to build one without them).
+JOB_RESOURCES = {"cores": "1", "memory": "2GB"}
+#: More that some queues require.
+EXTRA_RESOURCES = {"htcondor": {"disk": "1GB"}}
+
+
+def _check_job_resources(env: str, config_name: str, options: dict[str, Any]) -> None:
+    """Raise a ConfigError naming the ``parallel.options`` keys a job script needs."""
+    import dask.config
+
+    needed = {**JOB_RESOURCES, **EXTRA_RESOURCES.get(env, {})}
+    missing = [
+        key
+        for key in needed
+        if options.get(key) is None
+        and dask.config.get(f"jobqueue.{config_name}.{key}", None) is None
+    ]
+    if missing:
+        keys = ", ".join(f"parallel.options.{k}" for k in missing)
+        example = " ".join(f"+parallel.options.{k}={needed[k]}" for k in missing)
+        raise _config_error(
+            f"parallel.options.{missing[0]}",
+            f"a {env} job needs {keys} (the resources each worker job asks for), "
+            "and the config gives none",
+            f"set them in the config or on the command line, e.g. `{example}` (add "
+            "walltime and queue as your site wants), or in dask's jobqueue.yaml",
+        )
 
 
 def job_script(parallel: ParallelConfig | Any) -> str:

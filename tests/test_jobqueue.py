@@ -208,6 +208,21 @@ def test_kit_cluster_script_refuses_a_local_env(tmp_path: Path) -> None:
     assert "parallel.env: 'local' submits no job script" in result.stderr
 
 
+def test_kit_cluster_script_names_the_missing_job_resources(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("parallel:\n  env: slurm\n  options:\n    memory: 4GB\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "kit", "cluster", "script", str(config)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "parallel.options.cores: a slurm job needs parallel.options.cores" in result.stderr
+    assert "+parallel.options.cores=1" in result.stderr
+    assert "Traceback" not in result.stderr and "dask_jobqueue" not in result.stderr
+
+
 def test_without_dask_jobqueue_the_error_names_the_extra() -> None:
     script = (
         "import sys\n"

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
+from omegaconf import OmegaConf
 
 from kit import RunError, RunHandle, Runner, RunResult, to_overrides
+from kit._clusters import EXTRA_RESOURCES, JOB_QUEUES, JOB_RESOURCES
 from kit._format import number, status_html
-from kit.config import ParallelConfig
+from kit.config import ParallelConfig, config_hash
 from kit.dashboard import Dashboard
 from kit.result import Index
 from kit.runner import normalize_indices
@@ -23,6 +25,7 @@ from widgets._dashboard import dashboard_widget, load_bokehjs
 from widgets._style import TABLE_STYLE
 
 MAX_ROWS = 200
+_ABSENT = object()
 
 
 def choose(indices: Sequence[Index], n: int, how: str, seed: int) -> list[Index]:
@@ -162,7 +165,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         self.output_dir_for = output_dir_for
         self.parallel_for = parallel_for
         self.handle: RunHandle | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self.result: RunResult | None = None
         self._finished: RunHandle | None = None
         self.dashboard: Dashboard | None = None
@@ -248,17 +251,62 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         return handle.result() if error is None else error.result
 
     def scale_out_command(self) -> str:
-        """Return the ``kit submit`` command that runs this experiment on the cluster."""
+        """Return the ``kit submit`` command that runs this experiment on the cluster.
+
+        It runs as printed from the notebook's folder: the config file is
+        named by a path relative to it (a config from elsewhere, such as an
+        installed package, is first saved beside the notebook), the
+        overrides lead from that file to the config being edited plus the
+        cluster's, and a job queue gets the resources every job needs
+        (``parallel.options.cores`` and ``memory``) when the config has none.
+        """
         config = self.runner.provider.config
-        overrides = to_overrides(self.base_config, config) if self.base_config is not None else []
-        words = ["kit", "submit", self.config_path, *overrides, *self.scale_out_overrides]
+        base = self.base_config if self.base_config is not None else config
+        cluster = [o.lstrip("+") for o in self.scale_out_overrides]
+        target = OmegaConf.merge(config, OmegaConf.from_dotlist(cluster))
+        env = str(OmegaConf.select(target, "parallel.env", default=""))
+        if env in JOB_QUEUES:
+            defaults = {**JOB_RESOURCES, **EXTRA_RESOURCES.get(env, {})}
+            cluster += [
+                f"parallel.options.{key}={value}"
+                for key, value in defaults.items()
+                if OmegaConf.select(target, f"parallel.options.{key}", default=None) is None
+            ]
+        # "+" where the key is new to the file: the override grammar refuses to add silently.
+        cluster = [
+            o
+            if OmegaConf.select(base, o.split("=", 1)[0], default=_ABSENT) is not _ABSENT
+            else f"+{o}"
+            for o in cluster
+        ]
+        edits = to_overrides(base, config)
+        words = ["kit", "submit", self._config_file(base), *edits, *cluster]
         return " ".join(shlex.quote(word) for word in words)
+
+    def _config_file(self, base: Any) -> str:
+        """Return the config file as a path from here, saved here first if it lives elsewhere."""
+        path = Path(self.config_path)
+        here = Path.cwd()
+        if not path.is_absolute():
+            return str(path)
+        try:
+            return str(path.resolve().relative_to(here.resolve()))
+        except ValueError:
+            pass  # elsewhere (an installed package, say): save a copy beside the notebook
+        text = OmegaConf.to_yaml(base)
+        copy_path = here / path.name
+        if copy_path.exists() and copy_path.read_text() != text:
+            copy_path = here / f"{path.stem}-{config_hash(base)[:8]}{path.suffix}"
+        if not copy_path.exists():
+            copy_path.write_text(text)
+        return copy_path.name
 
     def show_scale_out(self) -> None:
         """Show the scale-out command in the panel."""
+        command = self.scale_out_command()
         self.command.value = (
-            "<div>Run the same experiment on the cluster:</div>"
-            f"<pre class='kit-scale-out'>{html.escape(self.scale_out_command())}</pre>"
+            "<div>Run the same experiment on the cluster (from this notebook's folder):</div>"
+            f"<pre class='kit-scale-out'>{html.escape(command)}</pre>"
         )
 
     # ------------------------------------------------------------ callbacks
@@ -278,11 +326,18 @@ class RunPanel(w.VBox):  # type: ignore[misc]
             self._show_error(exc)
 
     def _finish(self, handle: RunHandle) -> None:
-        """Show how the run ended (any final status) and make Run usable again."""
+        """Show how the run ended (any final status) and make Run usable again.
+
+        Called by the done callback and by :meth:`wait`, whichever comes
+        first does it and the other waits for it to be done (the history
+        included), under the lock.
+        """
         with self._lock:
-            if self._finished is handle:
-                return
-            self._finished = handle
+            if self._finished is not handle:
+                self._finished = handle
+                self._show_end(handle)
+
+    def _show_end(self, handle: RunHandle) -> None:
         error = handle.exception()
         result: RunResult | None = None
         if error is None:

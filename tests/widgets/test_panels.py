@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -109,8 +111,49 @@ def test_run_panel_shows_the_scale_out_command() -> None:
         Affine(ToyProvider(edited)), range(10), base_config=base, config_path="exp.yaml"
     )
     panel.scale_button.click()
-    assert panel.scale_out_command() == "kit submit exp.yaml factor=5 +beam=4 parallel.env=slurm"
-    assert "kit submit exp.yaml factor=5 +beam=4 parallel.env=slurm" in panel.command.value
+    command = (
+        "kit submit exp.yaml factor=5 +beam=4 +parallel.env=slurm "
+        "+parallel.options.cores=1 +parallel.options.memory=2GB"
+    )
+    assert panel.scale_out_command() == command
+    assert command in panel.command.value
+
+
+def test_the_scale_out_command_runs_as_printed_from_the_notebook_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("dask_jobqueue")
+    package = tmp_path / "site-packages" / "example"  # a config shipped inside a package
+    package.mkdir(parents=True)
+    (package / "decode.yaml").write_text("factor: 2\noffset: 1\nparallel:\n  env: local\n")
+    notebook_folder = tmp_path / "notebooks"
+    notebook_folder.mkdir()
+    monkeypatch.chdir(notebook_folder)
+    base = kit.load_config(package / "decode.yaml")
+    edited = kit.load_config(base, ["factor=5"])
+    panel = RunPanel(
+        Affine(ToyProvider(edited)),
+        range(10),
+        base_config=base,
+        config_path=str(package / "decode.yaml"),
+    )
+    command = panel.scale_out_command()
+    assert command == (
+        "kit submit decode.yaml factor=5 parallel.env=slurm "
+        "+parallel.options.cores=1 +parallel.options.memory=2GB"
+    )
+    assert (notebook_folder / "decode.yaml").exists()  # saved beside the notebook
+    # As printed, from the notebook's folder (the job script shows what would be submitted).
+    words = command.split()
+    result = subprocess.run(
+        [sys.executable, "-m", "kit", "cluster", "script", *words[2:]],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=notebook_folder,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "#SBATCH --cpus-per-task=1" in result.stdout and "#SBATCH --mem=" in result.stdout
 
 
 def test_run_panel_errors_are_shown_in_the_panel() -> None:
@@ -137,7 +180,10 @@ def test_experiment_compares_runs(local: dict, tmp_path: Path) -> None:
     assert [row["changes"] for row in app.history] == ["(first run)", "factor=4"]
     assert app.history[1]["mean_y"] == pytest.approx(sum(4 * i + 1 for i in range(10)) / 10)
     assert "factor=4" in app._history.value
-    assert app.run_panel.scale_out_command() == "kit submit exp.yaml factor=4 parallel.env=slurm"
+    assert app.run_panel.scale_out_command() == (
+        "kit submit exp.yaml factor=4 parallel.env=slurm +parallel.options.cores=1 "
+        "+parallel.options.memory=2GB"
+    )
 
 
 def test_experiment_shows_a_bad_config_without_breaking(tmp_path: Path) -> None:
