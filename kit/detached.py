@@ -125,6 +125,7 @@ def start_driver(
             "host": socket.gethostname(),
             "started": time.time(),
             "python": sys.executable,
+            "total": len(indices),  # progress says "0/300" while the driver starts, not "0/0"
         },
     )
     return DetachedRun(out)
@@ -169,8 +170,11 @@ class DetachedRun:
     # ------------------------------------------------------------ reading
     def status(self) -> dict[str, Any]:
         """Return the latest status: state, progress, throughput, cluster, driver pid."""
-        status = _read_json(self.output_dir / "status.json") or {"state": "starting"}
         driver = _read_json(self.output_dir / "driver.json") or {}
+        status = _read_json(self.output_dir / "status.json") or {
+            "state": "starting",
+            "total": driver.get("total", 0),
+        }
         result = _read_json(self.output_dir / "result.json")
         status["driver"] = driver
         if result is not None:

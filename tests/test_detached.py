@@ -45,6 +45,7 @@ KERNEL_CODE = textwrap.dedent(
                    parallel={{"env": "local", "n_workers": 2}}, output_dir={out!r})
     run = runner.submit(range(300), detached=True)
     print("KERNEL", os.getpid(), "DRIVER", run.status()["driver"]["pid"])
+    print("PROGRESS", run.progress.total)
     """
 )
 
@@ -63,6 +64,7 @@ def test_a_detached_run_survives_its_kernel_being_killed(tmp_path: Path) -> None
         assert reply["content"]["status"] == "ok", reply["content"]
         words = "".join(printed).split()
         kernel_pid, driver_pid = int(words[1]), int(words[3])
+        assert words[4:6] == ["PROGRESS", "300"]  # known at once, not "0/0" while starting
     finally:
         client.stop_channels()
     run = kit.attach(out)
