@@ -170,26 +170,23 @@ def test_every_job_queue_env_is_covered() -> None:
     assert set(JOB_QUEUES) == {"slurm", "pbs", "sge", "lsf", "htcondor", "moab", "oar"}
 
 
+def cluster_script(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run `kit cluster script ARGS` as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "kit", "cluster", "script", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def test_kit_cluster_script_prints_the_job_script(tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text(
         "parallel:\n  env: slurm\n  n_workers: 2\n  options:\n    cores: 2\n    memory: 4GB\n"
         "    queue: gpu\n    scheduler_options: {host: 127.0.0.1}\n"
     )
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kit",
-            "cluster",
-            "script",
-            str(config),
-            "parallel.options.queue=cpu",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = cluster_script(str(config), "parallel.options.queue=cpu")
     assert result.returncode == 0, result.stderr
     assert "#SBATCH -p cpu" in result.stdout
     assert "#SBATCH --cpus-per-task=2" in result.stdout
@@ -198,12 +195,7 @@ def test_kit_cluster_script_prints_the_job_script(tmp_path: Path) -> None:
 def test_kit_cluster_script_refuses_a_local_env(tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text("parallel:\n  env: local\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "kit", "cluster", "script", str(config)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = cluster_script(str(config))
     assert result.returncode == 2
     assert "parallel.env: 'local' submits no job script" in result.stderr
 
@@ -211,12 +203,7 @@ def test_kit_cluster_script_refuses_a_local_env(tmp_path: Path) -> None:
 def test_kit_cluster_script_names_the_missing_job_resources(tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text("parallel:\n  env: slurm\n  options:\n    memory: 4GB\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "kit", "cluster", "script", str(config)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = cluster_script(str(config))
     assert result.returncode == 2, result.stderr
     assert "parallel.options.cores: a slurm job needs parallel.options.cores" in result.stderr
     assert "+parallel.options.cores=1" in result.stderr
