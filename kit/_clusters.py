@@ -172,6 +172,9 @@ def quiet_distributed() -> None:
     """
     import logging
 
+    # The logger's level, not its handlers' (all LocalCluster's own silence_logs sets,
+    # for its lifetime only): the closing chatter comes after that. Its worker
+    # processes keep LocalCluster's silence_logs.
     logger = logging.getLogger("distributed")
     if logger.level in (logging.NOTSET, logging.INFO):
         logger.setLevel(logging.WARNING)
@@ -194,9 +197,6 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
             "processes": True,
             "host": "127.0.0.1",
             "dashboard_address": "127.0.0.1:0",
-            # Not LocalCluster's own silencing: it restores INFO when the cluster
-            # closes, just in time for the closing chatter.
-            "silence_logs": False,
         }
         kwargs.update(options)
         cluster = LocalCluster(**kwargs)  # type: ignore[no-untyped-call]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,3 +38,28 @@ def test_quickstart_inline_gives_the_same_records(tmp_path: Path) -> None:
 def test_quickstart_bad_override_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert quickstart.main(["parallel.env=lcoal"]) == 2
     assert "did you mean 'local'?" in capsys.readouterr().err
+
+
+def test_a_terminal_run_shows_no_distributed_log(tmp_path: Path) -> None:
+    # As `make quickstart` runs it: the scheduler in this process, workers in others.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kit.examples.quickstart",
+            "items.stop=20",
+            f"output_dir={tmp_path / 'run'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "20 ok, 0 failed" in done.stdout
+    noise = [
+        line
+        for line in (done.stdout + done.stderr).splitlines()
+        if re.search(r" - distributed(\.\w+)* - [A-Z]+ - ", line)
+    ]
+    assert not noise, noise[:3]
