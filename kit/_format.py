@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import html
+
+from kit.result import RunStatus
+
 
 def duration(seconds: float | None, compact: bool = False) -> str:
     """Write a duration for people: ``42 s``, ``3 min 05 s``, ``1 h 02 min`` (``?`` if unknown).
@@ -44,8 +48,6 @@ def status_words(status: str) -> str:
     >>> status_words("starting"), status_words("completed"), status_words("waiting")
     ('starting cluster', 'completed', 'waiting')
     """
-    from kit.result import RunStatus
-
     try:
         return RunStatus(status).describe()
     except ValueError:
@@ -60,13 +62,28 @@ def status_html(status: str) -> str:
     >>> status_html("error")
     "<b class='kit-status' data-status='error' style='color:#c92a2a'>error</b>"
     """
-    import html
-
     color = STATUS_COLORS.get(str(status), "#212529")
     return (
         f"<b class='kit-status' data-status='{html.escape(str(status))}' "
         f"style='color:{color}'>{html.escape(status_words(status))}</b>"
     )
+
+
+#: The colour of failures and errors, in every view.
+FAILED_COLOR = STATUS_COLORS["error"]
+
+
+def failed_html(failed: int) -> str:
+    """Return "N failed", in red only when there are failures (0 failed is no alarm).
+
+    Examples
+    --------
+    >>> failed_html(0), "c92a2a" in failed_html(3)
+    ('0 failed', True)
+    """
+    if not failed:
+        return "0 failed"
+    return f"<span class='kit-failed-count' style='color:{FAILED_COLOR}'>{failed:,} failed</span>"
 
 
 def number(value: object) -> str:

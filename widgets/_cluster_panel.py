@@ -11,7 +11,7 @@ import ipywidgets as w
 
 import kit
 from kit.config import PARALLEL_ENVS, ParallelConfig, parallel_section
-from widgets._style import TABLE_STYLE
+from widgets._style import TABLE_STYLE, error_html
 
 
 def _memory(n: float | None) -> str:
@@ -213,7 +213,7 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             try:
                 self.refresh()
             except Exception as exc:  # the cluster went away: say so, stop watching
-                self.status.value = f"<span style='color:#c92a2a'>{html.escape(repr(exc))}</span>"
+                self.status.value = error_html(repr(exc))
                 return
 
     def _set_status(self, note: str = "") -> None:
@@ -262,6 +262,4 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             self._show_error(exc)
 
     def _show_error(self, exc: BaseException) -> None:
-        self.status.value = (
-            f"<pre style='color:#c92a2a;white-space:pre-wrap'>{html.escape(str(exc))}</pre>"
-        )
+        self.status.value = error_html(str(exc))

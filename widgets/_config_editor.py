@@ -13,19 +13,13 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from kit.config import PARALLEL_ENVS, ConfigError, load_config, to_overrides
 from kit.config._overrides import encode_value
+from widgets._style import error_html
 
 #: Keys edited with a dropdown: the schema choices of Kit's own sections.
 CHOICES: dict[str, tuple[str, ...]] = {
     "parallel.env": PARALLEL_ENVS,
     "runner.on_error": ("record", "raise"),
 }
-
-
-def _error_html(message: str) -> str:
-    return (
-        "<pre class='kit-error' style='color:#c92a2a;white-space:pre-wrap;margin:2px 0'>"
-        f"{html.escape(message)}</pre>"
-    )
 
 
 class ConfigEditor(w.VBox):  # type: ignore[misc]
@@ -110,15 +104,15 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
         try:
             parsed = yaml.safe_load(text) if text.strip() else None
         except yaml.YAMLError as exc:
-            self._message.value = _error_html(f"{key}: the value is not valid YAML: {exc}")
+            self._message.value = error_html(f"{key}: the value is not valid YAML: {exc}")
             return False
         if not key:
-            self._message.value = _error_html("give the new key's dotted name, e.g. model.dropout")
+            self._message.value = error_html("give the new key's dotted name, e.g. model.dropout")
             return False
         try:
             candidate = load_config(self.value, [f"+{key}={encode_value(parsed)}"])
         except ConfigError as exc:
-            self._message.value = _error_html(str(exc))
+            self._message.value = error_html(str(exc))
             return False
         self._message.value = ""
         self.value = candidate
@@ -268,9 +262,9 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
     def _show_error(self, key: str, message: str) -> None:
         target = self.errors.get(key)
         if target is not None:
-            target.value = _error_html(message) if message else ""
+            target.value = error_html(message) if message else ""
         elif message:
-            self._message.value = _error_html(message)
+            self._message.value = error_html(message)
 
     @staticmethod
     def _resolved_text(cfg: DictConfig, key: str) -> str:

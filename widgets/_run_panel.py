@@ -16,13 +16,14 @@ from omegaconf import OmegaConf
 
 from kit import RunError, RunHandle, Runner, RunResult, to_overrides
 from kit._clusters import EXTRA_RESOURCES, JOB_QUEUES, JOB_RESOURCES
-from kit._format import number, status_html
+from kit._format import failed_html, number, status_html
 from kit.config import ParallelConfig, config_hash
 from kit.dashboard import Dashboard
+from kit.events import RunStarted
 from kit.result import Index
 from kit.runner import normalize_indices
 from widgets._dashboard import dashboard_widget, load_bokehjs
-from widgets._style import TABLE_STYLE
+from widgets._style import TABLE_STYLE, error_html
 
 MAX_ROWS = 200
 _ABSENT = object()
@@ -49,10 +50,12 @@ def choose(indices: Sequence[Index], n: int, how: str, seed: int) -> list[Index]
 def results_table(result: RunResult, max_rows: int = MAX_ROWS) -> str:
     """Return the records as an HTML table; failed rows in red with their traceback."""
     errors = {err.position: err for err in result.errors}
-    not_run = [
-        pos for pos, record in enumerate(result.records) if record is None and pos not in errors
-    ]
-    skipped = set(not_run) if result.status != "completed" else set()
+    # Items a cancelled or stopped run never ran: one line at the end, not rows of None.
+    skipped = (
+        {pos for pos, rec in enumerate(result.records) if rec is None and pos not in errors}
+        if result.status != "completed"
+        else set()
+    )
     columns: list[str] = []
     for record in result.records:
         if isinstance(record, dict):
@@ -64,7 +67,7 @@ def results_table(result: RunResult, max_rows: int = MAX_ROWS) -> str:
     shown = 0
     for pos, (index, record) in enumerate(zip(result.indices, result.records, strict=True)):
         if pos in skipped:
-            continue  # not run (a cancelled or stopped run): counted below, not drawn as None
+            continue
         if shown >= max_rows:
             more = len(result.records) - len(skipped) - max_rows
             rows.append(f"<tr><td colspan='99'>… {more} more</td></tr>")
@@ -225,7 +228,11 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         handle = runner.submit(items)
         self.handle = handle
         self._show_status(handle)
-        handle.events.subscribe(lambda _event: self._show_status(handle), replay=False)
+        # The phase (starting cluster, running) here; counts are the dashboard's, live.
+        handle.events.subscribe(
+            lambda event: self._show_status(handle) if isinstance(event, RunStarted) else None,
+            replay=False,
+        )
         self.dashboard.follow(handle)
         handle.add_done_callback(self._on_done)
         return handle
@@ -314,9 +321,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         if handle.done():
             return  # the final line is _finish's
         progress = handle.progress
-        self.status.value = (
-            f"{status_html(progress.status)}: {progress.done:,}/{progress.total:,} items"
-        )
+        self.status.value = f"{status_html(progress.status)}: {progress.total:,} items…"
 
     def _on_done(self, handle: RunHandle) -> None:
         # Runs on the engine's thread: any error is shown here, never lost.
@@ -345,12 +350,10 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         elif isinstance(error, RunError):
             result = error.result
         progress = handle.progress
-        failed = (
-            f"<span style='color:#c92a2a'>{progress.failed:,} failed</span>"
-            if progress.failed
-            else "0 failed"
-        )
-        parts = [f"{status_html(progress.status)}: {progress.done - progress.failed:,} ok", failed]
+        parts = [
+            f"{status_html(progress.status)}: {progress.done - progress.failed:,} ok",
+            failed_html(progress.failed),
+        ]
         if progress.done < progress.total:
             parts.append(f"{progress.total - progress.done:,} not run")
         if result is not None:
@@ -373,10 +376,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         # A stopped run's message ends with the failing item's traceback, which the
         # results table shows folded: its first line says it all here.
         text = str(exc).splitlines()[0] if isinstance(exc, RunError) else str(exc)
-        self.error.value = (
-            f"<pre class='kit-error' style='color:#c92a2a;white-space:pre-wrap'>"
-            f"{html.escape(type(exc).__name__)}: {html.escape(text)}</pre>"
-        )
+        self.error.value = error_html(f"{type(exc).__name__}: {text}")
         self.run_button.disabled = False
         self.cancel_button.disabled = True
 

@@ -154,10 +154,12 @@ class Run:
         )
         if status is RunStatus.COMPLETED:
             result.summary = dict(spec.summarize(result.records))
+        # What ended a run that did not complete, in one line, for the store and the views.
         reason = None if exc is None else f"{type(exc).__name__}: {exc}"
-        stop = self.ledger.stop_reason if status is RunStatus.STOPPED else None
+        if status is RunStatus.STOPPED and self.ledger.stop_reason:
+            reason = f"stopped: {self.ledger.stop_reason}"
         if self.began and spec.store is not None:
-            spec.store.finish(result, reason or (f"stopped: {stop}" if stop else None))
+            spec.store.finish(result, reason)
         self.ledger.set_status(status)
         self.events.emit(
             RunFinished(

@@ -5,11 +5,10 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from kit._format import duration, number, status_html
+from kit._format import FAILED_COLOR, duration, failed_html, number, status_html
 from kit.dashboard._state import Snapshot
 
 OK_COLOR = "#2b8a3e"
-FAILED_COLOR = "#c92a2a"
 PALETTE = ("#1c7ed6", "#e8590c", "#7048e8", "#0ca678", "#d6336c", "#5c940d", "#f08c00")
 
 
@@ -41,10 +40,7 @@ def header_html(snap: Snapshot, title: str) -> str:
         return f"<div class='kit-header' style='font-size:13px'>{' · '.join(parts)}</div>"
     percent = f"{100 * snap.done / snap.total:.0f}%" if snap.total else "-"
     parts.append(f"<b>{snap.done:,}/{snap.total:,}</b> items ({percent})")
-    if snap.failed:
-        parts.append(f"<span style='color:{FAILED_COLOR}'>{snap.failed:,} failed</span>")
-    else:
-        parts.append("0 failed")
+    parts.append(failed_html(snap.failed))
     if snap.status == "running":
         parts.append(f"{snap.items_per_second:,.1f} items/s")
         parts.append(f"ETA {duration(snap.eta_seconds)}")
@@ -123,10 +119,9 @@ class DashboardView:
             name="kit-throughput",
         )
         self.throughput.line("t", "rate", source=self.throughput_source, line_width=2)
-        # Time and counts start at 0: with one point, bokeh would centre the axes on it (-0.5).
-        for fig in (self.throughput,):
-            fig.x_range.start = 0  # type: ignore[attr-defined]
-            fig.y_range.start = 0  # type: ignore[attr-defined]
+        # Time and rate start at 0: with one point, bokeh would centre the axes on it (-0.5).
+        self.throughput.x_range.start = 0  # type: ignore[attr-defined]
+        self.throughput.y_range.start = 0  # type: ignore[attr-defined]
 
         self.workers_source = ColumnDataSource(
             {"worker": [], "items": [], "busy": [], "busy_label": []}

@@ -197,16 +197,12 @@ class DashboardState:
         together (a few ms apart); over a fixed window it reads as the work.
         """
         t1, d1 = self._window[-1]
-        start = max(0.0, t1 - self.window_seconds)
-        if t1 <= start:
-            return 0.0
-        (ta, da), (tb, db) = self._window[0], self._window[min(1, len(self._window) - 1)]
-        d0: float = da
-        if ta >= start or tb <= ta:
-            start = ta  # the window reaches back to the first point kept
-        else:  # the count at the window's start, between the two points around it
-            d0 = da + (db - da) * (start - ta) / (tb - ta)
-        return (d1 - d0) / (t1 - start) if t1 > start else 0.0
+        start = t1 - self.window_seconds
+        ta, da = self._window[0]
+        if ta >= start or len(self._window) < 2:  # the run is younger than the window
+            return (d1 - da) / (t1 - ta) if t1 > ta else 0.0
+        tb, db = self._window[1]  # ta < start < tb (see _chunk): the count at start
+        return (d1 - (da + (db - da) * (start - ta) / (tb - ta))) / self.window_seconds
 
     def starting(self) -> None:
         """Say the run is starting (its cluster, its env): nothing to plot yet."""
