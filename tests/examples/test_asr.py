@@ -105,6 +105,20 @@ def test_inline_and_workers_decode_the_same_and_build_once(corpus: Path, local: 
     assert builds == [1, 1]
 
 
+def test_an_utterance_decodes_the_same_whatever_the_decoder_saw_before(corpus: Path) -> None:
+    # Which worker decodes an item, and after which items, must not change its hypothesis.
+    from kit.examples.asr.decode import make_decoder
+
+    entries = read_manifest(corpus / "digits.jsonl")
+    used = make_decoder({"mode": "grammar"})
+    after_others = [DecodeRunner.forward(i, used, entries)["hyp"] for i in range(70)]
+    fresh = [
+        DecodeRunner.forward(i, make_decoder({"mode": "grammar"}), entries)["hyp"]
+        for i in range(35, 70)
+    ]
+    assert after_others[35:] == fresh
+
+
 def test_kit_run_decodes_from_the_config_and_writes_a_report(corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = subprocess.run(

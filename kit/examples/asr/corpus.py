@@ -80,7 +80,7 @@ def synthesize(text: str, path: Path) -> None:
     raw = path.with_suffix(".raw.wav")
     subprocess.run(["espeak-ng", *VOICE, "-w", str(raw), text], check=True, capture_output=True)
     subprocess.run(
-        ["sox", str(raw), "-r", "16000", "-c", "1", "-b", "16", str(path)],
+        ["sox", "-R", str(raw), "-r", "16000", "-c", "1", "-b", "16", str(path)],
         check=True,
         capture_output=True,
     )

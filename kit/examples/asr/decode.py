@@ -180,6 +180,9 @@ class DecodeRunner(Runner):
         entry = dataset[idx]
         pcm, duration = audio_pcm(entry["audio"])
         began = time.perf_counter()
+        # PocketSphinx's feature front end keeps state from the utterances it saw before;
+        # without a reset the same audio decodes differently on a worker that saw other items.
+        decoder.reinit_feat()
         decoder.start_utt()
         decoder.process_raw(pcm, full_utt=True)
         decoder.end_utt()
