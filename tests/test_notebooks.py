@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from widgets.workshop import blanks
+
 nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
 pytestmark = pytest.mark.slow
@@ -105,14 +107,41 @@ def test_03_scale_out(tmp_path: Path, asr_tools: None) -> None:
     assert seconds < 180
 
 
-def test_04_workshop(tmp_path: Path) -> None:
+def test_04_workshop_runs_with_the_solutions_switch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KIT_WORKSHOP_SOLUTIONS", "1")  # the kernel inherits it
     book, seconds = execute("04_workshop.ipynb", tmp_path)
     out = text_of(book)
     assert "'known': 6, 'words': 6" in out  # every word of the first sentence is known
     assert "{'known_share': 0.6666666666666666}" in out  # 8 of 12 words
     assert "[3]" in out and "ZeroDivisionError" in out
-    assert "<details><summary>Solution</summary>" in "".join(c.source for c in book.cells)
+    assert out.count("exercise 1 skipped, its solution runs below") == 1
+    dashboard_cell = next(c for c in book.cells if "show_dashboard(handle)" in c.source)
+    assert "application/vnd.jupyter.widget-view+json" in str(dashboard_cell.outputs)
     assert seconds < 180
+
+
+def test_04_workshop_ships_blanks_that_stop_run_all_clearly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KIT_WORKSHOP_SOLUTIONS", raising=False)
+    book = nbformat.read(NOTEBOOKS / "04_workshop.ipynb", as_version=4)
+    exercises = [c for c in book.cells if c.source.startswith("%%exercise")]
+    solutions = [c for c in book.cells if c.source.startswith("%%solution")]
+    assert len(exercises) == len(solutions) == 3
+    bodies = [c.source.split("\n", 1)[1] for c in exercises]  # below the %%exercise line
+    assert all("# your code here" in body and blanks(body) for body in bodies)
+    assert all(c.metadata["jupyter"]["source_hidden"] for c in solutions)  # folded
+    client = nbclient.NotebookClient(
+        book, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    with pytest.raises(nbclient.exceptions.CellExecutionError) as info:
+        client.execute()
+    message = re.sub(r"\x1b\[[0-9;]*m", "", str(info.value))  # without terminal colours
+    assert "ExerciseNotDone: Exercise 1 has 3 blanks left" in message
+    assert "line 5: return ...  # your code here" in message  # as numbered in the cell
+    assert "Traceback" not in message.split("ExerciseNotDone")[-1]
 
 
 def test_05_rl_cartpole(tmp_path: Path) -> None:
