@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import os
 import shlex
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from kit.config import ConfigError, ParallelConfig
@@ -84,10 +90,42 @@ def job_class(base: type, submit_command: str | None, hook: SubmitHook | None) -
     return type(f"Kit{base.__name__}", (base,), attrs)
 
 
+_IMPORT_LOCK = threading.Lock()
+
+
+def import_dask_jobqueue() -> Any:
+    """Import dask-jobqueue from any thread, leaving the SIGINT handler alone.
+
+    dask-jobqueue 0.9.0 (the newest release) sets ``SIGINT`` to ``sys.exit`` when
+    imported, for its batch runners, which Kit does not use (dask/dask-jobqueue#696,
+    fixed upstream after that release). Imported on a run's thread that raises
+    ``ValueError: signal only works in main thread``; imported on the main thread
+    it turns Ctrl-C into ``SystemExit``, so Kit's own Ctrl-C handling (cancel the run,
+    keep what finished) never sees a ``KeyboardInterrupt``. So the import runs with
+    ``signal.signal`` ignoring SIGINT requests.
+    """
+    loaded = sys.modules.get("dask_jobqueue")
+    if loaded is not None:
+        return loaded
+    with _IMPORT_LOCK:
+        real = signal.signal
+
+        def leave_sigint(signum: Any, handler: Any) -> Any:
+            if signum == signal.SIGINT:
+                return signal.getsignal(signum)
+            return real(signum, handler)
+
+        signal.signal = leave_sigint  # type: ignore[assignment]
+        try:
+            return importlib.import_module("dask_jobqueue")
+        finally:
+            signal.signal = real
+
+
 def job_queue_cluster(parallel: ParallelConfig, hook: SubmitHook | None = None) -> Any:
     """Build (not scale) the dask-jobqueue cluster for ``parallel``."""
     try:
-        import dask_jobqueue
+        dask_jobqueue = import_dask_jobqueue()
     except ImportError:
         raise ImportError(
             f"parallel.env: {parallel.env!r} needs dask-jobqueue; install it with "
@@ -133,6 +171,29 @@ def _check_job_resources(env: str, config_name: str, options: dict[str, Any]) ->
             f"set them in the config or on the command line, e.g. `{example}` (add "
             "walltime and queue as your site wants), or in dask's jobqueue.yaml",
         )
+
+
+def job_log_directory(parallel: ParallelConfig, run_logs: str | None = None) -> str:
+    """Where a job-queue cluster's jobs write their output files (``slurm-*.out``).
+
+    In order: ``parallel.options.log_directory``; dask's ``jobqueue.<queue>.log_directory``;
+    ``run_logs`` (a run passes ``<output_dir>/job-logs``); else a folder per cluster
+    under ``$XDG_CACHE_HOME/kit/job-logs`` (``~/.cache`` by default: the home folder is
+    shared with the compute nodes on most clusters, which the job's folder must be).
+    Never the folder the notebook runs in, which job queues use when told nothing.
+    """
+    import dask.config
+
+    given = parallel.options.get("log_directory")
+    if given:
+        return str(given)
+    configured = dask.config.get(f"jobqueue.{parallel.env}.log_directory", None)
+    if configured:
+        return str(configured)
+    if run_logs:
+        return str(Path(run_logs).resolve())
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return str(cache / "kit" / "job-logs" / time.strftime("%Y%m%d-%H%M%S"))
 
 
 def job_script(parallel: ParallelConfig | Any) -> str:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import cloudpickle
@@ -49,6 +50,9 @@ class Session:
     cluster
         The cluster object Kit started (LocalCluster, a job-queue cluster),
         or None when Kit only connected to a remote scheduler.
+    job_logs
+        Where a job-queue cluster's jobs write their output files
+        (``slurm-*.out`` and the like), or None for other clusters.
 
     Examples
     --------
@@ -70,6 +74,7 @@ class Session:
     _threads: int = field(default=0, repr=False)
     #: The client was made by the user: Kit forgets it on close, never closes it.
     borrowed: bool = False
+    job_logs: str | None = None
     _closed: bool = field(default=False, repr=False)
 
     @property
@@ -178,6 +183,7 @@ class Session:
             "dashboard": self.dashboard_link,
             "workers": self.n_workers,
             "owns_cluster": self.cluster is not None,
+            "job_logs": self.job_logs,
         }
 
 
@@ -219,25 +225,39 @@ def _attach_to_cluster(
     return sorted(keys)
 
 
-def _make(parallel: ParallelConfig, key: str, hook: SubmitHook | None) -> Session:
+def _make(
+    parallel: ParallelConfig, key: str, hook: SubmitHook | None, job_logs: str | None
+) -> Session:
     if parallel.env == "inline":
         return Session(key, parallel)
-    from kit._clusters import start
+    from kit._clusters import JOB_QUEUES, job_log_directory, start
 
-    client, cluster = start(parallel, hook)
-    return Session(key, parallel, client=client, cluster=cluster, submit_hook=hook)
+    started = parallel
+    logs = None
+    if parallel.env in JOB_QUEUES:
+        logs = job_log_directory(parallel, job_logs)
+        # Not part of the session key: runs with other output folders reuse the cluster.
+        started = replace(parallel, options={**parallel.options, "log_directory": logs})
+    client, cluster = start(started, hook)
+    return Session(key, parallel, client=client, cluster=cluster, submit_hook=hook, job_logs=logs)
 
 
 def get_session(
     parallel: ParallelConfig | DictConfig | Mapping[str, Any] | None,
     *,
     submit_hook: SubmitHook | None = None,
+    job_logs: str | os.PathLike[str] | None = None,
 ) -> Session:
     """Return the open session for ``parallel``, starting one if needed.
 
     ``submit_hook`` customises how a job-queue cluster submits its jobs: it
     gets the submit command as a list of strings (the job script's path
     last) and returns the command to run, e.g. ``["ssh", "login", *cmd]``.
+
+    ``job_logs`` is the folder a job-queue cluster started here writes its
+    jobs' output files to (a run passes ``<output_dir>/job-logs``), unless
+    ``parallel.options.log_directory`` says otherwise; see
+    :func:`kit._clusters.job_log_directory` for the default.
 
     Examples
     --------
@@ -257,7 +277,7 @@ def get_session(
                     "submit_hook; close it first (session.close() or kit.shutdown())"
                 )
             return session
-        session = _make(section, key, submit_hook)
+        session = _make(section, key, submit_hook, None if job_logs is None else str(job_logs))
         _SESSIONS[key] = session
         if not _ATEXIT_REGISTERED:
             atexit.register(shutdown)

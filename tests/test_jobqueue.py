@@ -246,3 +246,44 @@ def test_rl_collection_runs_on_slurm_as_inline(
     assert [trajectory(e) for e in episodes] == [trajectory(e) for e in inline.collect(8)]
     assert {v for e in episodes for v in e.policy_versions} == {1}
     assert "driver" not in {e.worker for e in episodes}
+
+
+@pytest.mark.slow
+def test_job_output_files_land_in_the_runs_output_directory(
+    slurm: None, tmp_path: Path, closing: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notebook_folder = tmp_path / "notebooks"
+    notebook_folder.mkdir()
+    monkeypatch.chdir(notebook_folder)  # where sbatch writes slurm-N.out when told nothing
+    parallel = slurm_parallel(tmp_path, n_workers=1)
+    del parallel["options"]["log_directory"]
+    closing.append(parallel)
+    out = tmp_path / "run"
+    runner = Affine(ToyProvider(toy_config(tmp_path)), parallel=parallel, output_dir=out)
+    assert runner.run(range(10)).records == expected(range(10))
+    session = kit.get_session(parallel)
+    assert session.job_logs == str(out / "job-logs")
+    assert session.describe()["job_logs"] == session.job_logs
+    logs = sorted(p.name for p in (out / "job-logs").iterdir())
+    assert logs and all(name.endswith((".out", ".err")) for name in logs), logs
+    assert list(notebook_folder.iterdir()) == []
+
+
+def test_where_job_output_files_go_when_no_run_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dask.config
+
+    from kit._clusters import job_log_directory
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    section = parallel_section({"env": "slurm", "options": {"cores": 1}})
+    fallback = job_log_directory(section)
+    assert fallback.startswith(str(tmp_path / "cache" / "kit" / "job-logs"))
+    assert job_log_directory(section, str(tmp_path / "run" / "job-logs")) == str(
+        tmp_path / "run" / "job-logs"
+    )
+    with dask.config.set({"jobqueue.slurm.log_directory": "/site/logs"}):
+        assert job_log_directory(section, str(tmp_path / "run")) == "/site/logs"
+    given = parallel_section({"env": "slurm", "options": {"log_directory": "mine"}})
+    assert job_log_directory(given, str(tmp_path / "run")) == "mine"

@@ -233,6 +233,8 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         if link:
             href = html.escape(link, quote=True)
             parts.append(f"<a href='{href}' target='_blank'>Dask dashboard</a>")
+        if self.session.job_logs:
+            parts.append(f"job logs in <code>{html.escape(self.session.job_logs)}</code>")
         if note:
             parts.append(html.escape(note))
         self.status.value = " · ".join(parts)

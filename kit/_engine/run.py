@@ -90,9 +90,12 @@ class Run:
 
     def _session(self) -> Session:
         spec = self.spec
-        session = (
-            get_session(spec.parallel) if spec.client is None else session_for_client(spec.client)
-        )
+        if spec.client is not None:
+            session = session_for_client(spec.client)
+        else:
+            # A job queue the run starts writes its jobs' output files beside the results.
+            logs = None if spec.store is None else spec.store.path / "job-logs"
+            session = get_session(spec.parallel, job_logs=logs)
         self.handle.session = session
         return session
 
