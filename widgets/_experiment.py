@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from kit import EnvironmentProvider, RunHandle, Runner, load_config
 from kit._format import number, status_html
+from kit._from_config import items_of
 from widgets._cluster_panel import ClusterPanel
 from widgets._config_editor import ConfigEditor
 from widgets._history import new_run_dir, read_history, record_unstarted
@@ -72,7 +73,10 @@ class Experiment(w.VBox):  # type: ignore[misc]
         Built as ``runner_cls(provider_cls(config), parallel=..., **config.runner)``
         from the config being edited.
     indices
-        All the items (the run panel checks the first N or a sample).
+        All the items (the run panel checks the first N or a sample). Leave it
+        out when the config has an ``items`` section (``{start, stop, step}``
+        or ``{file}``, as ``kit run`` reads it): the items then follow that
+        section as it is edited, so the config is the one place they are set.
     config_path
         The file the config came from, for the scale-out command.
     runs_dir
@@ -105,7 +109,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
         config: Any,
         provider_cls: type[EnvironmentProvider],
         runner_cls: type[Runner],
-        indices: Any,
+        indices: Any = None,
         *,
         config_path: str = "config.yaml",
         scale_out: Sequence[str] = ("parallel.env=slurm",),
@@ -124,9 +128,22 @@ class Experiment(w.VBox):  # type: ignore[misc]
         self.history: list[dict[str, Any]] = read_history(self.runs_dir)
         self._history = w.HTML(history_table(self.history))
         self._run_dir: Path | None = None
+        from_config = "items" in self.base
+        if from_config and indices is not None:
+            raise ValueError(
+                "the items are given twice: by indices= and by the config's items section; "
+                "leave out indices= (the config's items are then used and follow its edits) "
+                "or remove items from the config"
+            )
+        if indices is None and not from_config:
+            raise ValueError(
+                "no items: give indices= (e.g. indices=range(100)) or an items section "
+                "in the config (e.g. items: {start: 0, stop: 100})"
+            )
         self.run_panel = RunPanel(
             self.make_runner(self.base),
-            indices,
+            items_of(self.base) if from_config else indices,
+            pool_source="config items" if from_config else "",
             base_config=self.base,
             config_path=config_path,
             scale_out=scale_out,
@@ -162,7 +179,10 @@ class Experiment(w.VBox):  # type: ignore[misc]
 
     def _config_changed(self, change: Any) -> None:
         try:
-            self.run_panel.runner = self.make_runner(change["new"])
+            runner = self.make_runner(change["new"])
+            if "items" in self.base:
+                self.run_panel.set_indices(items_of(change["new"]))
+            self.run_panel.runner = runner
             self.run_panel.error.value = ""
         except Exception as exc:  # shown in the panel; the previous runner stays
             self.run_panel._show_error(exc)

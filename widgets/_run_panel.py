@@ -117,6 +117,9 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         The config as loaded from ``config_path``, for the scale-out command.
     scale_out
         Overrides for the cluster, e.g. ``["parallel.env=slurm"]``.
+    pool_source
+        Where ``indices`` come from, shown beside their count (e.g.
+        ``"config items"``).
     on_end
         Called with the handle of each run once it has ended, whatever its
         status (the Experiment app keeps a history).
@@ -155,6 +158,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         on_end: Callable[[RunHandle], None] | None = None,
         output_dir_for: Callable[[], Path | None] | None = None,
         parallel_for: Callable[[], ParallelConfig] | None = None,
+        pool_source: str = "",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -174,8 +178,11 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         self.dashboard: Dashboard | None = None
         total = len(self.indices)
         self.how_many = w.BoundedIntText(
-            value=min(10, total), min=1, max=max(1, total), description="items"
+            value=min(10, total), min=1, max=max(1, total), description="run on"
         )
+        #: "of N items" beside the box: the box picks how many of the whole list run.
+        self.pool = w.HTML()
+        self.pool_source = pool_source
         self.how = w.ToggleButtons(
             options=[("first N", "first"), ("random sample", "random")], value="first"
         )
@@ -192,7 +199,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         self.cancel_button.on_click(lambda _: self._guarded(self.cancel))
         self.scale_button.on_click(lambda _: self._guarded(self.show_scale_out))
         self.children = [
-            w.HBox([self.how_many, self.how, self.seed]),
+            w.HBox([self.how_many, self.pool, self.how, self.seed]),
             w.HBox([self.run_button, self.cancel_button, self.scale_button]),
             self.status,
             self.error,
@@ -201,7 +208,21 @@ class RunPanel(w.VBox):  # type: ignore[misc]
             self.command,
         ]
 
+        self._show_pool()
+
     # ------------------------------------------------------------ actions
+    def set_indices(self, indices: Any) -> None:
+        """Replace the list of all items (as the config's ``items`` change, say)."""
+        self.indices = list(normalize_indices(indices))
+        total = len(self.indices)
+        self.how_many.max = max(1, total)
+        self.how_many.value = min(self.how_many.value, self.how_many.max)
+        self._show_pool()
+
+    def _show_pool(self) -> None:
+        source = f" <small>({html.escape(self.pool_source)})</small>" if self.pool_source else ""
+        self.pool.value = f"<span class='kit-pool'>of {len(self.indices):,} items{source}</span>"
+
     def selected(self) -> list[Index]:
         """Return the items the next run will process."""
         return choose(self.indices, self.how_many.value, self.how.value, self.seed.value)

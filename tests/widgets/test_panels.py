@@ -266,3 +266,24 @@ def test_runs_use_the_cluster_panel_cluster(tmp_path: Path) -> None:
         ]
     finally:
         app.cluster.stop_button.click()
+
+
+def test_the_items_are_set_in_the_config_and_follow_its_edits(tmp_path: Path) -> None:
+    config = toy_config(items={"start": 0, "stop": 30})
+    app = Experiment(config, ToyProvider, Affine, runs_dir=tmp_path)
+    panel = app.run_panel
+    assert panel.indices == list(range(30)) and "of 30 items" in panel.pool.value
+    assert "config items" in panel.pool.value
+    app.editor.fields["items.stop"].value = 6
+    wait_for(lambda: len(panel.indices) == 6)
+    assert panel.how_many.value == 6 and panel.how_many.max == 6  # was 10 of 30
+    assert "of 6 items" in panel.pool.value
+    panel.run_button.click()
+    assert [r["idx"] for r in panel.wait(timeout=60).records] == list(range(6))
+
+
+def test_items_given_twice_or_not_at_all_say_where_to_give_them(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="the items are given twice: by indices= and by the"):
+        Experiment(toy_config(items={"stop": 3}), ToyProvider, Affine, indices=range(3))
+    with pytest.raises(ValueError, match=r"no items: give indices= \(e\.g\. indices=range"):
+        Experiment(toy_config(), ToyProvider, Affine, runs_dir=tmp_path)
