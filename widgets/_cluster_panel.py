@@ -65,6 +65,7 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
 
     def __init__(self, parallel: Any, *, refresh_seconds: float = 1.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.add_class("kit-cluster-panel")  # for tests and a user's own CSS
         self.parallel: ParallelConfig = (
             parallel if isinstance(parallel, ParallelConfig) else parallel_section(parallel)
         )

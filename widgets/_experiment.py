@@ -117,6 +117,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.add_class("kit-experiment")  # for tests and a user's own CSS
         self.provider_cls = provider_cls
         self.runner_cls = runner_cls
         self.base = load_config(config)

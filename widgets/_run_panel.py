@@ -162,6 +162,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.add_class("kit-run-panel")  # for tests and a user's own CSS
         load_bokehjs()  # now, in the cell's output: the dashboard is made later, on a click
         self.runner = runner
         self.indices = list(normalize_indices(indices))
@@ -316,6 +317,9 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         path = Path(self.config_path)
         here = Path.cwd()
         if not path.is_absolute():
+            if not path.exists():  # named but never written: write it, or the command fails
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(OmegaConf.to_yaml(base))
             return str(path)
         try:
             return str(path.resolve().relative_to(here.resolve()))
@@ -377,6 +381,10 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         ]
         if progress.done < progress.total:
             parts.append(f"{progress.total - progress.done:,} not run")
+        session = handle.session
+        if session is not None and session.client is not None and not session.closed:
+            workers = session.n_workers  # the cluster this run used, as the cluster panel shows
+            parts.append(f"on {workers} worker{'s' if workers != 1 else ''}")
         if result is not None:
             parts.append(f"{result.stats.wall_seconds:.2f} s")
             if result.summary:
@@ -384,6 +392,9 @@ class RunPanel(w.VBox):  # type: ignore[misc]
                 parts.append(f"summary: {html.escape(summary)}")
         self.status.value = ", ".join(parts)
         if error is not None:
+            if progress.done == 0:
+                # Nothing ran: empty plots and a second copy of the error say nothing more.
+                self.dashboard_box.children = []
             self._show_error(error)
         if result is not None:
             self.result = result

@@ -209,6 +209,7 @@ def test_a_failing_provider_shows_its_error_and_the_run_button_works_again(
     assert "AssertionError" not in error
     assert "data-status='error'" in app.run_panel.status.value
     assert not app.run_panel.run_button.disabled and app.run_panel.cancel_button.disabled
+    assert app.run_panel.dashboard_box.children == ()  # nothing ran: no empty plots
     row = app.history[0]
     assert row["status"] == "error" and "did you mean 'grammar'" in row["error"]
     # Fixed, it runs; the history keeps both.

@@ -1,0 +1,101 @@
+"""How long a workshop waits (``make bench``): each notebook run top to bottom from a cold kernel.
+
+For every notebook in ``notebooks/``: the seconds from asking for a fresh
+kernel to the last cell done ("run all"), and for notebook 02 the seconds from
+asking for the kernel to the WER table (the cell that builds ``wer_table``).
+The workshop notebook runs with ``KIT_WORKSHOP_SOLUTIONS=1``, as its teacher
+would. The spoken corpus is built once beforehand (``make demo`` does it too),
+so its synthesis is not counted. Each notebook runs in a fresh folder, so no
+run history or cluster is reused.
+
+Results are printed and written to benchmarks/results/notebooks.{json,md}.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import nbclient
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import describe, machine_line, write_results
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+#: What a workshop can bear for the first WER table, from a cold kernel.
+WER_TABLE_TARGET = 60.0
+#: And for any one notebook, run all.
+RUN_ALL_TARGET = 120.0
+
+
+def reply_time(cell: Any) -> float:
+    """When the kernel finished the cell (nbclient records it), as a Unix time."""
+    stamp = cell.metadata["execution"]["shell.execute_reply"]
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def run_all(path: Path) -> tuple[float, Any]:
+    book = nbformat.read(path, as_version=4)
+    with tempfile.TemporaryDirectory() as folder:
+        client = nbclient.NotebookClient(
+            book,
+            timeout=600,
+            kernel_name="python3",
+            record_timing=True,
+            resources={"metadata": {"path": folder}},
+        )
+        began = time.time()
+        client.execute()
+        return began, book
+
+
+def main() -> int:
+    from kit.examples.asr import build_corpus
+
+    machine = describe(("dask", "distributed", "jupyter_client", "ipykernel"))
+    os.environ["KIT_WORKSHOP_SOLUTIONS"] = "1"
+    build_corpus(ROOT / "runs" / "asr-data")  # what notebook 02 reads; built once
+    results: dict[str, Any] = {"machine": machine, "run_all_seconds": {}}
+    for path in NOTEBOOKS:
+        began, book = run_all(path)
+        results["run_all_seconds"][path.name] = round(reply_time(book.cells[-1]) - began, 1)
+        if path.name.startswith("02"):
+            table = next(c for c in book.cells if "wer_table = " in c.source)
+            results["cold_kernel_to_wer_table_seconds"] = round(reply_time(table) - began, 1)
+        print(f"{path.name}: {results['run_all_seconds'][path.name]} s", flush=True)
+    to_table = results["cold_kernel_to_wer_table_seconds"]
+    lines = [
+        "# Notebooks: run all from a cold kernel",
+        "",
+        machine_line(machine, ("dask", "distributed", "jupyter_client", "ipykernel")),
+        "",
+        "Command: `python benchmarks/bench_notebooks.py` (part of `make bench`).",
+        "",
+        "| notebook | run all (s) |",
+        "|---|---|",
+        *[f"| {name} | {s} |" for name, s in results["run_all_seconds"].items()],
+        "",
+        f"Notebook 02, from asking for a kernel to the WER table: {to_table} s.",
+        "",
+    ]
+    checks = {
+        f"cold kernel to the WER table of notebook 02 <= {WER_TABLE_TARGET:.0f} s": to_table
+        <= WER_TABLE_TARGET,
+        f"every notebook runs all in <= {RUN_ALL_TARGET:.0f} s": all(
+            s <= RUN_ALL_TARGET for s in results["run_all_seconds"].values()
+        ),
+    }
+    write_results(RESULTS, "notebooks", results, lines, checks)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,173 @@
+"""A real Jupyter server (JupyterLab 4 or Notebook 7) and Chromium pages on it, for flow tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The two front ends the README promises.
+UIS = ("lab", "notebook")
+#: First cell of every test notebook: the test workloads live in this repository.
+PATH_CELL = f"import sys\nsys.path.insert(0, {str(ROOT)!r})"
+
+
+def notebook(cells: list[str]) -> dict[str, Any]:
+    """A notebook document with these code cells."""
+    return {
+        "cells": [
+            {
+                "cell_type": "code",
+                "id": f"cell-{number}",
+                "metadata": {},
+                "source": src,
+                "outputs": [],
+                "execution_count": None,
+            }
+            for number, src in enumerate(cells)
+        ],
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Jupyter:
+    """A running Jupyter server serving ``folder``."""
+
+    ui: str
+    base: str
+    token: str
+    folder: Path
+    opened: list[str] = field(default_factory=list)
+
+    def url(self, name: str) -> str:
+        if self.ui == "notebook":
+            return f"{self.base}/notebooks/{name}?token={self.token}"
+        # A fresh workspace: JupyterLab would otherwise restore the last one's tabs.
+        workspace = f"t-{uuid.uuid4().hex[:8]}"
+        return f"{self.base}/lab/workspaces/{workspace}/tree/{name}?reset&token={self.token}"
+
+    def write(self, name: str, cells: list[str]) -> str:
+        (self.folder / name).write_text(json.dumps(notebook([PATH_CELL, *cells])))
+        return name
+
+    def shut_down_kernels(self) -> None:
+        """Stop every kernel (and the clusters they started) between tests."""
+        request = urllib.request.Request(f"{self.base}/api/kernels?token={self.token}")
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            kernels = json.load(answer)
+        for kernel in kernels:
+            delete = urllib.request.Request(
+                f"{self.base}/api/kernels/{kernel['id']}?token={self.token}", method="DELETE"
+            )
+            urllib.request.urlopen(delete, timeout=30).close()
+
+
+@contextmanager
+def jupyter_server(ui: str, tmp: Path) -> Iterator[Jupyter]:
+    """Start JupyterLab (``ui="lab"``) or Notebook 7 on 127.0.0.1 with a token."""
+    folder = tmp / "served"
+    folder.mkdir(parents=True)
+    token, port = secrets.token_hex(16), free_port()
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(tmp / "jupyter-config"),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
+    )
+    module = "jupyterlab" if ui == "lab" else "notebook"
+    log_path = tmp / f"{ui}.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                module,
+                "--no-browser",
+                "--ip=127.0.0.1",
+                f"--port={port}",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={folder}",
+                "--allow-root",
+                "--LabApp.news_url=",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=folder,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2).close()
+                    break
+                except OSError:
+                    assert proc.poll() is None, log_path.read_text()[-3000:]
+                    assert time.monotonic() < deadline, f"{module} did not start"
+                    time.sleep(0.5)
+            yield Jupyter(ui, base, token, folder)
+        finally:
+            proc.terminate()  # shuts the kernels down, which close their clusters
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+class Shots:
+    """Numbered screenshots of each step, in the test's tmp folder, to look at."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.count = 0
+
+    def __call__(self, page: Any, step: str, focus: Any = None) -> Path:
+        """Save what the window shows, scrolled to ``focus`` (a locator) when given.
+
+        The notebook scrolls inside the page, so a full-page shot would show no more.
+        """
+        if focus is not None:
+            focus.scroll_into_view_if_needed()
+        self.count += 1
+        path = self.folder / f"{self.count}-{step}.png"
+        page.screenshot(path=str(path))
+        return path
+
+
+def open_and_run_all(page: Any, jupyter: Jupyter, name: str) -> None:
+    """Open a notebook as a person would and click Run → Run All Cells."""
+    page.goto(jupyter.url(name))
+    page.locator(".jp-Notebook").wait_for(timeout=60_000)
+    accept = page.locator(".jp-Dialog .jp-mod-accept")  # "Select Kernel", when it asks
+    try:
+        accept.wait_for(timeout=3_000)
+        accept.click()
+    except Exception:
+        pass
+    page.get_by_text("Run", exact=True).first.click()
+    page.get_by_text("Run All Cells", exact=True).click()

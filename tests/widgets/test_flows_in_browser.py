@@ -1,0 +1,274 @@
+"""Each notebook flow a workshop lives, clicked in Chromium, in JupyterLab 4 and in Notebook 7.
+
+Every step saves a screenshot into the test's tmp folder (``screenshots/``).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser import browser
+from tests.jupyter import ROOT, UIS, Jupyter, Shots, jupyter_server, open_and_run_all
+
+pytestmark = pytest.mark.slow
+
+APP = (
+    "import widgets\n"
+    "from tests.workloads import Affine, Decodes, MistypedProvider, ToyProvider, toy_config\n"
+    "app = widgets.Experiment(\n"
+    "    toy_config({config}), {provider}, {runner}, indices=range({items}),\n"
+    "    runs_dir={runs!r}, config_path='exp.yaml',\n"
+    ")\n"
+    "app"
+)
+
+
+def app_cell(config: str, provider: str, runner: str, items: int, runs: str) -> str:
+    return APP.format(config=config, provider=provider, runner=runner, items=items, runs=runs)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with browser() as found:
+        yield found
+
+
+@pytest.fixture(scope="module", params=UIS)
+def jupyter(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with jupyter_server(request.param, tmp_path_factory.mktemp(request.param)) as server:
+        yield server
+
+
+@pytest.fixture
+def page(chromium: Any, jupyter: Jupyter) -> Iterator[Any]:
+    context = chromium.new_context(viewport={"width": 1300, "height": 1100})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+        jupyter.shut_down_kernels()  # and with them the clusters the notebook started
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Shots:
+    return Shots(tmp_path / "screenshots")
+
+
+def field_input(page: Any, label: str) -> Any:
+    """The input of the widget whose label reads ``label`` exactly."""
+    return (
+        page.locator(
+            ".widget-inline-hbox", has=page.locator("label", has_text=re.compile(f"^{label}$"))
+        )
+        .locator("input")
+        .first
+    )
+
+
+def button(page: Any, text: str) -> Any:
+    return page.locator("button.widget-button", has_text=re.compile(rf"^\s*{text}\s*$")).first
+
+
+def status(page: Any, word: str) -> Any:
+    return page.locator(f".kit-status[data-status='{word}']").first
+
+
+def no_error_outputs(page: Any) -> None:
+    errors = page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")
+    texts = [errors.nth(i).text_content() or "" for i in range(errors.count())]
+    assert not [t for t in texts if "Traceback" in t or "Error" in t], texts
+
+
+def test_edit_run_and_watch(jupyter: Jupyter, page: Any, shots: Shots) -> None:
+    """Type a value into the config editor, run on 10 items, read the table and history."""
+    cell = app_cell(
+        "sleep=0.05, parallel={'env': 'local', 'n_workers': 2}",
+        "ToyProvider",
+        "Affine",
+        100,
+        "runs/edit",
+    )
+    open_and_run_all(page, jupyter, jupyter.write("edit.ipynb", [cell]))
+    factor = field_input(page, "factor")
+    factor.wait_for(timeout=90_000)
+    shots(page, "loaded")
+    factor.fill("5")
+    factor.press("Enter")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.kit-overrides')]"
+        ".some(e => e.textContent.includes('factor=5'))",
+        timeout=30_000,
+    )
+    button(page, "Run").click()
+    page.locator(".kit-header", has_text="(100%)").first.wait_for(timeout=120_000)
+    rows = page.locator(".kit-results tr.kit-ok")
+    rows.first.wait_for(timeout=60_000)
+    shots(page, "done")
+    assert rows.count() == 10
+    assert (rows.nth(3).text_content() or "").replace(" ", "") == "3316"  # y = 3 * 5 + 1
+    assert "10/10" in (page.locator(".kit-header").first.text_content() or "")
+    assert "(first run)" in (page.locator(".kit-history").first.text_content() or "")
+
+
+def test_the_first_dashboard_reaches_completed(jupyter: Jupyter, page: Any, shots: Shots) -> None:
+    """Why 1: notebook 01's 20-item run ends before its dashboard is drawn."""
+    shutil.copy(ROOT / "notebooks" / "01_quickstart.ipynb", jupyter.folder / "01.ipynb")
+    open_and_run_all(page, jupyter, "01.ipynb")
+    header = page.locator(".kit-header", has_text="completed").first
+    header.wait_for(timeout=120_000)
+    page.locator(".kit-header", has_text="20/20").first.wait_for(timeout=30_000)
+    shots(page, "dashboard-completed", focus=header)
+    text = header.text_content() or ""
+    assert "resumed" not in text and "running" not in text
+    assert page.locator("canvas").count() > 0  # the plots are drawn
+    no_error_outputs(page)
+
+
+def test_a_typo_shows_the_config_error_and_run_works_again(
+    jupyter: Jupyter, page: Any, shots: Shots
+) -> None:
+    """Why 2: `mode=gramar` typed into the editor, then Run."""
+    cell = app_cell("mode='grammar'", "MistypedProvider", "Decodes", 10, "runs/typo")
+    open_and_run_all(page, jupyter, jupyter.write("typo.ipynb", [cell]))
+    mode = field_input(page, "mode")
+    mode.wait_for(timeout=90_000)
+    mode.fill("gramar")
+    mode.press("Enter")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.kit-overrides')]"
+        ".some(e => e.textContent.includes('mode=gramar'))",
+        timeout=30_000,
+    )
+    shots(page, "typed")
+    button(page, "Run").click()
+    error = page.locator(".kit-error", has_text="did you mean 'grammar'").first
+    error.wait_for(timeout=90_000)
+    status(page, "error").wait_for(timeout=30_000)
+    page.locator(".kit-history", has_text="error").first.wait_for(timeout=30_000)
+    shots(page, "error-shown", focus=error)
+    assert "decoder.mode: 'gramar' is not a valid choice" in (error.text_content() or "")
+    assert "AssertionError" not in (page.locator("body").text_content() or "")
+    assert button(page, "Run").is_enabled() and not button(page, "Cancel").is_enabled()
+    # Fixed, it runs; the history keeps both rows.
+    mode.fill("grammar")
+    mode.press("Enter")
+    button(page, "Run").click()
+    status(page, "completed").wait_for(timeout=90_000)
+    page.locator(".kit-history", has_text="mode=grammar").first.wait_for(timeout=30_000)
+    shots(page, "fixed-and-run")
+    history = page.locator(".kit-history").first.text_content() or ""
+    assert "error" in history and "completed" in history
+
+
+def test_cancel_shows_what_ran_and_one_not_run_line(
+    jupyter: Jupyter, page: Any, shots: Shots
+) -> None:
+    """Why 6: after Cancel, no rows of None; the history says cancelled."""
+    cell = app_cell("sleep=0.05", "ToyProvider", "Affine", 200, "runs/cancel")
+    open_and_run_all(page, jupyter, jupyter.write("cancel.ipynb", [cell]))
+    how_many = field_input(page, "run on")
+    how_many.wait_for(timeout=90_000)
+    how_many.fill("200")
+    how_many.press("Enter")
+    page.locator(".kit-pool", has_text="of 200 items").first.wait_for(timeout=10_000)
+    button(page, "Run").click()
+    page.locator(".kit-header", has_text=re.compile(r"running .*[1-9]\d*/200")).first.wait_for(
+        timeout=90_000
+    )
+    shots(page, "running")
+    button(page, "Cancel").click()
+    status(page, "cancelled").wait_for(timeout=60_000)
+    not_run = page.locator(".kit-not-run", has_text="items not run (cancelled)").first
+    not_run.wait_for(timeout=30_000)
+    page.locator(".kit-history", has_text="cancelled").first.wait_for(timeout=30_000)
+    shots(page, "cancelled", focus=not_run)
+    table = page.locator(".kit-results").first.text_content() or ""
+    assert "None" not in table
+    assert page.locator(".kit-results tr.kit-ok").count() < 200
+    assert button(page, "Run").is_enabled()
+
+
+def test_the_cluster_panel_is_the_cluster_runs_use(
+    jupyter: Jupyter, page: Any, shots: Shots
+) -> None:
+    """Why 3: Start, Stop, set 3 workers, Start; the next Run uses that cluster."""
+    cell = app_cell(
+        "sleep=0.02, parallel={'env': 'local', 'n_workers': 1}",
+        "ToyProvider",
+        "Affine",
+        60,
+        "runs/cluster",
+    )
+    open_and_run_all(page, jupyter, jupyter.write("cluster.ipynb", [cell]))
+    page.locator(".jupyter-widget-Collapse-header", has_text=re.compile(r"^\s*cluster\s*$")).click()
+    button(page, "Start").wait_for(timeout=90_000)
+    assert "stopped" in (page.locator(".kit-cluster-panel").first.text_content() or "")
+    button(page, "Start").click()
+    panel = page.locator(".kit-cluster-panel").first
+    panel.locator(".kit-workers tr").nth(1).wait_for(timeout=120_000)
+    shots(page, "started-1-worker")
+    button(page, "Stop").click()
+    page.locator(".kit-cluster-panel", has_text="stopped").first.wait_for(timeout=60_000)
+    workers = field_input(page, "workers")
+    workers.fill("3")
+    workers.press("Enter")
+    button(page, "Start").click()
+    panel.locator(".kit-workers tr").nth(3).wait_for(timeout=120_000)
+    shots(page, "started-3-workers")
+    field_input(page, "run on").fill("60")
+    field_input(page, "run on").press("Enter")
+    button(page, "Run").click()
+    status(page, "completed").wait_for(timeout=120_000)
+    shots(page, "run-on-the-panel-cluster", focus=panel)
+    ended = re.compile(r"completed: \d+ ok")
+    line = page.locator(".kit-run-panel .widget-html", has_text=ended).first
+    assert "on 3 workers" in (line.text_content() or "")
+    assert panel.locator(".kit-workers tr").count() == 4  # header and three workers, no more
+
+
+def test_scale_out_prints_a_command_that_names_the_local_config(
+    jupyter: Jupyter, page: Any, shots: Shots
+) -> None:
+    """Why 5: the command names exp.yaml (beside the notebook) and a job's resources."""
+    cell = app_cell("", "ToyProvider", "Affine", 10, "runs/scale")
+    open_and_run_all(page, jupyter, jupyter.write("scale.ipynb", [cell]))
+    factor = field_input(page, "factor")
+    factor.wait_for(timeout=90_000)
+    factor.fill("5")
+    factor.press("Enter")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.kit-overrides')]"
+        ".some(e => e.textContent.includes('factor=5'))",
+        timeout=30_000,
+    )
+    button(page, "Scale out").click()
+    command = page.locator(".kit-scale-out").first
+    command.wait_for(timeout=30_000)
+    shots(page, "scale-out", focus=command)
+    assert (command.text_content() or "").strip() == (
+        "kit submit exp.yaml factor=5 +parallel.env=slurm "
+        "+parallel.options.cores=1 +parallel.options.memory=2GB"
+    )
+
+
+def test_a_workshop_blank_stops_run_all_with_a_short_message(
+    jupyter: Jupyter, page: Any, shots: Shots
+) -> None:
+    """Why 4: the workshop notebook has blanks; Run All stops at the first, saying where."""
+    shutil.copy(ROOT / "notebooks" / "04_workshop.ipynb", jupyter.folder / "04.ipynb")
+    open_and_run_all(page, jupyter, "04.ipynb")
+    message = page.locator(".jp-OutputArea-output", has_text="ExerciseNotDone").first
+    message.wait_for(timeout=90_000)
+    message.scroll_into_view_if_needed()
+    shots(page, "exercise-1-blank", focus=message)
+    text = message.text_content() or ""
+    assert "Exercise 1 has 3 blanks left" in text and "line 5: return ..." in text
+    assert "Traceback" not in text and "site-packages" not in text
+    # Solutions stay folded: their code is not on the screen.
+    assert not page.get_by_text('return lambda: {"vocabulary"').first.is_visible()
