@@ -104,7 +104,10 @@ def test_run_panel_random_sample_and_cancel(local: dict) -> None:
     assert "data-status='cancelled'" in panel.status.value and "not run" in panel.status.value
 
 
-def test_run_panel_shows_the_scale_out_command() -> None:
+def test_run_panel_shows_the_scale_out_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the notebook's folder
     base = toy_config()
     edited = kit.load_config(base, ["factor=5", "+beam=4"])
     panel = RunPanel(
@@ -117,6 +120,8 @@ def test_run_panel_shows_the_scale_out_command() -> None:
     )
     assert panel.scale_out_command() == command
     assert command in panel.command.value
+    # Named but never written: written now, or the command would not run.
+    assert kit.load_config(str(tmp_path / "exp.yaml")) == base
 
 
 def test_the_scale_out_command_runs_as_printed_from_the_notebook_folder(
@@ -163,7 +168,10 @@ def test_run_panel_errors_are_shown_in_the_panel() -> None:
     assert "AttributeError" in panel.error.value and not panel.run_button.disabled
 
 
-def test_experiment_compares_runs(local: dict, tmp_path: Path) -> None:
+def test_experiment_compares_runs(
+    local: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the notebook's folder, where Scale out writes exp.yaml
     config = toy_config()
     config.parallel = local
     app = Experiment(
