@@ -272,3 +272,37 @@ def test_a_workshop_blank_stops_run_all_with_a_short_message(
     assert "Traceback" not in text and "site-packages" not in text
     # Solutions stay folded: their code is not on the screen.
     assert not page.get_by_text('return lambda: {"vocabulary"').first.is_visible()
+
+
+def test_the_scale_out_notebook_shows_no_log_noise(
+    jupyter: Jupyter, page: Any, shots: Shots
+) -> None:
+    """Why 8: notebook 03 without distributed's INFO lines, and a detached run knows its total."""
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is missing (apt-get install espeak-ng sox)")
+    shutil.copy(ROOT / "notebooks" / "03_scale_out.ipynb", jupyter.folder / "03.ipynb")
+    open_and_run_all(page, jupyter, "03.ipynb")
+    done = page.locator(".jp-OutputArea-output", has_text="completed {'wer'").first
+    done.wait_for(timeout=240_000)
+    shots(page, "detached-completed", focus=done)
+    outputs = page.locator(".jp-OutputArea-output")
+    texts = [outputs.nth(i).text_content() or "" for i in range(outputs.count())]
+    noise = [t for t in texts if re.search(r" - distributed(\.\w+)* - [A-Z]+ - ", t)]
+    assert not noise, noise[:2]
+    assert not [t for t in texts if "0/0 items" in t]
+    assert list(jupyter.folder.glob("slurm-*.out")) == []  # job logs go elsewhere
+
+
+def test_a_solved_training_reads_completed(jupyter: Jupyter, page: Any, shots: Shots) -> None:
+    """Why 7: CartPole's dashboard says completed, not '20/200 items (10%)', for a solved run."""
+    shutil.copy(ROOT / "notebooks" / "05_rl_cartpole.ipynb", jupyter.folder / "05.ipynb")
+    open_and_run_all(page, jupyter, "05.ipynb")
+    header = page.locator(".kit-header", has_text="completed").first
+    header.wait_for(timeout=180_000)
+    page.locator(".jp-OutputArea-output", has_text="greedy return over 20 episodes").first.wait_for(
+        timeout=120_000
+    )
+    shots(page, "training-completed", focus=header)
+    text = header.text_content() or ""
+    assert not re.search(r"\((?!100%)\d+%\)", text), text  # no "(10%)" for a finished run
+    no_error_outputs(page)
