@@ -71,6 +71,21 @@ def field_input(page: Any, label: str) -> Any:
     )
 
 
+def edit_config(page: Any, key: str, value: str) -> Any:
+    """Type ``value`` into the editor's field ``key``; wait until the edit is an override."""
+    box = field_input(page, key)
+    box.wait_for(timeout=90_000)
+    box.fill(value)
+    box.press("Enter")
+    page.wait_for_function(
+        "want => [...document.querySelectorAll('.kit-overrides')]"
+        ".some(e => e.textContent.includes(want))",
+        arg=f"{key}={value}",
+        timeout=30_000,
+    )
+    return box
+
+
 def button(page: Any, text: str) -> Any:
     return page.locator("button.widget-button", has_text=re.compile(rf"^\s*{text}\s*$")).first
 
@@ -95,16 +110,9 @@ def test_edit_run_and_watch(jupyter: Jupyter, page: Any, shots: Shots) -> None:
         "runs/edit",
     )
     open_and_run_all(page, jupyter, jupyter.write("edit.ipynb", [cell]))
-    factor = field_input(page, "factor")
-    factor.wait_for(timeout=90_000)
+    field_input(page, "factor").wait_for(timeout=90_000)
     shots(page, "loaded")
-    factor.fill("5")
-    factor.press("Enter")
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.kit-overrides')]"
-        ".some(e => e.textContent.includes('factor=5'))",
-        timeout=30_000,
-    )
+    edit_config(page, "factor", "5")
     button(page, "Run").click()
     page.locator(".kit-header", has_text="(100%)").first.wait_for(timeout=120_000)
     rows = page.locator(".kit-results tr.kit-ok")
@@ -136,15 +144,7 @@ def test_a_typo_shows_the_config_error_and_run_works_again(
     """Why 2: `mode=gramar` typed into the editor, then Run."""
     cell = app_cell("mode='grammar'", "MistypedProvider", "Decodes", 10, "runs/typo")
     open_and_run_all(page, jupyter, jupyter.write("typo.ipynb", [cell]))
-    mode = field_input(page, "mode")
-    mode.wait_for(timeout=90_000)
-    mode.fill("gramar")
-    mode.press("Enter")
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.kit-overrides')]"
-        ".some(e => e.textContent.includes('mode=gramar'))",
-        timeout=30_000,
-    )
+    edit_config(page, "mode", "gramar")
     shots(page, "typed")
     button(page, "Run").click()
     error = page.locator(".kit-error", has_text="did you mean 'grammar'").first
@@ -156,8 +156,14 @@ def test_a_typo_shows_the_config_error_and_run_works_again(
     assert "AssertionError" not in (page.locator("body").text_content() or "")
     assert button(page, "Run").is_enabled() and not button(page, "Cancel").is_enabled()
     # Fixed, it runs; the history keeps both rows.
-    mode.fill("grammar")
+    mode = field_input(page, "mode")
+    mode.fill("grammar")  # back to the base config: no override left to wait for
     mode.press("Enter")
+    page.wait_for_function(
+        "() => ![...document.querySelectorAll('.kit-overrides')]"
+        ".some(e => e.textContent.includes('mode=gramar'))",
+        timeout=30_000,
+    )
     button(page, "Run").click()
     status(page, "completed").wait_for(timeout=90_000)
     page.locator(".kit-history", has_text="mode=grammar").first.wait_for(timeout=30_000)
@@ -238,15 +244,7 @@ def test_scale_out_prints_a_command_that_names_the_local_config(
     """Why 5: the command names exp.yaml (beside the notebook) and a job's resources."""
     cell = app_cell("", "ToyProvider", "Affine", 10, "runs/scale")
     open_and_run_all(page, jupyter, jupyter.write("scale.ipynb", [cell]))
-    factor = field_input(page, "factor")
-    factor.wait_for(timeout=90_000)
-    factor.fill("5")
-    factor.press("Enter")
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.kit-overrides')]"
-        ".some(e => e.textContent.includes('factor=5'))",
-        timeout=30_000,
-    )
+    edit_config(page, "factor", "5")
     button(page, "Scale out").click()
     command = page.locator(".kit-scale-out").first
     command.wait_for(timeout=30_000)
