@@ -24,8 +24,14 @@ demo: $(STAMP)
 quickstart: $(STAMP)
 	$(BIN)/python -m kit.examples.quickstart
 
-# JupyterLab on the notebooks (as root too, as in most workshop containers).
+# JupyterLab on the notebooks (as root too, as in most workshop containers), without
+# the "get notified about Jupyter news?" prompt over every attendee's first notebook.
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 lab: $(STAMP)
+	mkdir -p $(LAB_SETTINGS)
+	test -e $(LAB_SETTINGS)/overrides.json || \
+	  echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}' \
+	  > $(LAB_SETTINGS)/overrides.json
 	$(BIN)/jupyter lab --ip=127.0.0.1 $$(test "$$(id -u)" = 0 && echo --allow-root) notebooks
 
 lint: $(STAMP)

@@ -92,6 +92,10 @@ def jupyter_server(ui: str, tmp: Path) -> Iterator[Jupyter]:
     folder = tmp / "served"
     folder.mkdir(parents=True)
     token, port = secrets.token_hex(16), free_port()
+    # As make lab does: no "Jupyter news?" prompt over the notebook (user settings here).
+    news = tmp / "jupyter-config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
     env = dict(
         os.environ,
         JUPYTER_CONFIG_DIR=str(tmp / "jupyter-config"),
@@ -111,7 +115,6 @@ def jupyter_server(ui: str, tmp: Path) -> Iterator[Jupyter]:
                 f"--IdentityProvider.token={token}",
                 f"--ServerApp.root_dir={folder}",
                 "--allow-root",
-                "--LabApp.news_url=",
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

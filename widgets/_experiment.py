@@ -203,5 +203,6 @@ class Experiment(w.VBox):  # type: ignore[misc]
                 self.run_panel.runner.provider.config,
                 str(handle.status),
                 None if error is None else f"{type(error).__name__}: {error}",
+                handle.progress.total,
             )
         self.refresh()

@@ -42,7 +42,9 @@ def new_run_dir(runs_dir: Path) -> Path:
             n += 1
 
 
-def record_unstarted(run_dir: Path, config: DictConfig, status: str, error: str | None) -> None:
+def record_unstarted(
+    run_dir: Path, config: DictConfig, status: str, error: str | None, items: int | None = None
+) -> None:
     """Store a run that ended before Kit opened its directory (a provider that failed).
 
     A run that got as far as its first chunk is stored by Kit itself; this
@@ -54,7 +56,9 @@ def record_unstarted(run_dir: Path, config: DictConfig, status: str, error: str 
         with atomic_file(run_dir / "config.yaml") as fh:
             fh.write(OmegaConf.to_yaml(config))
     with atomic_file(run_dir / "result.json") as fh:
-        json.dump({"status": status, "stats": {}, "summary": {}, "error": error}, fh, indent=1)
+        # None ran: the counts say so (items asked for, 0 ok, 0 failed), not blanks.
+        stats = {} if items is None else {"items": items, "ok": 0, "failed": 0}
+        json.dump({"status": status, "stats": stats, "summary": {}, "error": error}, fh, indent=1)
 
 
 def read_history(runs_dir: Path) -> list[dict[str, Any]]:

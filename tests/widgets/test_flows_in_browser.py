@@ -304,3 +304,51 @@ def test_a_solved_training_reads_completed(jupyter: Jupyter, page: Any, shots: S
     text = header.text_content() or ""
     assert not re.search(r"\((?!100%)\d+%\)", text), text  # no "(10%)" for a finished run
     no_error_outputs(page)
+
+
+def test_the_decoding_check_reaches_its_wer_table(
+    jupyter: Jupyter, page: Any, shots: Shots
+) -> None:
+    """Done when: from a cold kernel to notebook 02's WER table, nothing confusing on the way."""
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is missing (apt-get install espeak-ng sox)")
+    shutil.copy(ROOT / "notebooks" / "02_decoding_check.ipynb", jupyter.folder / "02.ipynb")
+    open_and_run_all(page, jupyter, "02.ipynb")
+    table = page.locator(".jp-RenderedHTMLCommon table", has_text="rtf").last
+    table.wait_for(timeout=240_000)
+    shots(page, "wer-table", focus=table)
+    head = table.locator("thead").text_content() or ""
+    assert all(column in head for column in ("changes", "items", "wer", "rtf"))
+    assert table.locator("tbody tr").count() == 2  # the LM run and the grammar run
+    assert "decoder.mode=grammar" in (table.text_content() or "")
+    no_error_outputs(page)
+    assert "AssertionError" not in (page.locator("body").text_content() or "")
+
+
+def test_an_exercise_filled_in_runs_and_its_solution_stays_out_of_the_way(
+    jupyter: Jupyter, page: Any, shots: Shots
+) -> None:
+    """Done when: an attendee fills in exercise 1 of notebook 04 and goes on."""
+    import nbformat
+
+    shutil.copy(ROOT / "notebooks" / "04_workshop.ipynb", jupyter.folder / "04.ipynb")
+    book = nbformat.read(ROOT / "notebooks" / "04_workshop.ipynb", as_version=4)
+    solution = next(c.source for c in book.cells if c.source.startswith("%%solution 1"))
+    answer = solution.replace("%%solution 1", "%%exercise 1", 1)
+    open_and_run_all(page, jupyter, "04.ipynb")
+    page.locator(".jp-OutputArea-output", has_text="ExerciseNotDone").first.wait_for(timeout=90_000)
+    # As a person would: click into exercise 1, replace its text with an answer, Shift+Enter.
+    exercise = page.locator(".jp-CodeCell", has_text="%%exercise 1").first
+    exercise.locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(answer)
+    page.keyboard.press("Shift+Enter")
+    records = exercise.locator(".jp-OutputArea-output", has_text="'known': 6")
+    records.wait_for(timeout=60_000)
+    shots(page, "exercise-1-done", focus=records)
+    assert "ExerciseNotDone" not in (exercise.text_content() or "")
+    # Shift+Enter moved to the folded solution; running it does not replace the answer.
+    page.keyboard.press("Shift+Enter")
+    skipped = page.locator(".jp-OutputArea-output", has_text="You finished exercise 1 yourself")
+    skipped.first.wait_for(timeout=30_000)
+    shots(page, "solution-1-skipped", focus=skipped.first)

@@ -220,6 +220,7 @@ def test_a_failing_provider_shows_its_error_and_the_run_button_works_again(
     assert app.run_panel.dashboard_box.children == ()  # nothing ran: no empty plots
     row = app.history[0]
     assert row["status"] == "error" and "did you mean 'grammar'" in row["error"]
+    assert (row["items"], row["ok"], row["failed"]) == (4, 0, 0)  # asked for 4, none ran
     # Fixed, it runs; the history keeps both.
     app.editor.fields["mode"].value = "grammar"
     app.run_panel.run_button.click()
