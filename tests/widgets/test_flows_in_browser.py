@@ -135,6 +135,9 @@ def test_the_first_dashboard_reaches_completed(jupyter: Jupyter, page: Any, shot
     text = header.text_content() or ""
     assert "resumed" not in text and "running" not in text
     assert page.locator("canvas").count() > 0  # the plots are drawn
+    # Why 7: "0 failed" is no alarm (not red), and numbers are short (no 17-digit floats).
+    assert "0 failed" in text and page.locator(".kit-header .kit-failed-count").count() == 0
+    assert not re.search(r"\d\.\d{6,}", text), text
     no_error_outputs(page)
 
 
