@@ -94,6 +94,14 @@ def status(page: Any, word: str) -> Any:
     return page.locator(f".kit-status[data-status='{word}']").first
 
 
+def run_shipped(page: Any, jupyter: Jupyter, name: str, *, speech: bool = False) -> None:
+    """Copy a notebook of notebooks/ beside the server's others and Run All, as shipped."""
+    if speech and shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is missing (apt-get install espeak-ng sox)")
+    shutil.copy(ROOT / "notebooks" / name, jupyter.folder / name)
+    open_and_run_all(page, jupyter, name)
+
+
 def no_error_outputs(page: Any) -> None:
     errors = page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")
     texts = [errors.nth(i).text_content() or "" for i in range(errors.count())]
@@ -126,8 +134,7 @@ def test_edit_run_and_watch(jupyter: Jupyter, page: Any, shots: Shots) -> None:
 
 def test_the_first_dashboard_reaches_completed(jupyter: Jupyter, page: Any, shots: Shots) -> None:
     """Why 1: notebook 01's 20-item run ends before its dashboard is drawn."""
-    shutil.copy(ROOT / "notebooks" / "01_quickstart.ipynb", jupyter.folder / "01.ipynb")
-    open_and_run_all(page, jupyter, "01.ipynb")
+    run_shipped(page, jupyter, "01_quickstart.ipynb")
     header = page.locator(".kit-header", has_text="completed").first
     header.wait_for(timeout=120_000)
     page.locator(".kit-header", has_text="20/20").first.wait_for(timeout=30_000)
@@ -262,8 +269,7 @@ def test_a_workshop_blank_stops_run_all_with_a_short_message(
     jupyter: Jupyter, page: Any, shots: Shots
 ) -> None:
     """Why 4: the workshop notebook has blanks; Run All stops at the first, saying where."""
-    shutil.copy(ROOT / "notebooks" / "04_workshop.ipynb", jupyter.folder / "04.ipynb")
-    open_and_run_all(page, jupyter, "04.ipynb")
+    run_shipped(page, jupyter, "04_workshop.ipynb")
     message = page.locator(".jp-OutputArea-output", has_text="ExerciseNotDone").first
     message.wait_for(timeout=90_000)
     message.scroll_into_view_if_needed()
@@ -279,10 +285,7 @@ def test_the_scale_out_notebook_shows_no_log_noise(
     jupyter: Jupyter, page: Any, shots: Shots
 ) -> None:
     """Why 8: notebook 03 without distributed's INFO lines, and a detached run knows its total."""
-    if shutil.which("espeak-ng") is None:
-        pytest.skip("espeak-ng is missing (apt-get install espeak-ng sox)")
-    shutil.copy(ROOT / "notebooks" / "03_scale_out.ipynb", jupyter.folder / "03.ipynb")
-    open_and_run_all(page, jupyter, "03.ipynb")
+    run_shipped(page, jupyter, "03_scale_out.ipynb", speech=True)
     done = page.locator(".jp-OutputArea-output", has_text="completed {'wer'").first
     done.wait_for(timeout=240_000)
     shots(page, "detached-completed", focus=done)
@@ -296,8 +299,7 @@ def test_the_scale_out_notebook_shows_no_log_noise(
 
 def test_a_solved_training_reads_completed(jupyter: Jupyter, page: Any, shots: Shots) -> None:
     """Why 7: CartPole's dashboard says completed, not '20/200 items (10%)', for a solved run."""
-    shutil.copy(ROOT / "notebooks" / "05_rl_cartpole.ipynb", jupyter.folder / "05.ipynb")
-    open_and_run_all(page, jupyter, "05.ipynb")
+    run_shipped(page, jupyter, "05_rl_cartpole.ipynb")
     header = page.locator(".kit-header", has_text="completed").first
     header.wait_for(timeout=180_000)
     page.locator(".jp-OutputArea-output", has_text="greedy return over 20 episodes").first.wait_for(
@@ -313,10 +315,7 @@ def test_the_decoding_check_reaches_its_wer_table(
     jupyter: Jupyter, page: Any, shots: Shots
 ) -> None:
     """Done when: from a cold kernel to notebook 02's WER table, nothing confusing on the way."""
-    if shutil.which("espeak-ng") is None:
-        pytest.skip("espeak-ng is missing (apt-get install espeak-ng sox)")
-    shutil.copy(ROOT / "notebooks" / "02_decoding_check.ipynb", jupyter.folder / "02.ipynb")
-    open_and_run_all(page, jupyter, "02.ipynb")
+    run_shipped(page, jupyter, "02_decoding_check.ipynb", speech=True)
     table = page.locator(".jp-RenderedHTMLCommon table", has_text="rtf").last
     table.wait_for(timeout=240_000)
     shots(page, "wer-table", focus=table)
@@ -334,11 +333,10 @@ def test_an_exercise_filled_in_runs_and_its_solution_stays_out_of_the_way(
     """Done when: an attendee fills in exercise 1 of notebook 04 and goes on."""
     import nbformat
 
-    shutil.copy(ROOT / "notebooks" / "04_workshop.ipynb", jupyter.folder / "04.ipynb")
     book = nbformat.read(ROOT / "notebooks" / "04_workshop.ipynb", as_version=4)
     solution = next(c.source for c in book.cells if c.source.startswith("%%solution 1"))
     answer = solution.replace("%%solution 1", "%%exercise 1", 1)
-    open_and_run_all(page, jupyter, "04.ipynb")
+    run_shipped(page, jupyter, "04_workshop.ipynb")
     page.locator(".jp-OutputArea-output", has_text="ExerciseNotDone").first.wait_for(timeout=90_000)
     # As a person would: click into exercise 1, replace its text with an answer, Shift+Enter.
     exercise = page.locator(".jp-CodeCell", has_text="%%exercise 1").first
