@@ -6,9 +6,9 @@
 set -euo pipefail
 MODE=${1:-test}
 
-# espeak-ng, sox: the spoken corpus of the decoding example (demo and tests).
+# flite, espeak-ng, sox: the spoken corpus of the decoding example (demo and tests).
 # chromium: Debian's browser, driven by playwright in the report and notebook tests.
-PACKAGES=(espeak-ng sox)
+PACKAGES=(flite espeak-ng sox)
 if [ "$MODE" != demo ]; then
     PACKAGES+=(slurm-wlm munge openssl chromium fonts-dejavu-core)
 fi

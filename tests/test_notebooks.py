@@ -77,23 +77,26 @@ def test_01_quickstart(tmp_path: Path) -> None:
 
 @pytest.fixture
 def asr_tools() -> None:
-    if shutil.which("espeak-ng") is None:
-        pytest.skip("espeak-ng is missing (apt-get install espeak-ng sox)")
+    missing = [tool for tool in ("flite", "espeak-ng", "sox") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} missing (apt-get install flite espeak-ng sox)")
 
 
 def test_02_decoding_check(tmp_path: Path, asr_tools: None) -> None:
     book, seconds = execute("02_decoding_check.ipynb", tmp_path)
     out = text_of(book)
-    assert "kit submit" in out and "decoder.mode=grammar" in out and "parallel.env=slurm" in out
+    assert "kit submit" in out and "decoder.engine=pocketsphinx" in out
+    assert "parallel.env=slurm" in out
     table_cell = next(c for c in book.cells if "wer_table = " in c.source)
     assert "wer" in table_cell.outputs[0]["data"]["text/plain"]
-    wers = {}
-    for cell in book.cells:
-        if cell.source.startswith(("panel = app.run_panel", 'app.editor.fields["decoder.mode"]')):
-            summary = eval(cell.outputs[-1]["data"]["text/plain"])  # a plain dict literal
-            wers["lm" if "how_many" in cell.source else "grammar"] = summary["wer"]
-    # Measured on this machine: LM about 100% WER on synthetic digits, grammar about 30%.
-    assert wers["grammar"] < 0.5 < wers["lm"]
+    summaries = {}
+    for name in ("whisper", "greedy", "sphinx"):
+        cell = next(c for c in book.cells if f"\n{name} = panel.wait" in c.source)
+        summaries[name] = eval(cell.outputs[-1]["data"]["text/plain"])  # a plain dict literal
+    # Measured on the whole corpus: Whisper 8.3% WER (4.2% on the flite voices),
+    # PocketSphinx 25.5%; on 10 random utterances the order holds.
+    assert summaries["whisper"]["wer"] < summaries["sphinx"]["wer"]
+    assert all(s["utterances"] == 10 for s in summaries.values())
     assert seconds < 180
 
 

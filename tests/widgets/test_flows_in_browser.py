@@ -96,8 +96,9 @@ def status(page: Any, word: str) -> Any:
 
 def run_shipped(page: Any, jupyter: Jupyter, name: str, *, speech: bool = False) -> None:
     """Copy a notebook of notebooks/ beside the server's others and Run All, as shipped."""
-    if speech and shutil.which("espeak-ng") is None:
-        pytest.skip("espeak-ng is missing (apt-get install espeak-ng sox)")
+    missing = [tool for tool in ("flite", "espeak-ng", "sox") if shutil.which(tool) is None]
+    if speech and missing:
+        pytest.skip(f"{', '.join(missing)} missing (apt-get install flite espeak-ng sox)")
     shutil.copy(ROOT / "notebooks" / name, jupyter.folder / name)
     open_and_run_all(page, jupyter, name)
 
@@ -321,8 +322,8 @@ def test_the_decoding_check_reaches_its_wer_table(
     shots(page, "wer-table", focus=table)
     head = table.locator("thead").text_content() or ""
     assert all(column in head for column in ("changes", "items", "wer", "rtf"))
-    assert table.locator("tbody tr").count() == 2  # the LM run and the grammar run
-    assert "decoder.mode=grammar" in (table.text_content() or "")
+    assert table.locator("tbody tr").count() == 3  # Whisper, beam size 1, PocketSphinx
+    assert "decoder.engine=pocketsphinx" in (table.text_content() or "")
     no_error_outputs(page)
     assert "AssertionError" not in (page.locator("body").text_content() or "")
 

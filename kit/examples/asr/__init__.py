@@ -1,7 +1,7 @@
-"""The speech decoding example: PocketSphinx on speech made with espeak-ng.
+"""The speech decoding example: Whisper and PocketSphinx on speech made with flite and espeak-ng.
 
 ``python -m kit.examples.asr`` builds the corpus (if needed) and runs the
-decoding check on the local cluster in both decoder modes.
+decoding check on the local cluster with both engines.
 """
 
 from kit.examples.asr.corpus import build_corpus

@@ -1,10 +1,13 @@
-"""Build a small spoken corpus on this machine with espeak-ng (text to speech).
+"""Build a small multi-speaker spoken corpus on this machine (text to speech).
 
-Nothing is downloaded: Debian's ``espeak-ng`` speaks each sentence and
-``sox`` turns it into 16 kHz, 16-bit mono WAV. The result is two JSON-lines
-manifests (``sentences.jsonl``, ``digits.jsonl``) with one ``{"id", "audio",
-"text"}`` per utterance: the same format you can point at your own
-recordings. ``python -m kit.examples.asr.corpus OUT_DIR`` builds it.
+Nothing is downloaded: Debian's ``flite`` speaks each text with four voices
+(``slt``, ``rms``, ``awb``, ``kal16``) and ``espeak-ng`` with a fifth, more
+robotic one (``espeak``); ``sox`` turns everything into 16 kHz, 16-bit mono
+WAV. The result is JSON-lines manifests (``sentences.jsonl``,
+``digits.jsonl`` and both in ``corpus.jsonl``) with one ``{"id", "audio",
+"text", "speaker"}`` per utterance: the same format you can point at your own
+recordings (``speaker`` is optional). ``python -m kit.examples.asr.corpus
+OUT_DIR`` builds it.
 """
 
 from __future__ import annotations
@@ -50,7 +53,16 @@ SENTENCES = [
     "good morning everyone",
 ]
 DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-VOICE = ("-v", "en-us", "-s", "130")
+#: Speaker name -> the command that speaks a text into a WAV file ({text}, {out}).
+VOICES: dict[str, tuple[str, ...]] = {
+    "slt": ("flite", "-voice", "slt", "-t", "{text}", "-o", "{out}"),
+    "rms": ("flite", "-voice", "rms", "-t", "{text}", "-o", "{out}"),
+    "awb": ("flite", "-voice", "awb", "-t", "{text}", "-o", "{out}"),
+    "kal16": ("flite", "-voice", "kal16", "-t", "{text}", "-o", "{out}"),
+    "espeak": ("espeak-ng", "-v", "en-us", "-s", "130", "-w", "{out}", "{text}"),
+}
+#: The natural-sounding voices (flite's), as opposed to espeak-ng's robotic one.
+FLITE_VOICES = ("slt", "rms", "awb", "kal16")
 
 
 def digit_strings(n: int, seed: int = 7) -> list[str]:
@@ -65,20 +77,25 @@ def digit_strings(n: int, seed: int = 7) -> list[str]:
     return [" ".join(rng.choice(DIGIT_WORDS) for _ in range(rng.randint(3, 6))) for _ in range(n)]
 
 
-def require_tools() -> None:
-    """Raise a clear error when espeak-ng or sox is missing."""
-    missing = [tool for tool in ("espeak-ng", "sox") if shutil.which(tool) is None]
+def require_tools(voices: Sequence[str]) -> None:
+    """Raise a clear error when a voice is unknown or a program is missing."""
+    unknown = [voice for voice in voices if voice not in VOICES]
+    if unknown:
+        raise ValueError(f"unknown voice(s) {', '.join(unknown)}; known: {', '.join(VOICES)}")
+    needed = dict.fromkeys([*(VOICES[voice][0] for voice in voices), "sox"])
+    missing = [tool for tool in needed if shutil.which(tool) is None]
     if missing:
         raise RuntimeError(
             f"building the spoken corpus needs {' and '.join(missing)}: "
-            "apt-get install espeak-ng sox (make demo and make test do it as root)"
+            f"apt-get install {' '.join(missing)} (make demo and make test do it as root)"
         )
 
 
-def synthesize(text: str, path: Path) -> None:
-    """Speak ``text`` into ``path`` as 16 kHz, 16-bit mono WAV."""
+def synthesize(text: str, path: Path, voice: str = "slt") -> None:
+    """Speak ``text`` with ``voice`` into ``path`` as 16 kHz, 16-bit mono WAV."""
     raw = path.with_suffix(".raw.wav")
-    subprocess.run(["espeak-ng", *VOICE, "-w", str(raw), text], check=True, capture_output=True)
+    command = [part.format(text=text, out=raw) for part in VOICES[voice]]
+    subprocess.run(command, check=True, capture_output=True)
     subprocess.run(
         ["sox", "-R", str(raw), "-r", "16000", "-c", "1", "-b", "16", str(path)],
         check=True,
@@ -87,32 +104,49 @@ def synthesize(text: str, path: Path) -> None:
     raw.unlink()
 
 
-def write_set(folder: Path, name: str, texts: Sequence[str]) -> Path:
-    """Synthesize ``texts`` under ``folder/name/`` and write ``folder/name.jsonl``."""
+def write_set(folder: Path, name: str, texts: Sequence[str], voices: Sequence[str]) -> Path:
+    """Speak ``texts`` with each voice under ``folder/name/``; write ``folder/name.jsonl``.
+
+    Audio already there for the same text is reused, so a second build is quick.
+    """
     audio_dir = folder / name
     audio_dir.mkdir(parents=True, exist_ok=True)
     manifest = folder / f"{name}.jsonl"
     lines = []
-    for i, text in enumerate(texts):
-        utt = f"{name}-{i:03d}"
-        wav = audio_dir / f"{utt}.wav"
-        label = audio_dir / f"{utt}.txt"
-        if not (wav.exists() and label.exists() and label.read_text() == text):
-            synthesize(text, wav)
-            label.write_text(text)
-        lines.append(json.dumps({"id": utt, "audio": f"{name}/{utt}.wav", "text": text}))
+    for voice in voices:
+        for i, text in enumerate(texts):
+            utt = f"{name}-{voice}-{i:03d}"
+            wav = audio_dir / f"{utt}.wav"
+            label = audio_dir / f"{utt}.txt"
+            if not (wav.exists() and label.exists() and label.read_text() == text):
+                synthesize(text, wav, voice)
+                label.write_text(text)
+            entry = {"id": utt, "audio": f"{name}/{utt}.wav", "text": text, "speaker": voice}
+            lines.append(json.dumps(entry))
     manifest.write_text("\n".join(lines) + "\n")
     return manifest
 
 
-def build_corpus(folder: str | Path, n_sentences: int = 30, n_digits: int = 70) -> dict[str, Path]:
-    """Build (or reuse) the corpus in ``folder``; return the manifests by set name."""
-    require_tools()
+def build_corpus(
+    folder: str | Path,
+    n_sentences: int = 30,
+    n_digits: int = 20,
+    voices: Sequence[str] = tuple(VOICES),
+) -> dict[str, Path]:
+    """Build (or reuse) the corpus in ``folder``; return the manifests by set name.
+
+    Each voice speaks the same ``n_sentences`` sentences and ``n_digits`` digit
+    strings, so the voices can be compared; ``corpus`` lists both sets.
+    """
+    require_tools(voices)
     out = Path(folder)
-    return {
-        "sentences": write_set(out, "sentences", SENTENCES[:n_sentences]),
-        "digits": write_set(out, "digits", digit_strings(n_digits)),
+    manifests = {
+        "sentences": write_set(out, "sentences", SENTENCES[:n_sentences], voices),
+        "digits": write_set(out, "digits", digit_strings(n_digits), voices),
     }
+    both = out / "corpus.jsonl"
+    both.write_text("".join(path.read_text() for path in manifests.values()))
+    return {**manifests, "corpus": both}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,13 +1,15 @@
-"""The decoding check: PocketSphinx decodes utterances, one decoder per worker.
+"""The decoding check: a recognizer per worker decodes utterances; WER per item and corpus.
 
-PocketSphinx (PyPI ``pocketsphinx``) ships its en-US acoustic model,
-dictionary and language model, so nothing is downloaded. ``decoder.mode``
-chooses the search: ``lm`` (the general language model, for any sentence)
-or ``grammar`` (a JSGF grammar of digit strings).
+``decoder.engine`` chooses the recognizer (see :mod:`kit.examples.asr.recognizers`):
+``whisper`` (Whisper tiny.en through CTranslate2, shipped by a PyPI package)
+or ``pocketsphinx`` (``decoder.mode``: ``lm`` or a digits ``grammar``).
+Nothing is downloaded. WER uses Whisper's English normalisation
+(:mod:`kit.examples.asr.wer`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import wave
@@ -18,14 +20,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from kit import EnvironmentProvider, Runner
-from kit.config import ConfigError
-from kit.config._errors import closest
-
-MODES = ("lm", "grammar")
-DIGITS_JSGF = (
-    "#JSGF V1.0; grammar digits; public <digits> = "
-    "( zero | one | two | three | four | five | six | seven | eight | nine )+ ;"
-)
+from kit.examples.asr.recognizers import Recognizer, make_recognizer
+from kit.examples.asr.wer import corpus_wer, score
 
 
 def read_manifest(path: str | Path) -> list[dict[str, Any]]:
@@ -114,37 +110,16 @@ def load_dataset_entries(data: dict[str, Any]) -> Any:
     return read_manifest(data["manifest"])
 
 
-def make_decoder(settings: dict[str, Any]) -> Any:
-    """Build a PocketSphinx decoder for ``decoder`` settings (mode, options)."""
-    from pocketsphinx import Decoder
-
-    mode = settings.get("mode", "lm")
-    if mode not in MODES:
-        guess = closest(str(mode), MODES)
-        hint = f"; did you mean '{guess}'?" if guess else ""
-        raise ConfigError(
-            f"decoder.mode: '{mode}' is not a valid choice{hint}\n"
-            f"    expected: one of {', '.join(MODES)}\n    full_key: decoder.mode\n"
-            f"    fix: set it with `decoder.mode={guess or 'lm'}`",
-            full_key="decoder.mode",
-        )
-    decoder = Decoder(samprate=16000, loglevel="FATAL", **dict(settings.get("options") or {}))
-    if mode == "grammar":
-        decoder.add_jsgf_string("digits", DIGITS_JSGF)
-        decoder.activate_search("digits")
-    return decoder
-
-
 def build_env(cfg: dict[str, Any]) -> dict[str, Any]:
-    """Build the env: the decoder and the dataset (the manifest's entries)."""
+    """Build the env: the recognizer the ``decoder`` section asks for, and the dataset."""
     return {
-        "decoder": make_decoder(cfg["decoder"]),
+        "recognizer": make_recognizer(cfg.get("decoder") or {}),
         "dataset": load_dataset_entries(cfg["data"]),
     }
 
 
 class DecodeProvider(EnvironmentProvider):
-    """One PocketSphinx decoder (about 0.3 s to load) and the dataset, per worker."""
+    """One recognizer (Whisper: about 0.4 s to load) and the dataset, per worker."""
 
     def _plain(self) -> dict[str, Any]:
         plain = OmegaConf.to_container(self.config, resolve=True)
@@ -157,64 +132,65 @@ class DecodeProvider(EnvironmentProvider):
 
     def make_worker_setup_fn(self) -> Callable[[], dict[str, Any]]:
         """Return the function each worker runs once."""
-        plain = self._plain()  # a plain dict: cheap to ship, no DictConfig on the workers
-        return lambda: build_env(plain)
+        # A plain dict: cheap to ship, no DictConfig on the workers.
+        return functools.partial(build_env, self._plain())
 
 
-def word_errors(ref: str, hyp: str) -> int:
-    """Substitutions, deletions and insertions between two word strings (jiwer)."""
-    import jiwer
-
-    if not ref.split():
-        return len(hyp.split())
-    out = jiwer.process_words(ref, hyp if hyp.split() else "")
-    return int(out.substitutions + out.deletions + out.insertions)
+def decode_items(indices: list[int], recognizer: Recognizer, dataset: Any) -> list[dict[str, Any]]:
+    """Decode the utterances ``indices`` of the dataset in one recognizer call."""
+    entries = [dataset[i] for i in indices]
+    audio = [audio_pcm(entry["audio"]) for entry in entries]
+    began = time.perf_counter()
+    hyps = recognizer.decode([pcm for pcm, _ in audio])
+    # A batch's decoding time is shared by its utterances in proportion to their length.
+    seconds = time.perf_counter() - began
+    total = sum(duration for _, duration in audio) or 1.0
+    records = []
+    for idx, entry, (_, duration), hyp in zip(indices, entries, audio, hyps, strict=True):
+        scored = score(entry["text"], hyp)
+        share = seconds * duration / total
+        records.append(
+            {
+                "id": entry.get("id", str(idx)),
+                "speaker": entry.get("speaker"),
+                "ref": entry["text"],
+                "hyp": hyp,
+                **scored,
+                "duration": round(duration, 3),
+                "metrics": {
+                    "wer": scored["errors"] / max(1, scored["words"]),
+                    "rtf": share / duration if duration else 0.0,
+                },
+                "decode_seconds": share,
+            }
+        )
+    return records
 
 
 class DecodeRunner(Runner):
-    """Decode one utterance: hypothesis, reference, duration, word errors, WER and RTF."""
+    """Decode utterances: raw and normalised text, word errors, WER and real-time factor.
+
+    With ``batch_size`` set, ``forward`` gets a list of indices and the
+    recognizer decodes them in one call (Whisper as one batch).
+    """
 
     @staticmethod
-    def forward(idx: int, decoder: Any, dataset: list[dict[str, Any]]) -> dict[str, Any]:
-        """Decode utterance ``idx`` of the dataset."""
-        entry = dataset[idx]
-        pcm, duration = audio_pcm(entry["audio"])
-        began = time.perf_counter()
-        # PocketSphinx's feature front end keeps state from the utterances it saw before;
-        # without a reset the same audio decodes differently on a worker that saw other items.
-        decoder.reinit_feat()
-        decoder.start_utt()
-        decoder.process_raw(pcm, full_utt=True)
-        decoder.end_utt()
-        seconds = time.perf_counter() - began
-        hyp = decoder.hyp().hypstr if decoder.hyp() is not None else ""
-        ref = entry["text"]
-        errors = word_errors(ref, hyp)
-        words = max(1, len(ref.split()))
-        return {
-            "id": entry.get("id", str(idx)),
-            "ref": ref,
-            "hyp": hyp,
-            "duration": round(duration, 3),
-            "errors": errors,
-            "words": len(ref.split()),
-            "metrics": {"wer": errors / words, "rtf": seconds / duration if duration else 0.0},
-            "decode_seconds": seconds,
-        }
+    def forward(idx: Any, recognizer: Recognizer, dataset: Any) -> Any:
+        """Decode utterance ``idx`` (or the list of utterances ``idx``) of the dataset."""
+        if isinstance(idx, list):
+            return decode_items(idx, recognizer, dataset)
+        return decode_items([idx], recognizer, dataset)[0]
 
     def summarize(self, records: list[Any]) -> dict[str, Any]:
-        """Corpus WER (jiwer, over every word) and real-time factor of the decoded items."""
-        import jiwer
-
+        """Corpus WER with its substitutions, deletions, insertions, and the real-time factor."""
         done = [r for r in records if r is not None]
         if not done:
             return {}
-        wer = jiwer.wer([r["ref"] for r in done], [r["hyp"] for r in done])
         audio = sum(r["duration"] for r in done)
         spent = sum(r["decode_seconds"] for r in done)
         return {
-            "wer": round(float(wer), 4),
-            "rtf": round(spent / audio, 4),
+            **corpus_wer(done),
+            "rtf": round(spent / audio, 4) if audio else 0.0,
             "utterances": len(done),
         }
 

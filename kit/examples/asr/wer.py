@@ -1,0 +1,125 @@
+"""Word error rate with Whisper's English text normalisation, through jiwer.
+
+Reference and hypothesis both go through ``whisper-normalizer``'s
+``EnglishTextNormalizer`` (case, punctuation, British/American spelling,
+numbers to digits), the normalisation Whisper's own WER figures use. One
+step is added for digit strings: that normaliser turns "zero one six six"
+into the single word "0166" and a hypothesis "0166" into "166", so a digit
+string would count as one word and a leading zero would be lost; here every
+digit is a word of its own, in both texts, before and after normalising.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+_DIGIT_WORDS = {
+    "zero": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+}
+
+
+@cache
+def _normalizer() -> Any:
+    try:
+        from whisper_normalizer.english import EnglishTextNormalizer
+    except ImportError:
+        raise ImportError(
+            "the decoding example's WER needs whisper-normalizer: pip install 'kit[asr]'"
+        ) from None
+    return EnglishTextNormalizer()
+
+
+def _one_digit_per_word(text: str) -> str:
+    return re.sub(r"(?<=\d)(?=\d)", " ", text)
+
+
+def normalize(text: str) -> str:
+    """Return ``text`` as the words WER counts: Whisper's normaliser, digits one per word.
+
+    Examples
+    --------
+    >>> normalize("Zero, one, six six.")
+    '0 1 6 6'
+    >>> normalize("0166") == normalize("oh one six six")
+    True
+    >>> normalize("The colour of the sea; it's nice!")
+    'the color of the sea it is nice'
+    """
+    words = _normalizer()(_one_digit_per_word(text)).split()
+    return _one_digit_per_word(" ".join(_DIGIT_WORDS.get(word, word) for word in words))
+
+
+def score(ref: str, hyp: str) -> dict[str, Any]:
+    """Compare one reference and hypothesis after :func:`normalize`.
+
+    Returns the normalised pair and the error counts (``words`` is the number
+    of reference words).
+
+    Examples
+    --------
+    >>> s = score("two six zero", "2 6 0 1")
+    >>> s["ref_norm"], s["hyp_norm"], s["errors"], s["insertions"], s["words"]
+    ('2 6 0', '2 6 0 1', 1, 1, 3)
+    """
+    import jiwer
+
+    ref_norm, hyp_norm = normalize(ref), normalize(hyp)
+    counts = {"substitutions": 0, "deletions": 0, "insertions": len(hyp_norm.split())}
+    if ref_norm.split():
+        out = jiwer.process_words(ref_norm, hyp_norm)
+        counts = {
+            "substitutions": out.substitutions,
+            "deletions": out.deletions,
+            "insertions": out.insertions,
+        }
+    return {
+        "ref_norm": ref_norm,
+        "hyp_norm": hyp_norm,
+        **{k: int(v) for k, v in counts.items()},
+        "errors": int(sum(counts.values())),
+        "words": len(ref_norm.split()),
+    }
+
+
+def corpus_wer(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Corpus WER of scored records: all errors over all reference words.
+
+    Examples
+    --------
+    >>> corpus_wer([score("one two", "one two"), score("three four", "three")])
+    {'wer': 0.25, 'substitutions': 0, 'deletions': 1, 'insertions': 0, 'words': 4}
+    """
+    totals = {
+        key: sum(int(r[key]) for r in records)
+        for key in ("substitutions", "deletions", "insertions", "words")
+    }
+    errors = totals["substitutions"] + totals["deletions"] + totals["insertions"]
+    return {"wer": round(errors / max(1, totals["words"]), 4), **totals}
+
+
+def wer_by(records: Sequence[dict[str, Any] | None], key: str) -> dict[str, float]:
+    """Corpus WER per value of ``key`` (e.g. ``"speaker"``), for the records that have it.
+
+    Examples
+    --------
+    >>> records = [{"speaker": "a", **score("one", "one")}, {"speaker": "b", **score("one", "")}]
+    >>> wer_by(records, "speaker")
+    {'a': 0.0, 'b': 1.0}
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        if record is not None and record.get(key) is not None:
+            groups.setdefault(str(record[key]), []).append(record)
+    return {name: corpus_wer(group)["wer"] for name, group in sorted(groups.items())}
