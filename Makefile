@@ -15,8 +15,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	touch $@
 
-# The main job: the decoding check (PocketSphinx on speech made with espeak-ng),
-# on a local Dask cluster, in both decoder modes; writes runs/asr/*/report.html.
+# The main job: the decoding check (Whisper and PocketSphinx on speech made with
+# flite and espeak-ng) on a local Dask cluster; WER by voice and engine, and
+# runs/asr/*/report.html.
 demo: $(STAMP)
 	bash .ci/system-deps.sh demo
 	$(BIN)/python -m kit.examples.asr
