@@ -24,7 +24,7 @@ from kit.examples.asr.corpus import VOICES
 from kit.examples.asr.decode import CONFIG_PATH, read_wav
 from kit.examples.asr.recognizers import make_recognizer
 from kit.examples.asr.wer import corpus_wer
-from tests.test_jobqueue import closing, slurm, slurm_parallel  # noqa: F401 (fixtures)
+from tests.slurm import slurm_parallel
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTENCES, DIGITS = 12, 8  # per voice: 5 voices x 20 = 100 utterances in corpus.jsonl
@@ -103,7 +103,8 @@ def test_a_wav_in_another_format_is_refused(tmp_path: Path) -> None:
         ("decoder.device=gpu", r"decoder\.device: 'gpu' is not a valid choice"),
         (
             "+decoder.beamsize=3",
-            r"decoder\.beamsize: not a decoder setting; did you mean 'decoder\.beam_size'",
+            r"decoder\.beamsize: unknown key 'beamsize' in section 'decoder'; "
+            r"did you mean 'beam_size'",
         ),
     ],
 )
@@ -198,10 +199,7 @@ def test_an_utterance_decodes_the_same_whatever_the_decoder_saw_before(corpus: P
 
 @pytest.mark.slow
 def test_whisper_decodes_on_slurm_as_inline(
-    slurm: None,  # noqa: F811
-    corpus: Path,
-    tmp_path: Path,
-    closing: list[dict[str, Any]],  # noqa: F811
+    slurm: None, corpus: Path, tmp_path: Path, closing: list[dict[str, Any]]
 ) -> None:
     parallel = slurm_parallel(tmp_path, n_workers=1)
     closing.append(parallel)

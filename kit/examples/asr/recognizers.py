@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
+
 from kit.config import ConfigError
-from kit.config._errors import closest
+from kit.config._schema import check_section
 
 ENGINES = ("whisper", "pocketsphinx")
 MODES = ("lm", "grammar")
@@ -30,29 +33,44 @@ DIGITS_JSGF = (
 WHISPER_MAX_SECONDS = 30.0
 
 
-def check_choice(key: str, value: Any, choices: Sequence[str]) -> str:
-    """Return ``value`` if it is one of ``choices``; else a ConfigError with did-you-mean.
+@dataclass
+class DecoderConfig:
+    """Schema of the example's ``decoder`` section.
+
+    Checked with Kit's own section checker, so a mistyped key or choice gets
+    the same did-you-mean error as Kit's sections.
 
     Examples
     --------
-    >>> check_choice("decoder.engine", "whisper", ENGINES)
-    'whisper'
+    >>> decoder_config({"engine": "pocketsphinx", "mode": "grammar"}).beam_size
+    5
     >>> try:
-    ...     check_choice("decoder.engine", "wisper", ENGINES)
+    ...     decoder_config({"engine": "wisper"})
     ... except ConfigError as exc:
     ...     print(str(exc).splitlines()[0])
     decoder.engine: 'wisper' is not a valid choice; did you mean 'whisper'?
     """
-    if value in choices:
-        return str(value)
-    guess = closest(str(value), choices)
-    hint = f"; did you mean '{guess}'?" if guess else ""
-    raise ConfigError(
-        f"{key}: '{value}' is not a valid choice{hint}\n"
-        f"    expected: one of {', '.join(choices)}\n    full_key: {key}\n"
-        f"    fix: set it with `{key}={guess or choices[0]}`",
-        full_key=key,
-    )
+
+    engine: str = field(default="whisper", metadata={"choices": ENGINES})
+    # whisper
+    model: str | None = None
+    beam_size: int = field(default=5, metadata={"min": 1})
+    compute_type: str | None = None
+    device: str = field(default="auto", metadata={"choices": DEVICES})
+    cpu_threads: int | None = field(default=None, metadata={"min": 1})
+    language: str = "en"
+    # pocketsphinx
+    mode: str = field(default="lm", metadata={"choices": MODES})
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def decoder_config(settings: Mapping[str, Any] | None) -> DecoderConfig:
+    """Check the ``decoder`` settings against :class:`DecoderConfig`; return them typed."""
+    section = OmegaConf.create({"decoder": dict(settings or {})})
+    checked = check_section(section, "decoder", DecoderConfig)
+    typed = OmegaConf.to_object(checked)
+    assert isinstance(typed, DecoderConfig)
+    return typed
 
 
 def shipped_whisper_model() -> str:
@@ -106,7 +124,6 @@ class WhisperRecognizer:
             raise ImportError(
                 "decoder.engine=whisper needs faster-whisper: pip install 'kit[asr]'"
             ) from None
-        device = check_choice("decoder.device", device, DEVICES)
         if device == "auto":
             device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
         path = model or shipped_whisper_model()
@@ -170,7 +187,7 @@ class SphinxRecognizer:
             raise ImportError(
                 "decoder.engine=pocketsphinx needs pocketsphinx: pip install 'kit[asr]'"
             ) from None
-        self.mode = check_choice("decoder.mode", mode, MODES)
+        self.mode = mode
         self.decoder = Decoder(samprate=16000, loglevel="FATAL", **dict(options or {}))
         if self.mode == "grammar":
             self.decoder.add_jsgf_string("digits", DIGITS_JSGF)
@@ -194,36 +211,16 @@ class SphinxRecognizer:
 Recognizer = WhisperRecognizer | SphinxRecognizer
 
 
-def make_recognizer(settings: Mapping[str, Any]) -> Recognizer:
+def make_recognizer(settings: Mapping[str, Any] | None) -> Recognizer:
     """Build the recognizer the ``decoder`` settings ask for (checked, with did-you-mean)."""
-    known = {
-        "engine",
-        "model",
-        "beam_size",
-        "compute_type",
-        "device",
-        "cpu_threads",
-        "language",
-        "mode",
-        "options",
-    }
-    for key in settings:
-        if key not in known:
-            guess = closest(str(key), sorted(known))
-            hint = f"; did you mean 'decoder.{guess}'?" if guess else ""
-            raise ConfigError(
-                f"decoder.{key}: not a decoder setting{hint}\n"
-                f"    expected: one of {', '.join(sorted(known))}",
-                full_key=f"decoder.{key}",
-            )
-    engine = check_choice("decoder.engine", settings.get("engine", "whisper"), ENGINES)
-    if engine == "pocketsphinx":
-        return SphinxRecognizer(settings.get("mode") or "lm", settings.get("options"))
+    cfg = decoder_config(settings)
+    if cfg.engine == "pocketsphinx":
+        return SphinxRecognizer(cfg.mode, cfg.options)
     return WhisperRecognizer(
-        settings.get("model"),
-        beam_size=int(settings.get("beam_size") or 5),
-        compute_type=settings.get("compute_type"),
-        device=settings.get("device") or "auto",
-        cpu_threads=settings.get("cpu_threads"),
-        language=settings.get("language") or "en",
+        cfg.model,
+        beam_size=cfg.beam_size,
+        compute_type=cfg.compute_type,
+        device=cfg.device,
+        cpu_threads=cfg.cpu_threads,
+        language=cfg.language,
     )
