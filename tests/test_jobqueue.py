@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,57 +13,10 @@ import pytest
 import kit
 from kit._clusters import JOB_QUEUES, job_script
 from kit.config import parallel_section
+from tests.slurm import slurm_parallel
 from tests.workloads import Affine, ToyProvider, expected, lines, toy_config
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def slurm_problem() -> str | None:
-    if shutil.which("sbatch") is None:
-        return "SLURM is not installed (run .ci/system-deps.sh as root)"
-    state = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, check=False)
-    if state.returncode != 0 or not state.stdout.strip():
-        return f"SLURM is not running: {state.stderr.strip() or 'no nodes'}"
-    return None
-
-
-@pytest.fixture(scope="module")
-def slurm() -> None:
-    problem = slurm_problem()
-    if problem is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"SLURM must run in CI: {problem}")
-        pytest.skip(problem)
-
-
-def slurm_parallel(tmp: Path, **extra: Any) -> dict[str, Any]:
-    return {
-        "env": "slurm",
-        "n_workers": 2,
-        "options": {
-            "cores": 1,
-            "processes": 1,
-            "memory": "2GB",
-            "queue": "debug",
-            "walltime": "00:10:00",
-            "job_directives_skip": ["--mem"],
-            "scheduler_options": {"host": "127.0.0.1"},
-            "log_directory": str(tmp / "slurm-logs"),
-            # The test workloads live in this repository, not in an installed package.
-            "job_script_prologue": [f"export PYTHONPATH={ROOT}"],
-        },
-        **extra,
-    }
-
-
-@pytest.fixture
-def closing() -> Iterator[list[dict[str, Any]]]:
-    opened: list[dict[str, Any]] = []
-    yield opened
-    for parallel in opened:
-        for session in kit.sessions():
-            if session.parallel == parallel_section(parallel):
-                session.close()
 
 
 @pytest.mark.slow
