@@ -94,13 +94,29 @@ def status(page: Any, word: str) -> Any:
     return page.locator(f".kit-status[data-status='{word}']").first
 
 
-def run_shipped(page: Any, jupyter: Jupyter, name: str, *, speech: bool = False) -> None:
-    """Copy a notebook of notebooks/ beside the server's others and Run All, as shipped."""
+def run_shipped(
+    page: Any,
+    jupyter: Jupyter,
+    shots: Shots,
+    name: str,
+    until: Any,
+    *,
+    shot: str,
+    timeout: int,
+    speech: bool = False,
+) -> Any:
+    """Run All of a notebook of notebooks/, as shipped; wait for ``until`` and shoot it.
+
+    ``until`` is a locator (built before the run: locators are lazy); it is returned.
+    """
     missing = [tool for tool in ("flite", "espeak-ng", "sox") if shutil.which(tool) is None]
     if speech and missing:
         pytest.skip(f"{', '.join(missing)} missing (apt-get install flite espeak-ng sox)")
     shutil.copy(ROOT / "notebooks" / name, jupyter.folder / name)
     open_and_run_all(page, jupyter, name)
+    until.wait_for(timeout=timeout)
+    shots(page, shot, focus=until)
+    return until
 
 
 def no_error_outputs(page: Any) -> None:
@@ -135,11 +151,16 @@ def test_edit_run_and_watch(jupyter: Jupyter, page: Any, shots: Shots) -> None:
 
 def test_the_first_dashboard_reaches_completed(jupyter: Jupyter, page: Any, shots: Shots) -> None:
     """Why 1: notebook 01's 20-item run ends before its dashboard is drawn."""
-    run_shipped(page, jupyter, "01_quickstart.ipynb")
-    header = page.locator(".kit-header", has_text="completed").first
-    header.wait_for(timeout=120_000)
+    header = run_shipped(
+        page,
+        jupyter,
+        shots,
+        "01_quickstart.ipynb",
+        page.locator(".kit-header", has_text="completed").first,
+        shot="dashboard-completed",
+        timeout=120_000,
+    )
     page.locator(".kit-header", has_text="20/20").first.wait_for(timeout=30_000)
-    shots(page, "dashboard-completed", focus=header)
     text = header.text_content() or ""
     assert "resumed" not in text and "running" not in text
     assert page.locator("canvas").count() > 0  # the plots are drawn
@@ -270,11 +291,15 @@ def test_a_workshop_blank_stops_run_all_with_a_short_message(
     jupyter: Jupyter, page: Any, shots: Shots
 ) -> None:
     """Why 4: the workshop notebook has blanks; Run All stops at the first, saying where."""
-    run_shipped(page, jupyter, "04_workshop.ipynb")
-    message = page.locator(".jp-OutputArea-output", has_text="ExerciseNotDone").first
-    message.wait_for(timeout=90_000)
-    message.scroll_into_view_if_needed()
-    shots(page, "exercise-1-blank", focus=message)
+    message = run_shipped(
+        page,
+        jupyter,
+        shots,
+        "04_workshop.ipynb",
+        page.locator(".jp-OutputArea-output", has_text="ExerciseNotDone").first,
+        shot="exercise-1-blank",
+        timeout=90_000,
+    )
     text = message.text_content() or ""
     assert "Exercise 1 has 3 blanks left" in text and "line 5: return ..." in text
     assert "Traceback" not in text and "site-packages" not in text
@@ -286,10 +311,16 @@ def test_the_scale_out_notebook_shows_no_log_noise(
     jupyter: Jupyter, page: Any, shots: Shots
 ) -> None:
     """Why 8: notebook 03 without distributed's INFO lines, and a detached run knows its total."""
-    run_shipped(page, jupyter, "03_scale_out.ipynb", speech=True)
-    done = page.locator(".jp-OutputArea-output", has_text="completed {'wer'").first
-    done.wait_for(timeout=240_000)
-    shots(page, "detached-completed", focus=done)
+    run_shipped(
+        page,
+        jupyter,
+        shots,
+        "03_scale_out.ipynb",
+        page.locator(".jp-OutputArea-output", has_text="completed {'wer'").first,
+        shot="detached-completed",
+        timeout=240_000,
+        speech=True,
+    )
     outputs = page.locator(".jp-OutputArea-output")
     texts = [outputs.nth(i).text_content() or "" for i in range(outputs.count())]
     noise = [t for t in texts if re.search(r" - distributed(\.\w+)* - [A-Z]+ - ", t)]
@@ -300,13 +331,18 @@ def test_the_scale_out_notebook_shows_no_log_noise(
 
 def test_a_solved_training_reads_completed(jupyter: Jupyter, page: Any, shots: Shots) -> None:
     """Why 7: CartPole's dashboard says completed, not '20/200 items (10%)', for a solved run."""
-    run_shipped(page, jupyter, "05_rl_cartpole.ipynb")
-    header = page.locator(".kit-header", has_text="completed").first
-    header.wait_for(timeout=180_000)
+    header = run_shipped(
+        page,
+        jupyter,
+        shots,
+        "05_rl_cartpole.ipynb",
+        page.locator(".kit-header", has_text="completed").first,
+        shot="training-completed",
+        timeout=180_000,
+    )
     page.locator(".jp-OutputArea-output", has_text="greedy return over 20 episodes").first.wait_for(
         timeout=120_000
     )
-    shots(page, "training-completed", focus=header)
     text = header.text_content() or ""
     assert not re.search(r"\((?!100%)\d+%\)", text), text  # no "(10%)" for a finished run
     no_error_outputs(page)
@@ -316,10 +352,16 @@ def test_the_decoding_check_reaches_its_wer_table(
     jupyter: Jupyter, page: Any, shots: Shots
 ) -> None:
     """Done when: from a cold kernel to notebook 02's WER table, nothing confusing on the way."""
-    run_shipped(page, jupyter, "02_decoding_check.ipynb", speech=True)
-    table = page.locator(".jp-RenderedHTMLCommon table", has_text="rtf").last
-    table.wait_for(timeout=240_000)
-    shots(page, "wer-table", focus=table)
+    table = run_shipped(
+        page,
+        jupyter,
+        shots,
+        "02_decoding_check.ipynb",
+        page.locator(".jp-RenderedHTMLCommon table", has_text="rtf").last,
+        shot="wer-table",
+        timeout=240_000,
+        speech=True,
+    )
     head = table.locator("thead").text_content() or ""
     assert all(column in head for column in ("changes", "items", "wer", "rtf"))
     assert table.locator("tbody tr").count() == 3  # Whisper, beam size 1, PocketSphinx
@@ -337,8 +379,15 @@ def test_an_exercise_filled_in_runs_and_its_solution_stays_out_of_the_way(
     book = nbformat.read(ROOT / "notebooks" / "04_workshop.ipynb", as_version=4)
     solution = next(c.source for c in book.cells if c.source.startswith("%%solution 1"))
     answer = solution.replace("%%solution 1", "%%exercise 1", 1)
-    run_shipped(page, jupyter, "04_workshop.ipynb")
-    page.locator(".jp-OutputArea-output", has_text="ExerciseNotDone").first.wait_for(timeout=90_000)
+    run_shipped(
+        page,
+        jupyter,
+        shots,
+        "04_workshop.ipynb",
+        page.locator(".jp-OutputArea-output", has_text="ExerciseNotDone").first,
+        shot="exercise-1-blank",
+        timeout=90_000,
+    )
     # As a person would: click into exercise 1, replace its text with an answer, Shift+Enter.
     exercise = page.locator(".jp-CodeCell", has_text="%%exercise 1").first
     exercise.locator(".cm-content").click()
