@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,29 +94,26 @@ def status(page: Any, word: str) -> Any:
     return page.locator(f".kit-status[data-status='{word}']").first
 
 
-def run_shipped(
-    page: Any,
-    jupyter: Jupyter,
-    shots: Shots,
-    name: str,
-    until: Any,
-    *,
-    shot: str,
-    timeout: int,
-    speech: bool = False,
-) -> Any:
-    """Run All of a notebook of notebooks/, as shipped; wait for ``until`` and shoot it.
+@pytest.fixture
+def run_shipped(page: Any, jupyter: Jupyter, shots: Shots) -> Callable[..., Any]:
+    """Run All of a notebook of notebooks/, as shipped; wait for a locator and shoot it.
 
-    ``until`` is a locator (built before the run: locators are lazy); it is returned.
+    Call it as ``run_shipped(name, until, shot, timeout, speech=False)``; ``until`` is
+    a locator (lazy, so built before the run) and is returned.
     """
-    missing = [tool for tool in ("flite", "espeak-ng", "sox") if shutil.which(tool) is None]
-    if speech and missing:
-        pytest.skip(f"{', '.join(missing)} missing (apt-get install flite espeak-ng sox)")
-    shutil.copy(ROOT / "notebooks" / name, jupyter.folder / name)
-    open_and_run_all(page, jupyter, name)
-    until.wait_for(timeout=timeout)
-    shots(page, shot, focus=until)
-    return until
+
+    def run(name: str, until: Any, shot: str, timeout: int, *, speech: bool = False) -> Any:
+        tools = ("flite", "espeak-ng", "sox")
+        missing = [tool for tool in tools if shutil.which(tool) is None]
+        if speech and missing:
+            pytest.skip(f"{', '.join(missing)} missing (apt-get install flite espeak-ng sox)")
+        shutil.copy(ROOT / "notebooks" / name, jupyter.folder / name)
+        open_and_run_all(page, jupyter, name)
+        until.wait_for(timeout=timeout)
+        shots(page, shot, focus=until)
+        return until
+
+    return run
 
 
 def no_error_outputs(page: Any) -> None:
@@ -149,17 +146,12 @@ def test_edit_run_and_watch(jupyter: Jupyter, page: Any, shots: Shots) -> None:
     assert "(first run)" in (page.locator(".kit-history").first.text_content() or "")
 
 
-def test_the_first_dashboard_reaches_completed(jupyter: Jupyter, page: Any, shots: Shots) -> None:
+def test_the_first_dashboard_reaches_completed(
+    jupyter: Jupyter, page: Any, shots: Shots, run_shipped: Callable[..., Any]
+) -> None:
     """Why 1: notebook 01's 20-item run ends before its dashboard is drawn."""
-    header = run_shipped(
-        page,
-        jupyter,
-        shots,
-        "01_quickstart.ipynb",
-        page.locator(".kit-header", has_text="completed").first,
-        shot="dashboard-completed",
-        timeout=120_000,
-    )
+    header = page.locator(".kit-header", has_text="completed").first
+    run_shipped("01_quickstart.ipynb", header, "dashboard-completed", 120_000)
     page.locator(".kit-header", has_text="20/20").first.wait_for(timeout=30_000)
     text = header.text_content() or ""
     assert "resumed" not in text and "running" not in text
@@ -288,18 +280,11 @@ def test_scale_out_prints_a_command_that_names_the_local_config(
 
 
 def test_a_workshop_blank_stops_run_all_with_a_short_message(
-    jupyter: Jupyter, page: Any, shots: Shots
+    jupyter: Jupyter, page: Any, shots: Shots, run_shipped: Callable[..., Any]
 ) -> None:
     """Why 4: the workshop notebook has blanks; Run All stops at the first, saying where."""
-    message = run_shipped(
-        page,
-        jupyter,
-        shots,
-        "04_workshop.ipynb",
-        page.locator(".jp-OutputArea-output", has_text="ExerciseNotDone").first,
-        shot="exercise-1-blank",
-        timeout=90_000,
-    )
+    message = page.locator(".jp-OutputArea-output", has_text="ExerciseNotDone").first
+    run_shipped("04_workshop.ipynb", message, "exercise-1-blank", 90_000)
     text = message.text_content() or ""
     assert "Exercise 1 has 3 blanks left" in text and "line 5: return ..." in text
     assert "Traceback" not in text and "site-packages" not in text
@@ -308,19 +293,11 @@ def test_a_workshop_blank_stops_run_all_with_a_short_message(
 
 
 def test_the_scale_out_notebook_shows_no_log_noise(
-    jupyter: Jupyter, page: Any, shots: Shots
+    jupyter: Jupyter, page: Any, shots: Shots, run_shipped: Callable[..., Any]
 ) -> None:
     """Why 8: notebook 03 without distributed's INFO lines, and a detached run knows its total."""
-    run_shipped(
-        page,
-        jupyter,
-        shots,
-        "03_scale_out.ipynb",
-        page.locator(".jp-OutputArea-output", has_text="completed {'wer'").first,
-        shot="detached-completed",
-        timeout=240_000,
-        speech=True,
-    )
+    done = page.locator(".jp-OutputArea-output", has_text="completed {'wer'").first
+    run_shipped("03_scale_out.ipynb", done, "detached-completed", 240_000, speech=True)
     outputs = page.locator(".jp-OutputArea-output")
     texts = [outputs.nth(i).text_content() or "" for i in range(outputs.count())]
     noise = [t for t in texts if re.search(r" - distributed(\.\w+)* - [A-Z]+ - ", t)]
@@ -329,17 +306,12 @@ def test_the_scale_out_notebook_shows_no_log_noise(
     assert list(jupyter.folder.glob("slurm-*.out")) == []  # job logs go elsewhere
 
 
-def test_a_solved_training_reads_completed(jupyter: Jupyter, page: Any, shots: Shots) -> None:
+def test_a_solved_training_reads_completed(
+    jupyter: Jupyter, page: Any, shots: Shots, run_shipped: Callable[..., Any]
+) -> None:
     """Why 7: CartPole's dashboard says completed, not '20/200 items (10%)', for a solved run."""
-    header = run_shipped(
-        page,
-        jupyter,
-        shots,
-        "05_rl_cartpole.ipynb",
-        page.locator(".kit-header", has_text="completed").first,
-        shot="training-completed",
-        timeout=180_000,
-    )
+    header = page.locator(".kit-header", has_text="completed").first
+    run_shipped("05_rl_cartpole.ipynb", header, "training-completed", 180_000)
     page.locator(".jp-OutputArea-output", has_text="greedy return over 20 episodes").first.wait_for(
         timeout=120_000
     )
@@ -349,19 +321,11 @@ def test_a_solved_training_reads_completed(jupyter: Jupyter, page: Any, shots: S
 
 
 def test_the_decoding_check_reaches_its_wer_table(
-    jupyter: Jupyter, page: Any, shots: Shots
+    jupyter: Jupyter, page: Any, shots: Shots, run_shipped: Callable[..., Any]
 ) -> None:
     """Done when: from a cold kernel to notebook 02's WER table, nothing confusing on the way."""
-    table = run_shipped(
-        page,
-        jupyter,
-        shots,
-        "02_decoding_check.ipynb",
-        page.locator(".jp-RenderedHTMLCommon table", has_text="rtf").last,
-        shot="wer-table",
-        timeout=240_000,
-        speech=True,
-    )
+    table = page.locator(".jp-RenderedHTMLCommon table", has_text="rtf").last
+    run_shipped("02_decoding_check.ipynb", table, "wer-table", 240_000, speech=True)
     head = table.locator("thead").text_content() or ""
     assert all(column in head for column in ("changes", "items", "wer", "rtf"))
     assert table.locator("tbody tr").count() == 3  # Whisper, beam size 1, PocketSphinx
@@ -371,7 +335,7 @@ def test_the_decoding_check_reaches_its_wer_table(
 
 
 def test_an_exercise_filled_in_runs_and_its_solution_stays_out_of_the_way(
-    jupyter: Jupyter, page: Any, shots: Shots
+    jupyter: Jupyter, page: Any, shots: Shots, run_shipped: Callable[..., Any]
 ) -> None:
     """Done when: an attendee fills in exercise 1 of notebook 04 and goes on."""
     import nbformat
@@ -379,15 +343,8 @@ def test_an_exercise_filled_in_runs_and_its_solution_stays_out_of_the_way(
     book = nbformat.read(ROOT / "notebooks" / "04_workshop.ipynb", as_version=4)
     solution = next(c.source for c in book.cells if c.source.startswith("%%solution 1"))
     answer = solution.replace("%%solution 1", "%%exercise 1", 1)
-    run_shipped(
-        page,
-        jupyter,
-        shots,
-        "04_workshop.ipynb",
-        page.locator(".jp-OutputArea-output", has_text="ExerciseNotDone").first,
-        shot="exercise-1-blank",
-        timeout=90_000,
-    )
+    blank = page.locator(".jp-OutputArea-output", has_text="ExerciseNotDone").first
+    run_shipped("04_workshop.ipynb", blank, "exercise-1-blank", 90_000)
     # As a person would: click into exercise 1, replace its text with an answer, Shift+Enter.
     exercise = page.locator(".jp-CodeCell", has_text="%%exercise 1").first
     exercise.locator(".cm-content").click()
