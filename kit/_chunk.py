@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kit._inject import ForwardSpec
 from kit.result import Index, ItemError
 
 
@@ -28,6 +29,61 @@ class ChunkResult:
         return self.start + len(self.records)
 
 
+@dataclass(frozen=True)
+class BatchBy:
+    """Batch items of similar size under a budget (``runner.batch_by``, ``runner.max_batch``).
+
+    ``size`` is the runner's static method named by ``batch_by``, called as
+    ``size(idx, **env)`` once per item of a chunk; ``spec`` says which env
+    entries it takes.
+    """
+
+    name: str
+    size: Callable[..., float]
+    spec: ForwardSpec
+    budget: float
+
+
+#: A batch's largest item is at most this many times its smallest.
+SIZE_SPREAD = 2.0
+
+
+def size_batches(
+    sizes: Sequence[float], budget: float, max_items: int | None = None
+) -> list[list[int]]:
+    """Group positions into batches of similar size whose sizes add up to at most ``budget``.
+
+    Positions are taken smallest first; a batch closes when the next item would
+    pass the budget, hold ``max_items``, or be more than ``SIZE_SPREAD`` times
+    the batch's smallest item, so a 1 s and a 30 s utterance never share a
+    batch. An item larger than the budget goes alone.
+
+    Examples
+    --------
+    >>> size_batches([1.0, 30.0, 1.2, 2.5, 0.9], budget=4.0)
+    [[4, 0, 2], [3], [1]]
+    >>> size_batches([1.0, 1.0, 1.0], budget=10.0, max_items=2)
+    [[0, 1], [2]]
+    """
+    batches: list[list[int]] = []
+    current: list[int] = []
+    total = 0.0
+    for j in sorted(range(len(sizes)), key=lambda j: sizes[j]):
+        size = sizes[j]
+        if current and (
+            total + size > budget
+            or size > SIZE_SPREAD * sizes[current[0]]
+            or (max_items is not None and len(current) >= max_items)
+        ):
+            batches.append(current)
+            current, total = [], 0.0
+        current.append(j)
+        total += size
+    if current:
+        batches.append(current)
+    return batches
+
+
 def execute_chunk(
     forward: Callable[..., Any],
     kwargs: dict[str, Any],
@@ -35,34 +91,69 @@ def execute_chunk(
     start: int,
     batch_size: int | None,
     worker: str,
+    batch_by: BatchBy | None = None,
+    env: Mapping[str, Any] | None = None,
 ) -> ChunkResult:
-    """Call ``forward`` on every item (or batch) of ``indices``; record failures."""
+    """Call ``forward`` on every item (or batch) of ``indices``; record failures.
+
+    With ``batch_by``, batches are made by :func:`size_batches` from each item's
+    size (read with ``batch_by.size`` and the ``env``); an item whose size
+    cannot be read fails alone.
+    """
     n = len(indices)
     records: list[Any] = [None] * n
     errors: list[ItemError] = []
     began = time.perf_counter()
-    if batch_size is None:
+    if batch_size is None and batch_by is None:
         for j, index in enumerate(indices):
             try:
                 records[j] = forward(index, **kwargs)
             except Exception as exc:
                 errors.append(ItemError.from_exception(index, start + j, exc, worker))
     else:
-        for b in range(0, n, batch_size):
-            batch = list(indices[b : b + batch_size])
+        for batch in _batches(indices, start, batch_size, batch_by, env or {}, errors, worker):
+            items = [indices[j] for j in batch]
             try:
-                outputs = list(forward(batch, **kwargs))
+                outputs = list(forward(items, **kwargs))
                 if len(outputs) != len(batch):
                     raise ValueError(
                         f"forward returned {len(outputs)} results for a batch of "
                         f"{len(batch)} items; return one result per item"
                     )
-                records[b : b + len(batch)] = outputs
+                for j, output in zip(batch, outputs, strict=True):
+                    records[j] = output
             except Exception as exc:
-                for k, index in enumerate(batch):
-                    errors.append(ItemError.from_exception(index, start + b + k, exc, worker))
+                for j in batch:
+                    errors.append(ItemError.from_exception(indices[j], start + j, exc, worker))
     busy = time.perf_counter() - began
+    errors.sort(key=lambda e: e.position)
     return ChunkResult(start, records, errors, worker, busy, metric_sums(records))
+
+
+def _batches(
+    indices: Sequence[Index],
+    start: int,
+    batch_size: int | None,
+    batch_by: BatchBy | None,
+    env: Mapping[str, Any],
+    errors: list[ItemError],
+    worker: str,
+) -> list[list[int]]:
+    """Positions in the chunk, grouped into the batches ``forward`` gets."""
+    if batch_by is None:
+        assert batch_size is not None
+        n = len(indices)
+        return [list(range(b, min(b + batch_size, n))) for b in range(0, n, batch_size)]
+    kwargs = batch_by.spec.kwargs(env, {})
+    sized: list[int] = []
+    sizes: list[float] = []
+    for j, index in enumerate(indices):
+        try:
+            sizes.append(float(batch_by.size(index, **kwargs)))
+            sized.append(j)
+        except Exception as exc:
+            errors.append(ItemError.from_exception(index, start + j, exc, worker))
+    return [[sized[k] for k in batch] for batch in size_batches(sizes, batch_by.budget, batch_size)]
 
 
 def metric_sums(records: Sequence[Any]) -> dict[str, tuple[float, int]]:

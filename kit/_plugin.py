@@ -12,7 +12,7 @@ import cloudpickle
 from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from kit._chunk import ChunkResult, execute_chunk
+from kit._chunk import BatchBy, ChunkResult, execute_chunk
 from kit._errors import KitError
 from kit._inject import ForwardSpec
 from kit.provider import ProviderSetupError, check_env
@@ -107,11 +107,15 @@ def run_chunk(
     indices: Sequence[Index],
     start: int,
     batch_size: int | None,
+    batch_by: BatchBy | None = None,
 ) -> ChunkResult:
     """Run positions ``start...`` on this worker with its env injected (the Dask task)."""
     worker = get_worker()
-    kwargs = spec.kwargs(worker_env(env_name), explicit)
-    return execute_chunk(forward, kwargs, indices, start, batch_size, str(worker.name))
+    env = worker_env(env_name)
+    kwargs = spec.kwargs(env, explicit)
+    return execute_chunk(
+        forward, kwargs, indices, start, batch_size, str(worker.name), batch_by, env
+    )
 
 
 def env_report(name: str, dask_worker: Any) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -10,9 +11,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from omegaconf import DictConfig, OmegaConf
 
+from kit._chunk import BatchBy
 from kit._engine import ChunkJob, RunHandle, RunSpec
 from kit._inject import ForwardSpec
-from kit.config import ParallelConfig, RunnerConfig, parallel_section
+from kit.config import ConfigError, ParallelConfig, RunnerConfig, parallel_section
+from kit.config._errors import closest
 from kit.config._schema import check_section
 from kit.dashboard import ReportWriter
 from kit.events import EventLog, EventStream, Subscriber
@@ -30,8 +33,8 @@ class Runner:
 
     Subclasses define ``forward`` as a ``@staticmethod`` taking the item
     index first and env entries by name (``**env`` takes all of them);
-    with ``batch_size=k`` it takes a list of up to k indices and returns a
-    list of as many results. Nothing of ``self`` is sent to the workers.
+    with ``batch_size=k`` (or ``batch_by``) it takes a list of indices and
+    returns a list of as many results. Nothing of ``self`` is sent to the workers.
 
     Parameters
     ----------
@@ -46,7 +49,7 @@ class Runner:
     output_dir
         Where to store the run (manifest, chunk files, errors, config); None
         keeps results in memory only.
-    batch_size, chunk_size, resume, on_error, max_failures, retries, backups
+    batch_size, batch_by, max_batch, chunk_size, resume, on_error, max_failures, retries, backups
         As in the ``runner`` config section: see :class:`kit.config.RunnerConfig`.
     writer
         How records are stored in ``output_dir`` (default: JSON lines,
@@ -94,6 +97,8 @@ class Runner:
         parallel: DictConfig | Mapping[str, Any] | ParallelConfig | None = None,
         output_dir: str | os.PathLike[str] | None = None,
         batch_size: int | None = None,
+        batch_by: str | None = None,
+        max_batch: float | None = None,
         chunk_size: int | str = "auto",
         resume: bool = True,
         on_error: str = "record",
@@ -111,6 +116,8 @@ class Runner:
             raise TypeError(f"{type(self).__qualname__} must define a @staticmethod forward")
         options = {
             "batch_size": batch_size,
+            "batch_by": batch_by,
+            "max_batch": max_batch,
             "chunk_size": chunk_size,
             "resume": resume,
             "on_error": on_error,
@@ -130,6 +137,44 @@ class Runner:
             check_client(client)
         self.client = client
         self.forward_spec = ForwardSpec.of(type(self).forward, f"{type(self).__qualname__}.forward")
+        self.batch_by = self._batch_by()
+
+    def _batch_by(self) -> BatchBy | None:
+        """Check ``batch_by``/``max_batch``; return how to batch by size, or None."""
+        name, budget = self.options.batch_by, self.options.max_batch
+        if name is None and budget is None:
+            return None
+        cls = type(self).__qualname__
+        if name is None or budget is None:
+            given, missing = ("batch_by", "max_batch")
+            if name is None:
+                given, missing = missing, given
+            raise ConfigError(
+                f"runner.{missing}: runner.{given} is set but runner.{missing} is not; batching "
+                "by size needs both\n"
+                f"    full_key: runner.{missing}\n"
+                "    fix: e.g. `runner.batch_by=duration runner.max_batch=60`",
+                full_key=f"runner.{missing}",
+            )
+        size = inspect.getattr_static(type(self), name, None)
+        if not isinstance(size, staticmethod):
+            methods = [
+                key
+                for key, value in inspect.getmembers_static(type(self))
+                if isinstance(value, staticmethod) and key != "forward"
+            ]
+            guess = closest(name, methods)
+            hint = f"; did you mean '{guess}'?" if guess else ""
+            raise ConfigError(
+                f"runner.batch_by: {cls} has no static method '{name}'{hint}\n"
+                f"    expected: the name of a @staticmethod {name}(idx, **env) -> size\n"
+                "    full_key: runner.batch_by\n"
+                f"    fix: define it on {cls}, or set runner.batch_by to one of: "
+                f"{', '.join(methods) or '(none defined)'}",
+                full_key="runner.batch_by",
+            )
+        function = size.__func__
+        return BatchBy(name, function, ForwardSpec.of(function, f"{cls}.{name}"), float(budget))
 
     # -------------------------------------------------------------- running
     def run(
@@ -234,6 +279,7 @@ class Runner:
             explicit=dict(forward_kwargs),
             indices=items,
             batch_size=self.options.batch_size,
+            batch_by=self.batch_by,
         )
         spec = RunSpec(
             provider=self.provider,

@@ -18,6 +18,7 @@ from kit._plugin import ProviderPlugin
 from tests.workloads import (
     Affine,
     Batched,
+    BySize,
     OpaqueRecords,
     Sleeps,
     ToyProvider,
@@ -102,6 +103,42 @@ def test_max_failures_stops_after_that_many() -> None:
 def test_batches(mode: str) -> None:
     runner = Batched(ToyProvider(toy_config()), parallel=parallel_for(mode), batch_size=4)
     assert runner.run(range(10)).records == [2 * i for i in range(10)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_batches_by_size_group_similar_items_under_the_budget(mode: str) -> None:
+    runner = BySize(
+        ToyProvider(toy_config()), parallel=parallel_for(mode), batch_by="size", max_batch=40
+    )
+    result = runner.run(range(1, 31))
+    assert result.failed_indices == [13]
+    assert "item 13 has no length" in result.errors[0].message
+    done = [r for r in result.records if r is not None]
+    assert [r["y"] for r in done] == [2 * i for i in range(1, 31) if i != 13]  # in item order
+    for record in done:
+        batch = record["batch"]
+        assert sum(batch) <= 40 or len(batch) == 1
+        assert max(batch) <= 2 * min(batch)  # never a small item with a long one
+    assert any(len(r["batch"]) > 1 for r in done)
+
+
+def test_batching_by_size_needs_a_static_method_and_a_budget() -> None:
+    provider = ToyProvider(toy_config())
+    with pytest.raises(
+        kit.ConfigError,
+        match=r"runner\.batch_by: BySize has no static method 'sise'; did you mean 'size'",
+    ):
+        BySize(provider, batch_by="sise", max_batch=10)
+    with pytest.raises(
+        kit.ConfigError,
+        match=r"runner\.max_batch: runner\.batch_by is set but runner\.max_batch is not",
+    ):
+        BySize(provider, batch_by="size")
+    with pytest.raises(
+        kit.ConfigError,
+        match=r"runner\.batch_by: runner\.max_batch is set but runner\.batch_by is not",
+    ):
+        BySize(provider, max_batch=10)
 
 
 def test_a_batch_with_the_wrong_number_of_results_fails_its_items() -> None:

@@ -123,6 +123,20 @@ class Batched(Runner):
         return [i * model.factor for i in idx]
 
 
+class BySize(Runner):
+    """Items whose size is their index (item 13 has none); each batch is recorded with its items."""
+
+    @staticmethod
+    def forward(idx: list[int], model: Model) -> list[dict[str, Any]]:
+        return [{"idx": i, "y": i * model.factor, "batch": list(idx)} for i in idx]
+
+    @staticmethod
+    def size(idx: int, model: Model) -> float:
+        if idx == 13:
+            raise ValueError("item 13 has no length")
+        return float(idx)
+
+
 class Scaled(Runner):
     @staticmethod
     def forward(idx: int, model: Model, scale: float) -> float:

@@ -183,6 +183,7 @@ class DaskDispatcher:
             job.indices[start:stop],
             start,
             job.batch_size,
+            job.batch_by,
             key=f"kit-{job.run_id}-{start}-{stop}-{attempt}-{int(alone)}{'-b' * backup}",
             pure=False,
         )

@@ -26,6 +26,7 @@ class InlineDispatcher:
     ) -> None:
         self.job = job
         self.kwargs = job.forward_spec.kwargs(env, job.explicit)
+        self.env = env
         self.planner = planner
         self.complete = complete
         self.should_stop = should_stop
@@ -39,7 +40,14 @@ class InlineDispatcher:
                 return
             start, stop = span
             chunk = execute_chunk(
-                job.forward, self.kwargs, job.indices[start:stop], start, job.batch_size, "driver"
+                job.forward,
+                self.kwargs,
+                job.indices[start:stop],
+                start,
+                job.batch_size,
+                "driver",
+                job.batch_by,
+                self.env,
             )
             self.planner.observe(len(chunk.records), chunk.busy_seconds)
             self.complete(chunk)

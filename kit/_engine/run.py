@@ -43,6 +43,8 @@ class Run:
             session = self._session()
             env_name, env_keys = session.attach(spec.provider)
             spec.job.forward_spec.check(env_keys, spec.job.explicit)
+            if spec.job.batch_by is not None:
+                spec.job.batch_by.spec.check(env_keys, {})
             pending = self._open_store()
             self.setup_seconds = time.perf_counter() - self.started
             self.ledger.set_status(RunStatus.RUNNING)

@@ -8,6 +8,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from kit._chunk import BatchBy
 from kit._inject import ForwardSpec
 from kit.config import ParallelConfig, RunnerConfig
 from kit.provider import EnvironmentProvider
@@ -25,6 +26,7 @@ class ChunkJob:
     explicit: Mapping[str, Any]
     indices: Sequence[Index]
     batch_size: int | None
+    batch_by: BatchBy | None = None
 
 
 @dataclass

@@ -116,6 +116,14 @@ class RunnerConfig:
         Import path of the Runner class (used by ``kit run``), optional.
     batch_size
         Items handed to ``forward`` at once; None calls it per item.
+    batch_by
+        Name of a ``@staticmethod`` of the runner, ``size(idx, **env)``, that
+        gives an item's size (e.g. ``duration``: an utterance's seconds). With
+        ``max_batch``, ``forward`` gets batches of items of similar size (the
+        largest at most twice the smallest) whose sizes add up to at most
+        ``max_batch``; ``batch_size``, if set, also caps a batch's items.
+    max_batch
+        The budget of one batch with ``batch_by``, in that method's unit.
     chunk_size
         ``"auto"`` or a fixed number of items per scheduled chunk.
     resume
@@ -143,6 +151,8 @@ class RunnerConfig:
 
     _target_: str | None = None
     batch_size: int | None = field(default=None, metadata={"min": 1})
+    batch_by: str | None = None
+    max_batch: float | None = field(default=None, metadata={"min": 0})
     chunk_size: Any = field(default="auto", metadata={"auto_or_min": 1})
     resume: bool = True
     on_error: str = field(default="record", metadata={"choices": ("record", "raise")})

@@ -152,6 +152,19 @@ def test_whisper_batches_decode_as_one_at_a_time(corpus: Path) -> None:
     one_by_one = DecodeRunner(DecodeProvider(config(corpus))).run(flite)
     batched = DecodeRunner(DecodeProvider(config(corpus)), batch_size=3).run(flite)
     assert [r["hyp"] for r in batched.records] == [r["hyp"] for r in one_by_one.records]
+    by_length = DecodeRunner(
+        DecodeProvider(config(corpus)), batch_by="duration", max_batch=6.0
+    ).run(flite)
+    assert [r["hyp"] for r in by_length.records] == [r["hyp"] for r in one_by_one.records]
+
+
+def test_utterance_durations_come_from_the_header_or_the_manifest(corpus: Path) -> None:
+    entries = read_manifest(corpus / "corpus.jsonl")[:2]
+    _, seconds = read_wav(entries[0]["audio"])
+    assert DecodeRunner.duration(0, entries) == seconds
+    assert DecodeRunner.duration(0, [{**entries[0], "duration": 1.5}]) == 1.5
+    rows = [{"audio": {"array": [0.0] * 8000, "sampling_rate": 16000}, "text": ""}]
+    assert DecodeRunner.duration(0, rows) == 0.5
 
 
 def test_whisper_beats_pocketsphinx_on_the_robotic_voice(corpus: Path, local: dict) -> None:

@@ -170,8 +170,9 @@ def decode_items(indices: list[int], recognizer: Recognizer, dataset: Any) -> li
 class DecodeRunner(Runner):
     """Decode utterances: raw and normalised text, word errors, WER and real-time factor.
 
-    With ``batch_size`` set, ``forward`` gets a list of indices and the
-    recognizer decodes them in one call (Whisper as one batch).
+    With ``batch_size`` set, or ``batch_by: duration`` and ``max_batch`` (seconds
+    of audio per batch), ``forward`` gets a list of indices and the recognizer
+    decodes them in one call (Whisper as one batch).
     """
 
     @staticmethod
@@ -180,6 +181,22 @@ class DecodeRunner(Runner):
         if isinstance(idx, list):
             return decode_items(idx, recognizer, dataset)
         return decode_items([idx], recognizer, dataset)[0]
+
+    @staticmethod
+    def duration(idx: int, dataset: Any) -> float:
+        """Seconds of audio of utterance ``idx``, for ``runner.batch_by: duration``.
+
+        A manifest's ``duration`` field when it has one, else the WAV header
+        (or the decoded array's length): the audio itself is not read.
+        """
+        entry = dataset[idx]
+        if entry.get("duration") is not None:
+            return float(entry["duration"])
+        audio = entry["audio"]
+        if isinstance(audio, dict) and "array" in audio:
+            return len(audio["array"]) / float(audio.get("sampling_rate", 16000))
+        with wave.open(str(audio)) as wav:
+            return float(wav.getnframes() / wav.getframerate())
 
     def summarize(self, records: list[Any]) -> dict[str, Any]:
         """Corpus WER with its substitutions, deletions, insertions, and the real-time factor."""
