@@ -252,7 +252,10 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
     if env == "local":
         from distributed import LocalCluster
 
+        from kit._nanny import KitNanny
+
         kwargs: dict[str, Any] = {
+            "worker_class": KitNanny,
             "n_workers": parallel.n_workers,
             "threads_per_worker": 1,
             "processes": True,

@@ -15,8 +15,11 @@ from tests.workloads import Affine, IndexProvider, ToyProvider, WhichWorker, exp
 
 
 @pytest.fixture
-def own_client() -> Iterator[Client]:
+def own_client(monkeypatch: pytest.MonkeyPatch) -> Iterator[Client]:
     """A client the user made themselves, outside Kit."""
+    # Dask's nanny writes MALLOC_TRIM_THRESHOLD_ into this process's environment;
+    # put it back as it was afterwards, so later clusters of the test run do not inherit it.
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     cluster = LocalCluster(
         n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
     )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -11,7 +14,16 @@ import pytest
 import kit
 from kit import ProviderSetupError
 from kit._plugin import scheduler_state
-from tests.workloads import Affine, NewNameProvider, ToyProvider, WhereRan, lines, toy_config
+from tests.workloads import (
+    Affine,
+    NewNameProvider,
+    ToyProvider,
+    WhereRan,
+    lines,
+    toy_config,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def pids(log_dir: Path, name: str = "setup.log") -> list[str]:
@@ -132,3 +144,38 @@ def test_job_queue_dashboards_listen_on_localhost_unless_told(tmp_path: Path) ->
         assert cluster.scheduler_spec["options"]["dashboard_address"] == ":8790"
     finally:
         cluster.close()
+
+
+@pytest.mark.parametrize(("given", "seen"), [(None, "[None]"), ("131072", "['131072']")])
+def test_local_workers_keep_glibcs_malloc_defaults_unless_told(
+    tmp_path: Path, given: str | None, seen: str
+) -> None:
+    # Dask's nanny would start them with MALLOC_TRIM_THRESHOLD_=65536 (see kit/_nanny.py);
+    # one set in the environment is the user's choice. A fresh process: the test
+    # process's environment may hold the one a plain LocalCluster's nanny left there.
+    script = (
+        "import os\n"
+        "import kit\n"
+        "from tests.workloads import env_var\n"
+        "if __name__ == '__main__':\n"
+        "    s = kit.get_session({'env': 'local', 'n_workers': 1})\n"
+        "    print(sorted(set(s.client.run(env_var, 'MALLOC_TRIM_THRESHOLD_').values())))\n"
+        "    print(os.environ.get('MALLOC_TRIM_THRESHOLD_'))\n"
+        "    kit.shutdown()\n"
+    )
+    (tmp_path / "trim.py").write_text(script)
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
+    env["PYTHONPATH"] = str(ROOT)
+    if given is not None:
+        env["MALLOC_TRIM_THRESHOLD_"] = given
+    out = subprocess.run(
+        [sys.executable, str(tmp_path / "trim.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    workers, driver = out.stdout.strip().splitlines()[-2:]
+    assert workers == seen
+    assert driver == str(given)  # the driver's environment is left as it was

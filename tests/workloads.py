@@ -278,3 +278,8 @@ class LoggedSleeps(Runner):
         log(model.cfg, "calls.log", str(idx))
         time.sleep(sleeps[idx])
         return {"idx": idx, "pid": os.getpid()}
+
+
+def env_var(name: str) -> str | None:
+    """For ``client.run``: an environment variable of the worker process."""
+    return os.environ.get(name)
