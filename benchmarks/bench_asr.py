@@ -12,6 +12,7 @@ Results are printed and written to benchmarks/results/asr.{json,md}.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -54,6 +55,10 @@ def pool_seconds(cfg: Any, items: list[int]) -> float:
     from omegaconf import OmegaConf
 
     plain = OmegaConf.to_container(cfg, resolve=True)
+    # One thread for numpy's BLAS in each process, as Dask's nanny gives its workers:
+    # without it the two decoders' feature extraction runs four threads on two cores.
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[name] = "1"
     with multiprocessing.get_context("spawn").Pool(2, _pool_init, (plain,)) as pool:
         pool.map(_pool_decode, items[:2], chunksize=1)
         began = time.perf_counter()
