@@ -38,7 +38,6 @@ class BatchBy:
     entries it takes.
     """
 
-    name: str
     size: Callable[..., float]
     spec: ForwardSpec
     budget: float

@@ -14,8 +14,8 @@ from omegaconf import DictConfig, OmegaConf
 from kit._chunk import BatchBy
 from kit._engine import ChunkJob, RunHandle, RunSpec
 from kit._inject import ForwardSpec
-from kit.config import ConfigError, ParallelConfig, RunnerConfig, parallel_section
-from kit.config._errors import closest
+from kit.config import ParallelConfig, RunnerConfig, parallel_section
+from kit.config._errors import closest, error
 from kit.config._schema import check_section
 from kit.dashboard import ReportWriter
 from kit.events import EventLog, EventStream, Subscriber
@@ -149,12 +149,10 @@ class Runner:
             given, missing = ("batch_by", "max_batch")
             if name is None:
                 given, missing = missing, given
-            raise ConfigError(
-                f"runner.{missing}: runner.{given} is set but runner.{missing} is not; batching "
-                "by size needs both\n"
-                f"    full_key: runner.{missing}\n"
-                "    fix: e.g. `runner.batch_by=duration runner.max_batch=60`",
+            raise error(
+                f"runner.{given} is set but runner.{missing} is not; batching by size needs both",
                 full_key=f"runner.{missing}",
+                fix="e.g. `runner.batch_by=duration runner.max_batch=60`",
             )
         size = inspect.getattr_static(type(self), name, None)
         if not isinstance(size, staticmethod):
@@ -165,16 +163,15 @@ class Runner:
             ]
             guess = closest(name, methods)
             hint = f"; did you mean '{guess}'?" if guess else ""
-            raise ConfigError(
-                f"runner.batch_by: {cls} has no static method '{name}'{hint}\n"
-                f"    expected: the name of a @staticmethod {name}(idx, **env) -> size\n"
-                "    full_key: runner.batch_by\n"
-                f"    fix: define it on {cls}, or set runner.batch_by to one of: "
-                f"{', '.join(methods) or '(none defined)'}",
+            raise error(
+                f"{cls} has no static method '{name}'{hint}",
                 full_key="runner.batch_by",
+                expected=f"the name of a @staticmethod {name}(idx, **env) -> size",
+                fix=f"define it on {cls}, or set runner.batch_by to one of: "
+                f"{', '.join(methods) or '(none defined)'}",
             )
         function = size.__func__
-        return BatchBy(name, function, ForwardSpec.of(function, f"{cls}.{name}"), float(budget))
+        return BatchBy(function, ForwardSpec.of(function, f"{cls}.{name}"), float(budget))
 
     # -------------------------------------------------------------- running
     def run(
