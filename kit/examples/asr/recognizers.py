@@ -153,6 +153,7 @@ class WhisperRecognizer:
         """Decode utterances (16-bit PCM at 16 kHz) as one batch; return their texts."""
         import numpy as np
         from faster_whisper.audio import pad_or_trim
+        from threadpoolctl import threadpool_limits
 
         features = []
         for pcm in pcms:
@@ -162,7 +163,12 @@ class WhisperRecognizer:
                     f"an utterance of {len(audio) / 16000:.1f} s: Whisper reads at most "
                     f"{WHISPER_MAX_SECONDS:.0f} s at a time; split longer recordings first"
                 )
-            features.append(pad_or_trim(self.model.feature_extractor(audio)))
+            # The mel filterbank is a BLAS product whose last bits depend on how many
+            # threads BLAS uses, and on some CPUs those bits change a hypothesis: one
+            # thread everywhere (Dask workers already have one) keeps inline and
+            # worker decoding identical.
+            with threadpool_limits(1, user_api="blas"):
+                features.append(pad_or_trim(self.model.feature_extractor(audio)))
         encoded = self.model.encode(np.stack(features))
         results = self.model.model.generate(
             encoded,
