@@ -10,12 +10,54 @@ from pathlib import Path
 from typing import IO, Any
 
 
+def current_umask() -> int:
+    """Return the process's umask without changing it.
+
+    ``os.umask`` can only be read by setting it, which for a moment would
+    give files that another thread creates the wrong mode; Linux shows it in
+    ``/proc/self/status``.
+
+    Examples
+    --------
+    >>> 0 <= current_umask() <= 0o777
+    True
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """Make a rename or a new file in folder ``path`` survive a power cut."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
-def atomic_file(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+def atomic_file(
+    path: str | os.PathLike[str],
+    mode: str = "w",
+    *,
+    durable: bool = False,
+    private: bool = False,
+) -> Iterator[IO[Any]]:
     """Write ``path`` through a temporary file renamed into place at the end.
 
     The parent folder is created. A crash or an exception leaves the old
-    file (or none) and no temporary file behind.
+    file (or none) and no temporary file behind. The file gets the mode a
+    plain ``open`` would (0666 less the umask), or 0600 when ``private``.
+    With ``durable``, the data and the rename reach the disk before this
+    returns (``fsync`` of the file and of its folder).
 
     Examples
     --------
@@ -25,14 +67,23 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     ...     _ = fh.write("done")
     >>> target.read_text(), [p.name for p in target.parent.iterdir()]
     ('done', ['out.txt'])
+    >>> oct(target.stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
+    True
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
+        # mkstemp makes 0600 files: a report a colleague cannot open.
+        os.fchmod(fd, 0o600 if private else 0o666 & ~current_umask())
         with os.fdopen(fd, mode) as fh:
             yield fh
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, target)
+        if durable:
+            fsync_dir(target.parent)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
