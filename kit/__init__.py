@@ -27,7 +27,7 @@ from kit.provider import EnvironmentProvider, ProviderSetupError
 from kit.result import ItemError, Progress, RunError, RunResult, RunStats, RunStatus, WorkerStats
 from kit.runner import Runner
 from kit.session import Session, get_session, sessions, shutdown
-from kit.store import RecordWriter, StoreError
+from kit.store import RecordWriter, StoreError, StoreWarning
 
 __version__ = "0.1.0"
 
@@ -48,6 +48,7 @@ __all__ = [
     "Runner",
     "Session",
     "StoreError",
+    "StoreWarning",
     "WorkerStats",
     "attach",
     "config_hash",

@@ -35,7 +35,7 @@ from kit.result import (
     RunStatus,
     WorkerStats,
 )
-from kit.store import RunStore, indices_from_record
+from kit.store import RecordWriter, RunStore, StoreError, indices_from_record
 
 WAIT_STEP = 0.2
 FINAL = tuple(status.value for status in RunStatus if status.final)
@@ -50,8 +50,8 @@ class Preparable(Protocol):
         """Return an unstarted run handle."""
 
 
-def _write_json(path: Path, data: Mapping[str, Any]) -> None:
-    with atomic_file(path) as fh:
+def _write_json(path: Path, data: Mapping[str, Any], private: bool = False) -> None:
+    with atomic_file(path, private=private) as fh:
         json.dump(data, fh, indent=1, default=repr)
 
 
@@ -64,17 +64,68 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host (a zombie counts as gone)."""
+    import psutil
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
+    except psutil.AccessDenied:
         return True
-    # A zombie (exited, not yet reaped by its parent) counts as gone.
-    stat = Path(f"/proc/{pid}/stat")
-    if stat.exists():
-        return stat.read_text().rsplit(")", 1)[-1].split()[0] != "Z"
-    return True
+
+
+def _start_time(pid: int) -> float | None:
+    import psutil
+
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+class DriverIdentity:
+    """What ``driver.json`` says of the driver, and whether a live process is that driver.
+
+    Kit signals a process only when host, pid and start time all match what it
+    recorded when it started the driver, and never pid 1 or below: a stale or
+    edited ``driver.json`` must not aim ``kit cancel`` at another process.
+
+    Examples
+    --------
+    >>> import os, socket
+    >>> DriverIdentity({"pid": 1, "host": socket.gethostname(), "created": 0.0}).running()
+    False
+    >>> DriverIdentity({"pid": "-1"}).problem
+    "driver.json names pid '-1', which is not a driver's"
+    """
+
+    def __init__(self, record: Mapping[str, Any]) -> None:
+        self.record = dict(record)
+        self.host = str(record.get("host", ""))
+        pid, created = record.get("pid"), record.get("created")
+        self.pid = pid if type(pid) is int and pid > 1 else None
+        self.created = float(created) if isinstance(created, (int, float)) else None
+        self.problem: str | None = None
+        if self.pid is None:
+            self.problem = f"driver.json names pid {pid!r}, which is not a driver's"
+        elif self.created is None:
+            self.problem = "driver.json does not record when its driver started"
+
+    @property
+    def here(self) -> bool:
+        """Whether the driver runs on this host."""
+        return self.host == socket.gethostname()
+
+    def running(self) -> bool:
+        """Whether the recorded driver is alive: same host, pid and start time."""
+        if self.problem is not None or not self.here or self.pid is None:
+            return False
+        started = _start_time(self.pid)
+        # create_time is read from /proc with a clock tick's resolution.
+        return (
+            started is not None and abs(started - (self.created or 0.0)) < 0.05 and _alive(self.pid)
+        )
 
 
 def start_driver(
@@ -95,7 +146,7 @@ def start_driver(
     out = runner.output_dir
     out.mkdir(parents=True, exist_ok=True)
     driver = _read_json(out / "driver.json")
-    if driver and _alive(int(driver["pid"])) and _read_json(out / "result.json") is None:
+    if driver and DriverIdentity(driver).running() and _read_json(out / "result.json") is None:
         raise RuntimeError(
             f"a detached driver (pid {driver['pid']}) is already running in {out}; "
             f"attach to it with kit.attach({str(out)!r}) or cancel it with `kit cancel {out}`"
@@ -103,7 +154,7 @@ def start_driver(
     (out / "status.json").unlink(missing_ok=True)
     (out / "result.json").unlink(missing_ok=True)
     job = {"runner": runner, "indices": indices, "kwargs": dict(forward_kwargs)}
-    with atomic_file(out / "job.pkl", "wb") as fh:
+    with atomic_file(out / "job.pkl", "wb", private=True) as fh:
         cloudpickle.dump(job, fh)
     env = dict(os.environ)
     # The driver imports what this process could (user modules next to the notebook).
@@ -123,10 +174,12 @@ def start_driver(
         {
             "pid": proc.pid,
             "host": socket.gethostname(),
+            "created": _start_time(proc.pid),
             "started": time.time(),
             "python": sys.executable,
             "total": len(indices),  # progress says "0/300" while the driver starts, not "0/0"
         },
+        private=True,
     )
     return DetachedRun(out)
 
@@ -179,7 +232,12 @@ class DetachedRun:
         status["driver"] = driver
         if result is not None:
             status["state"] = result["status"]
-        elif driver and not _alive(int(driver["pid"])) and status.get("state") not in FINAL:
+        elif (
+            driver
+            and DriverIdentity(driver).here
+            and not DriverIdentity(driver).running()
+            and status.get("state") not in FINAL
+        ):
             status["state"] = "died"
         return status
 
@@ -204,9 +262,19 @@ class DetachedRun:
     def cancel(self, timeout: float = 60) -> None:
         """Ask the driver to stop; completed chunks are kept and a later run resumes."""
         driver = _read_json(self.output_dir / "driver.json")
-        if not driver or not _alive(int(driver["pid"])):
+        if not driver:
             return
-        os.kill(int(driver["pid"]), signal.SIGTERM)
+        identity = DriverIdentity(driver)
+        if identity.problem is not None:
+            raise StoreError(f"{self.output_dir}: {identity.problem}; nothing was signalled")
+        if not identity.here:
+            raise StoreError(
+                f"the driver runs on host {identity.host}, not on this one; run "
+                f"`kit cancel {self.output_dir}` there"
+            )
+        if not identity.running() or identity.pid is None:
+            return  # it ended; whatever now has its pid is another process
+        os.kill(identity.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while not self.done() and time.monotonic() < deadline:
             time.sleep(WAIT_STEP)
@@ -263,10 +331,10 @@ def _ok_mask(result: RunResult) -> list[bool]:
 
 def read_result(output_dir: str | os.PathLike[str]) -> RunResult:
     """Rebuild a :class:`RunResult` from an output directory."""
-    store = RunStore(output_dir)
-    manifest = store.manifest()
+    manifest = RunStore(output_dir).manifest()
     if manifest is None:
         raise FileNotFoundError(f"{output_dir} has no manifest.json")
+    store = RunStore(output_dir, RecordWriter(manifest.get("record_format", "data")))
     indices = indices_from_record(manifest["indices"])
     records: list[Any] = [None] * len(indices)
     errors: list[ItemError] = []
@@ -358,12 +426,39 @@ class StatusWriter:
         _write_json(self.path, {**self.base, **self.state, "updated": time.time()})
 
 
+def load_job(path: Path) -> dict[str, Any]:
+    """Unpickle a detached run's job, only if this user wrote it and nobody else can change it.
+
+    Raises
+    ------
+    StoreError
+        If the file belongs to another user or others may write it.
+    """
+    info = path.stat()
+    if info.st_uid != os.getuid():
+        raise StoreError(
+            f"{path} belongs to user id {info.st_uid}, not to you ({os.getuid()}); Kit runs "
+            "only a job you submitted yourself: submit it again with `kit submit`"
+        )
+    if info.st_mode & 0o022:
+        raise StoreError(
+            f"{path} may be changed by other users (mode {info.st_mode & 0o777:o}); Kit "
+            "runs only a job nobody else could have edited: submit it again with `kit submit`"
+        )
+    with path.open("rb") as fh:
+        job: dict[str, Any] = cloudpickle.load(fh)
+    return job
+
+
 def drive(output_dir: Path) -> int:
     """Run the job pickled in ``output_dir`` to its end (the driver process)."""
     import kit
 
-    with (output_dir / "job.pkl").open("rb") as fh:
-        job = cloudpickle.load(fh)
+    try:
+        job = load_job(output_dir / "job.pkl")
+    except StoreError as exc:
+        print(f"kit: error: {exc}", file=sys.stderr)  # into driver.log, which attach() shows
+        return 2
     handle = job["runner"].prepare(job["indices"], **job["kwargs"])
 
     def session() -> dict[str, Any] | None:

@@ -51,9 +51,12 @@ class Runner:
         keeps results in memory only.
     batch_size, batch_by, max_batch, chunk_size, resume, on_error, max_failures, retries, backups
         As in the ``runner`` config section: see :class:`kit.config.RunnerConfig`.
+    record_format
+        ``data`` (JSON lines, Arrow for numpy values and bytes; never executed
+        when read) or ``pickle``: see :class:`kit.config.RunnerConfig`.
     writer
-        How records are stored in ``output_dir`` (default: JSON lines,
-        cloudpickle for records that are not plain JSON).
+        How records are stored in ``output_dir``; overrides ``record_format``
+        (default: a :class:`kit.RecordWriter` for ``record_format``).
 
     Examples
     --------
@@ -105,6 +108,7 @@ class Runner:
         max_failures: int | None = None,
         retries: int = 2,
         backups: str = "auto",
+        record_format: str = "data",
         writer: RecordWriter | None = None,
         client: Any = None,
     ) -> None:
@@ -124,6 +128,7 @@ class Runner:
             "max_failures": max_failures,
             "retries": retries,
             "backups": backups,
+            "record_format": record_format,
         }
         checked = check_section(OmegaConf.create({"runner": options}), "runner", RunnerConfig)
         self.options = RunnerConfig(**OmegaConf.to_container(checked))  # type: ignore[arg-type]
@@ -268,7 +273,8 @@ class Runner:
         drive a run from another process (detached runs do).
         """
         items = normalize_indices(indices)
-        store = RunStore(self.output_dir, self.writer) if self.output_dir is not None else None
+        writer = self.writer or RecordWriter(self.options.record_format)
+        store = RunStore(self.output_dir, writer) if self.output_dir is not None else None
         job = ChunkJob(
             run_id=uuid.uuid4().hex[:8],
             forward=type(self).forward,

@@ -6,6 +6,8 @@ Layout::
       manifest.json        what was asked: indices, config hash, classes, chunking
       config.yaml          the resolved config
       chunks/<start>-<stop>.jsonl   one file per completed chunk, written atomically
+                           and durably (.arrow or .pkl: see RecordWriter)
+      ledger.jsonl         each committed chunk file with its size and sha256
       errors.jsonl         every item error (rewritten as chunks complete)
       result.json          status and statistics, when a run ends
       events.jsonl         the run's event stream (progress, workers, failures, metrics)
@@ -13,21 +15,26 @@ Layout::
       status.json          progress of a detached run (rewritten as it goes)
       driver.json, driver.log, job.pkl   the detached driver: pid, output, what it runs
 
-A chunk file starts with a header line, then one line per position: ``{"p":
-position, "r": record}`` or ``{"p": position, "e": error}``. Records that are
-not plain JSON (dicts with string keys, lists, strings, numbers, booleans,
-null) make the chunk a cloudpickle file ``<start>-<stop>.pkl`` instead. A
-custom :class:`RecordWriter` can store chunks in any format.
+A ``.jsonl`` chunk file starts with a header line, then one line per
+position: ``{"p": position, "r": record}`` or ``{"p": position, "e": error}``.
+Records holding numpy values, bytes or tuples make it an Arrow file
+(``.arrow``: columns ``p``, ``r``, ``e``, ``blobs``; see :mod:`kit._records`);
+``record_format="pickle"`` makes it a cloudpickle file (``.pkl``). Only files
+the ledger names, unchanged, are ever read. A custom :class:`RecordWriter`
+can store chunks in any format.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -35,33 +42,42 @@ from typing import IO, Any
 import cloudpickle
 from omegaconf import DictConfig
 
-from kit._atomic import atomic_file
+from kit import _records
+from kit._atomic import atomic_file, fsync_dir
 from kit._chunk import ChunkResult
 from kit._errors import KitError
 from kit.result import Index, ItemError, RunResult
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
-def _plain_json(value: Any) -> bool:
-    kind = type(value)
-    if kind in (str, int, float, bool) or value is None:
-        return True
-    if kind is list:
-        return all(_plain_json(v) for v in value)
-    if kind is dict:
-        return all(type(k) is str and _plain_json(v) for k, v in value.items())
-    return False
+RECORD_FORMATS = ("data", "pickle")
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class RecordWriter:
     """How chunks of records are written to and read from the output directory.
 
-    The default writes JSON lines and falls back to cloudpickle for records
-    that are not plain JSON. Subclass it to store records your own way
-    (ESPnet3's open/write/close pattern maps onto :meth:`write_chunk`, its
-    merge onto :meth:`merge`): a chunk must be written atomically and read
-    back as the same :class:`ChunkResult`.
+    With ``record_format="data"`` (the default) nothing stored is ever
+    executed on reading: plain JSON records go to JSON lines (``.jsonl``),
+    records holding numpy arrays and scalars, bytes or tuples to an Arrow
+    file (``.arrow``, see :mod:`kit._records` for the mapping), and a record
+    that is neither fails as an item error naming what it holds. With
+    ``"pickle"`` every chunk is a cloudpickle file (``.pkl``): any record
+    works, but reading a chunk runs code, so Kit reads only the files its
+    ledger names with the size and digest they had when written.
+
+    Subclass it to store records your own way (ESPnet3's open/write/close
+    pattern maps onto :meth:`write_chunk`, its merge onto :meth:`merge`): a
+    chunk must be written atomically and read back as the same
+    :class:`ChunkResult`.
 
     Examples
     --------
@@ -75,39 +91,123 @@ class RecordWriter:
     """
 
     #: Endings of the chunk files this writer reads.
-    suffixes: tuple[str, ...] = (".jsonl", ".pkl")
+    suffixes: tuple[str, ...] = (".jsonl", ".arrow", ".pkl")
+
+    def __init__(self, record_format: str = "data") -> None:
+        if record_format not in RECORD_FORMATS:
+            raise ValueError(
+                f"record_format must be one of {', '.join(RECORD_FORMATS)}, got {record_format!r}"
+            )
+        self.record_format = record_format
+
+    def admit(self, chunk: ChunkResult, indices: Sequence[Index]) -> ChunkResult:
+        """Return ``chunk`` with every record this writer cannot store turned into an item error.
+
+        ``indices`` are the run's indices (to name the failed items).
+        """
+        if self.record_format == "pickle":
+            return chunk
+        failed = {e.position for e in chunk.errors}
+        errors = list(chunk.errors)
+        records = list(chunk.records)
+        for offset, record in enumerate(chunk.records):
+            pos = chunk.start + offset
+            if pos in failed or _records.is_plain(record):
+                continue
+            what = _records.unstorable(record)
+            if what is None:
+                continue
+            message = (
+                f"{what}, which Kit does not store as data; return plain values "
+                "(str, numbers, lists, dicts), numpy arrays or bytes, or set "
+                "runner.record_format: pickle"
+            )
+            errors.append(
+                ItemError(indices[pos], pos, "builtins.TypeError", message, "", chunk.worker)
+            )
+            records[offset] = None
+        if len(errors) == len(chunk.errors):
+            return chunk
+        errors.sort(key=lambda e: e.position)
+        return dataclasses.replace(chunk, records=records, errors=errors)
 
     def write_chunk(self, stem: Path, chunk: ChunkResult) -> Path:
-        """Write ``chunk`` to ``stem`` plus a suffix, atomically; return the path."""
-        if all(_plain_json(r) for r in chunk.records):
+        """Write ``chunk`` to ``stem`` plus a suffix, atomically and durably; return the path."""
+        header = {
+            "kit_chunk": FORMAT_VERSION,
+            "start": chunk.start,
+            "stop": chunk.stop,
+            "worker": chunk.worker,
+            "busy_seconds": chunk.busy_seconds,
+        }
+        errors = {e.position: e.to_dict() for e in chunk.errors}
+        if self.record_format == "pickle":
+            path = stem.with_name(stem.name + ".pkl")
+            with atomic_file(path, "wb", durable=True) as fh:
+                cloudpickle.dump(chunk, fh)
+            return path
+        if all(_records.is_plain(r) for r in chunk.records):
             path = stem.with_name(stem.name + ".jsonl")
-            errors = {e.position: e.to_dict() for e in chunk.errors}
-            with atomic_file(path) as fh:
-                header = {
-                    "kit_chunk": FORMAT_VERSION,
-                    "start": chunk.start,
-                    "stop": chunk.stop,
-                    "worker": chunk.worker,
-                    "busy_seconds": chunk.busy_seconds,
-                }
+            with atomic_file(path, durable=True) as fh:
                 fh.write(json.dumps(header) + "\n")
                 for offset, record in enumerate(chunk.records):
                     pos = chunk.start + offset
                     row = {"p": pos, "e": errors[pos]} if pos in errors else {"p": pos, "r": record}
                     fh.write(json.dumps(row) + "\n")
             return path
-        path = stem.with_name(stem.name + ".pkl")
-        with atomic_file(path, "wb") as fh:
-            cloudpickle.dump(chunk, fh)
+        return self._write_arrow(stem.with_name(stem.name + ".arrow"), chunk, header, errors)
+
+    @staticmethod
+    def _write_arrow(
+        path: Path, chunk: ChunkResult, header: dict[str, Any], errors: dict[int, Any]
+    ) -> Path:
+        pa = _pyarrow()
+        positions: list[int] = []
+        values: list[str | None] = []
+        failures: list[str | None] = []
+        blob_lists: list[list[bytes]] = []
+        for offset, record in enumerate(chunk.records):
+            pos = chunk.start + offset
+            blobs: list[bytes] = []
+            positions.append(pos)
+            if pos in errors:
+                failures.append(json.dumps(errors[pos]))
+                values.append(None)
+            else:
+                failures.append(None)
+                values.append(json.dumps(_records.encode(record, blobs)))
+            blob_lists.append(blobs)
+        table = pa.table(
+            {
+                "p": pa.array(positions, pa.int64()),
+                "r": pa.array(values, pa.string()),
+                "e": pa.array(failures, pa.string()),
+                "blobs": pa.array(blob_lists, pa.list_(pa.large_binary())),
+            }
+        ).replace_schema_metadata({"kit_chunk": json.dumps(header)})
+        with atomic_file(path, "wb", durable=True) as fh, pa.ipc.new_file(fh, table.schema) as out:
+            out.write_table(table)
         return path
 
     def read_chunk(self, path: Path) -> ChunkResult:
-        """Read back a chunk written by :meth:`write_chunk`."""
+        """Read back a chunk written by :meth:`write_chunk`.
+
+        A pickle file is read only by a writer whose ``record_format`` is
+        ``pickle`` (what the run's manifest says).
+        """
         if path.suffix == ".pkl":
+            if self.record_format != "pickle":
+                raise StoreError(
+                    f"{path} is a pickle file and this run stores records as data; "
+                    "Kit does not unpickle it (that would run code from the directory)"
+                )
             with path.open("rb") as fh:
                 chunk = cloudpickle.load(fh)
-            assert isinstance(chunk, ChunkResult)
+            if not isinstance(chunk, ChunkResult):
+                raise StoreError(f"{path} does not hold a chunk of records")
             return chunk
+        if path.suffix == ".arrow":
+            return self._read_arrow(path)
         with path.open() as fh:
             header = json.loads(fh.readline())
             records: list[Any] = []
@@ -123,8 +223,39 @@ class RecordWriter:
             header["start"], records, errors, header["worker"], header["busy_seconds"]
         )
 
+    @staticmethod
+    def _read_arrow(path: Path) -> ChunkResult:
+        pa = _pyarrow()
+        with pa.memory_map(str(path)) as source:
+            table = pa.ipc.open_file(source).read_all()
+        header = json.loads(table.schema.metadata[b"kit_chunk"])
+        records: list[Any] = []
+        errors: list[ItemError] = []
+        columns = table.to_pydict()
+        for value, failure, blobs in zip(columns["r"], columns["e"], columns["blobs"], strict=True):
+            if failure is not None:
+                errors.append(ItemError(**json.loads(failure)))
+                records.append(None)
+            else:
+                records.append(_records.decode(json.loads(value), blobs))
+        return ChunkResult(
+            header["start"], records, errors, header["worker"], header["busy_seconds"]
+        )
+
     def merge(self, output_dir: Path, result: RunResult) -> None:
         """Combine a completed run's chunks (e.g. into one file); the default does nothing."""
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.ipc
+    except ImportError:
+        raise ImportError(
+            "records holding numpy values or bytes are stored as Arrow files, which needs "
+            "pyarrow: pip install pyarrow"
+        ) from None
+    return pyarrow
 
 
 def indices_record(indices: Sequence[Index]) -> dict[str, Any]:
@@ -164,6 +295,37 @@ class StoreError(KitError, RuntimeError):
     >>> issubclass(StoreError, RuntimeError)
     True
     """
+
+
+class StoreWarning(UserWarning):
+    """Something in an output directory was skipped; the message names it.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", StoreWarning)  # make a damaged directory fatal
+    ...     issubclass(StoreWarning, UserWarning)
+    True
+    """
+
+
+#: The committed chunk files, one JSON line each: name, positions, size, sha256.
+LEDGER = "ledger.jsonl"
+_CHUNK_NAME = re.compile(r"[0-9]{10}-[0-9]{10}\.(jsonl|arrow|pkl)")
+
+
+def _entry_problem(path: Path, entry: dict[str, Any]) -> str | None:
+    """Why ``path`` is not the file the ledger ``entry`` recorded, or None."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return "is missing"
+    if size != entry.get("size"):
+        return f"has {size} bytes where {entry.get('size')} were committed (truncated or altered)"
+    if _digest(path) != entry.get("sha256"):
+        return "differs from what was committed (its digest changed)"
+    return None
 
 
 class RunStore:
@@ -233,21 +395,70 @@ class RunStore:
         return data
 
     def completed_chunks(self) -> list[ChunkResult]:
-        """Every chunk file stored, ordered by start position, overlaps dropped."""
-        if not self.chunks_dir.is_dir():
-            return []
-        paths = sorted(
-            p
-            for p in self.chunks_dir.iterdir()
-            if not p.name.startswith(".") and p.suffix in self.writer.suffixes
-        )
-        chunks = sorted((self.writer.read_chunk(p) for p in paths), key=lambda c: c.start)
+        """Return the chunks the ledger names, ordered by start position.
+
+        A chunk file is read only when the ledger names it with the size and
+        digest it had when it was committed. A missing, truncated, altered or
+        unreadable one is left out with a :class:`StoreWarning` naming it (its
+        items run again on resume); files the ledger does not name are never
+        read.
+        """
+        entries = self._ledger()
         out: list[ChunkResult] = []
-        for chunk in chunks:
-            if out and chunk.start < out[-1].stop:
-                continue  # cannot happen unless files were copied in by hand
+        for name, entry in entries.items():
+            path = self.chunks_dir / name
+            problem = _entry_problem(path, entry)
+            chunk = None
+            if problem is None:
+                try:
+                    chunk = self.writer.read_chunk(path)
+                except Exception as exc:  # a chunk Kit wrote itself, damaged since
+                    problem = f"cannot be read ({type(exc).__name__}: {exc})"
+            if chunk is None:
+                warnings.warn(
+                    f"chunk file {path} {problem}; its items run again on resume",
+                    StoreWarning,
+                    stacklevel=2,
+                )
+                continue
             out.append(chunk)
-        return out
+        out.sort(key=lambda c: c.start)
+        if self.chunks_dir.is_dir():
+            strays = sorted(
+                p.name
+                for p in self.chunks_dir.iterdir()
+                if not p.name.startswith(".") and p.name not in entries
+            )
+            if strays:
+                warnings.warn(
+                    f"{len(strays)} file(s) in {self.chunks_dir} that Kit's ledger does not "
+                    f"name were left alone, unread: {', '.join(strays[:5])}",
+                    StoreWarning,
+                    stacklevel=2,
+                )
+        kept: list[ChunkResult] = []
+        for chunk in out:
+            if kept and chunk.start < kept[-1].stop:
+                continue  # cannot happen unless the ledger was edited by hand
+            kept.append(chunk)
+        return kept
+
+    def _ledger(self) -> dict[str, dict[str, Any]]:
+        """Return the committed chunk files by name (a torn last line, from a crash, is skipped)."""
+        path = self.path / LEDGER
+        if not path.is_file():
+            return {}
+        entries: dict[str, dict[str, Any]] = {}
+        with path.open() as fh:
+            for line in fh:
+                try:
+                    entry = json.loads(line)
+                    name = entry["file"]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue
+                if isinstance(name, str) and _CHUNK_NAME.fullmatch(name):
+                    entries[name] = entry
+        return entries
 
     # -------------------------------------------------------------- writing
     def open_run(
@@ -275,6 +486,7 @@ class RunStore:
             "n_items": len(indices),
             "indices_digest": indices_digest(indices),
             "indices": indices_record(indices),
+            "record_format": getattr(self.writer, "record_format", "data"),
         }
         self.lock()
         try:
@@ -286,17 +498,22 @@ class RunStore:
     def begin(
         self, manifest: dict[str, Any], config: DictConfig | None, resume: bool
     ) -> list[ChunkResult]:
-        """Check or write the manifest; return chunks to reuse (none unless resuming)."""
+        """Check or write the manifest; return chunks to reuse (none unless resuming).
+
+        Everything is checked before anything changes: a refused resume
+        leaves the directory as it was.
+        """
         old = self.manifest()
-        (self.path / "result.json").unlink(missing_ok=True)  # ends a previous run, not this one
         if old is not None and resume:
             self._check_same(old, manifest, config)
             done = self.completed_chunks()
         else:
             if self.chunks_dir.exists():
                 shutil.rmtree(self.chunks_dir)
-            (self.path / "errors.jsonl").unlink(missing_ok=True)
+            for name in ("errors.jsonl", LEDGER):
+                (self.path / name).unlink(missing_ok=True)
             done = []
+        (self.path / "result.json").unlink(missing_ok=True)  # ends a previous run, not this one
         self.chunks_dir.mkdir(parents=True, exist_ok=True)
         for stale in self.chunks_dir.glob(".*"):
             stale.unlink(missing_ok=True)  # temporary files of an interrupted write
@@ -337,6 +554,12 @@ class RunStore:
                 f"{self.path} holds a run over other items ({old.get('n_items')} items there, "
                 f"{new['n_items']} now, or the same number in another order); {how}"
             )
+        if old.get("record_format", "data") != new["record_format"]:
+            raise StoreError(
+                f"{self.path} holds records stored as {old.get('record_format')}, and this run "
+                f"stores them as {new['record_format']}; set runner.record_format="
+                f"{old.get('record_format')} to resume it, or {how.split(', ', 1)[0]}"
+            )
         if old.get("batch_size") != new["batch_size"]:
             raise StoreError(
                 f"{self.path} holds a run with batch_size={old.get('batch_size')}, "
@@ -358,9 +581,25 @@ class RunStore:
         return ": it differs by " + " ".join(lines) if lines else ""
 
     def write_chunk(self, chunk: ChunkResult) -> Path:
-        """Store one completed chunk atomically."""
+        """Store one completed chunk: on disk and in the ledger before it counts as done."""
         stem = self.chunks_dir / f"{chunk.start:010d}-{chunk.stop:010d}"
-        return self.writer.write_chunk(stem, chunk)
+        path = self.writer.write_chunk(stem, chunk)
+        entry = {
+            "file": path.name,
+            "start": chunk.start,
+            "stop": chunk.stop,
+            "size": path.stat().st_size,
+            "sha256": _digest(path),
+        }
+        ledger = self.path / LEDGER
+        new = not ledger.exists()
+        with ledger.open("a") as fh:
+            fh.write(json.dumps(entry) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        if new:
+            fsync_dir(self.path)
+        return path
 
     def write_errors(self, errors: Sequence[ItemError]) -> None:
         """Rewrite ``errors.jsonl`` with ``errors`` (at the start and the end of a run)."""

@@ -104,13 +104,28 @@ def test_resume_false_starts_over(tmp_path: Path) -> None:
     assert result.stats.resumed == 0
 
 
-def test_records_that_are_not_json_are_pickled_and_resume(tmp_path: Path) -> None:
+def test_a_record_that_is_not_data_fails_as_an_item_naming_its_type(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    OpaqueRecords(ToyProvider(toy_config()), output_dir=out).run(range(4))
+    result = OpaqueRecords(ToyProvider(toy_config()), output_dir=out).run(range(3))
+    assert result.stats.failed == 3 and result.records == [None] * 3
+    assert result.errors[0].message == (
+        "the record is a tests.workloads.Opaque, which Kit does not store as data; return "
+        "plain values (str, numbers, lists, dicts), numpy arrays or bytes, or set "
+        "runner.record_format: pickle"
+    )
+    assert {p.suffix for p in (out / "chunks").iterdir()} == {".jsonl"}
+
+
+def test_record_format_pickle_stores_any_record_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    OpaqueRecords(ToyProvider(toy_config()), output_dir=out, record_format="pickle").run(range(4))
     assert {p.suffix for p in (out / "chunks").iterdir()} == {".pkl"}
-    again = OpaqueRecords(ToyProvider(toy_config()), output_dir=out).run(range(4))
-    assert again.records == [Opaque(2 * i) for i in range(4)]
-    assert again.stats.resumed == 4
+    again = OpaqueRecords(ToyProvider(toy_config()), output_dir=out, record_format="pickle")
+    result = again.run(range(4))
+    assert result.records == [Opaque(2 * i) for i in range(4)]
+    assert result.stats.resumed == 4
+    with pytest.raises(StoreError, match="holds records stored as pickle, and this run stores"):
+        OpaqueRecords(ToyProvider(toy_config()), output_dir=out).run(range(4))
 
 
 class TextWriter(RecordWriter):

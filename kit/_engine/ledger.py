@@ -109,6 +109,11 @@ class Ledger:
                 pos = stop
         return pending
 
+    def is_new(self, chunk: ChunkResult) -> bool:
+        """Whether ``chunk`` holds a position not yet done (it is not a copy of one in)."""
+        with self.cond:
+            return self._filled.find(0, chunk.start, chunk.stop) >= 0
+
     def accept(self, chunk: ChunkResult, resumed: bool = False) -> int:
         """Fold ``chunk`` in; return how many of its positions were new.
 

@@ -124,12 +124,16 @@ class Run:
     def complete(self, chunk: ChunkResult) -> None:
         """Fold a chunk that came back into the result, store it, tell the views."""
         store = self.spec.store
-        if self.ledger.accept(chunk) == 0:
-            return  # a copy of a chunk already in
         if store is not None:
+            if not self.ledger.is_new(chunk):
+                return  # a copy of a chunk already in
+            chunk = store.writer.admit(chunk, self.spec.job.indices)
+            # On disk first: a chunk counts as done only once a crash cannot lose it.
             store.write_chunk(chunk)
             if chunk.errors:
                 store.append_errors(chunk.errors)
+        if self.ledger.accept(chunk) == 0:
+            return  # a copy of a chunk already in
         progress = self.ledger.progress()
         self.events.emit(
             ChunkFinished(

@@ -142,6 +142,12 @@ class RunnerConfig:
         expected time is well above a round trip (a copy gains at most that
         time); the first copy back wins. ``off``: never; ``forward`` then runs
         once per item unless a worker is lost.
+    record_format
+        How ``output_dir`` stores records. ``data``: JSON lines, or Arrow files
+        for records holding numpy values or bytes; nothing stored is executed
+        when read, and a record of another kind fails as an item error.
+        ``pickle``: any picklable record, in cloudpickle files Kit reads only
+        when its ledger names them with an unchanged digest.
 
     Examples
     --------
@@ -159,6 +165,7 @@ class RunnerConfig:
     max_failures: int | None = field(default=None, metadata={"min": 1})
     retries: int = field(default=2, metadata={"min": 0})
     backups: str = field(default="auto", metadata={"choices": ("auto", "off")})
+    record_format: str = field(default="data", metadata={"choices": ("data", "pickle")})
 
 
 @dataclass

@@ -1,0 +1,247 @@
+"""What an output directory may hold and what Kit does with it: data, never code.
+
+Records go to JSON lines or Arrow files and come back as the same types; a
+chunk counts only when Kit's ledger names it with its size and digest, so an
+edited, truncated or dropped-in file is never trusted; a refused resume
+changes nothing; files honour the umask.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kit import EnvironmentProvider, Runner, StoreError, StoreWarning
+from kit._atomic import current_umask
+from tests.workloads import Affine, ToyProvider, expected, toy_config
+
+
+class Plain(EnvironmentProvider):
+    def build_env_local(self) -> dict[str, Any]:
+        return {}
+
+    def make_worker_setup_fn(self) -> Any:
+        return dict
+
+
+class Mixed(Runner):
+    """Records holding every kind of value the data format maps."""
+
+    @staticmethod
+    def forward(idx: int) -> dict[Any, Any]:
+        return {
+            "i": idx,
+            "scores": np.arange(6, dtype=np.float32).reshape(2, 3) * idx,
+            "best": np.float64(idx) / 3,
+            "count": np.int8(idx),
+            "raw": bytes([idx, 255]),
+            "pair": ("a", idx),
+            7: "an int key",
+            "__kit__": "a key Kit uses itself",
+        }
+
+
+def same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, dict):
+        return type(b) is dict and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
+    return type(a) is type(b) and a == b
+
+
+def test_numpy_bytes_and_tuples_are_stored_as_arrow_and_read_back_as_the_same_types(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "run"
+    first = Mixed(Plain({}), output_dir=out, chunk_size=2).run(range(5))
+    assert first.stats.failed == 0
+    assert {p.suffix for p in (out / "chunks").iterdir()} == {".arrow"}
+    again = Mixed(Plain({}), output_dir=out, chunk_size=2).run(range(5))
+    assert again.stats.resumed == 5
+    for before, after in zip(first.records, again.records, strict=True):
+        assert same(before, after), (before, after)
+
+
+def chunk_files(out: Path) -> list[Path]:
+    return sorted((out / "chunks").iterdir())
+
+
+def test_an_edited_chunk_is_not_trusted_its_items_run_again(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10))
+    edited = chunk_files(out)[0]
+    edited.write_text(edited.read_text().replace('"y": 1', '"y": 999'))
+    with pytest.warns(StoreWarning, match=f"chunk file {edited} .*; its items run again"):
+        again = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10))
+    assert again.records == expected(range(10))
+    assert again.stats.resumed == 5
+
+
+def test_a_truncated_chunk_is_run_again_with_a_warning_naming_it(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10))
+    torn = chunk_files(out)[1]
+    torn.write_bytes(torn.read_bytes()[:-7])
+    with pytest.warns(StoreWarning, match=rf"chunk file {torn} has \d+ bytes where \d+ were"):
+        again = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10))
+    assert again.records == expected(range(10)) and again.stats.resumed == 5
+
+
+class Tripwire:
+    """Unpickling it leaves a file behind: proof that code from the directory ran."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> Any:
+        return (Path.touch, (Path(self.marker),))
+
+
+@pytest.mark.parametrize("record_format", ["data", "pickle"])
+def test_a_pickle_dropped_into_chunks_is_never_loaded(tmp_path: Path, record_format: str) -> None:
+    out, marker = tmp_path / "run", tmp_path / "executed"
+    Affine(ToyProvider(toy_config()), output_dir=out, record_format=record_format).run(range(4))
+    (out / "chunks" / "0000000004-0000000005.pkl").write_bytes(pickle.dumps(Tripwire(str(marker))))
+    with pytest.warns(StoreWarning, match="that Kit's ledger does not name were left alone"):
+        again = Affine(ToyProvider(toy_config()), output_dir=out, record_format=record_format).run(
+            range(4)
+        )
+    assert again.stats.resumed == 4
+    assert not marker.exists()
+
+
+def test_an_edited_pickle_chunk_is_not_loaded(tmp_path: Path) -> None:
+    out, marker = tmp_path / "run", tmp_path / "executed"
+    Affine(ToyProvider(toy_config()), output_dir=out, record_format="pickle").run(range(4))
+    chunk = chunk_files(out)[0]
+    chunk.write_bytes(pickle.dumps(Tripwire(str(marker))))
+    with pytest.warns(StoreWarning, match="differs from what was committed|bytes where"):
+        again = Affine(ToyProvider(toy_config()), output_dir=out, record_format="pickle").run(
+            range(4)
+        )
+    assert again.records == expected(range(4)) and not marker.exists()
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
+
+
+def test_a_refused_resume_leaves_the_directory_byte_identical(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    Affine(ToyProvider(toy_config(factor=2)), output_dir=out).run(range(5))
+    before = snapshot(out)
+    with pytest.raises(StoreError, match="holds a run of a different config"):
+        Affine(ToyProvider(toy_config(factor=3)), output_dir=out).run(range(5))
+    assert snapshot(out) == before
+    assert json.loads((out / "result.json").read_text())["status"] == "completed"
+
+
+def test_files_honour_the_umask(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    old = os.umask(0o027)
+    try:
+        Affine(ToyProvider(toy_config()), output_dir=out).run(range(3))
+    finally:
+        os.umask(old)
+    for name in ("manifest.json", "config.yaml", "result.json", "ledger.jsonl"):
+        assert (out / name).stat().st_mode & 0o777 == 0o640, name
+    assert {p.stat().st_mode & 0o777 for p in chunk_files(out)} == {0o640}
+    assert current_umask() == old
+
+
+def test_a_clean_resume_warns_of_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=3).run(range(7))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=3).run(range(7))
+    assert again.stats.resumed == 7
+
+
+# --------------------------------------------------------------- detached runs
+def detached_dir(tmp_path: Path, driver: dict[str, Any]) -> Path:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "driver.json").write_text(json.dumps(driver))
+    return out
+
+
+@pytest.mark.parametrize("pid", [1, 0, -1, "-1", None])
+def test_cancel_never_signals_pid_one_or_below(tmp_path: Path, pid: Any) -> None:
+    import socket
+
+    from kit.detached import attach
+
+    out = detached_dir(tmp_path, {"pid": pid, "host": socket.gethostname(), "created": 0.0})
+    with pytest.raises(StoreError, match="which is not a driver's; nothing was signalled"):
+        attach(out).cancel(timeout=1)
+
+
+def test_cancel_leaves_an_unrelated_process_with_the_recorded_pid_alone(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    from kit.detached import attach
+
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        # Its pid, but not the start time Kit would have recorded for a driver it started.
+        out = detached_dir(
+            tmp_path, {"pid": bystander.pid, "host": socket.gethostname(), "created": 1.0}
+        )
+        run = attach(out)
+        run.cancel(timeout=1)
+        assert bystander.poll() is None, "an unrelated process was signalled"
+        assert run.status()["state"] == "died"
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_cancel_names_the_host_a_driver_runs_on(tmp_path: Path) -> None:
+    from kit.detached import attach
+
+    out = detached_dir(tmp_path, {"pid": 4242, "host": "node-17", "created": 5.0})
+    with pytest.raises(StoreError, match="the driver runs on host node-17, not on this one"):
+        attach(out).cancel(timeout=1)
+
+
+@pytest.mark.parametrize("mode", [0o666, 0o620])
+def test_a_job_others_may_edit_is_not_run(tmp_path: Path, mode: int) -> None:
+    from kit.detached import load_job
+
+    marker = tmp_path / "executed"
+    job = tmp_path / "job.pkl"
+    job.write_bytes(pickle.dumps(Tripwire(str(marker))))
+    job.chmod(mode)
+    with pytest.raises(StoreError, match="may be changed by other users"):
+        load_job(job)
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a file to another user needs root")
+def test_a_job_another_user_owns_is_not_run(tmp_path: Path) -> None:
+    from kit.detached import load_job
+
+    marker = tmp_path / "executed"
+    job = tmp_path / "job.pkl"
+    job.write_bytes(pickle.dumps(Tripwire(str(marker))))
+    job.chmod(0o600)
+    os.chown(job, 65534, 65534)
+    with pytest.raises(StoreError, match="belongs to user id 65534, not to you"):
+        load_job(job)
+    assert not marker.exists()
