@@ -18,17 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kit import EnvironmentProvider, Runner, StoreError, StoreWarning
+from kit import Runner, StoreError, StoreWarning
 from kit._atomic import current_umask
-from tests.workloads import Affine, ToyProvider, expected, toy_config
-
-
-class Plain(EnvironmentProvider):
-    def build_env_local(self) -> dict[str, Any]:
-        return {}
-
-    def make_worker_setup_fn(self) -> Any:
-        return dict
+from tests.workloads import Affine, EmptyEnv, ToyProvider, expected, toy_config
 
 
 class Mixed(Runner):
@@ -62,10 +54,10 @@ def test_numpy_bytes_and_tuples_are_stored_as_arrow_and_read_back_as_the_same_ty
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "run"
-    first = Mixed(Plain({}), output_dir=out, chunk_size=2).run(range(5))
+    first = Mixed(EmptyEnv({}), output_dir=out, chunk_size=2).run(range(5))
     assert first.stats.failed == 0
     assert {p.suffix for p in (out / "chunks").iterdir()} == {".arrow"}
-    again = Mixed(Plain({}), output_dir=out, chunk_size=2).run(range(5))
+    again = Mixed(EmptyEnv({}), output_dir=out, chunk_size=2).run(range(5))
     assert again.stats.resumed == 5
     for before, after in zip(first.records, again.records, strict=True):
         assert same(before, after), (before, after)
