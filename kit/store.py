@@ -92,6 +92,8 @@ class RecordWriter:
 
     #: Endings of the chunk files this writer reads.
     suffixes: tuple[str, ...] = (".jsonl", ".arrow", ".pkl")
+    #: ``data`` or ``pickle`` (a class default too, for subclasses with their own ``__init__``).
+    record_format: str = "data"
 
     def __init__(self, record_format: str = "data") -> None:
         if record_format not in RECORD_FORMATS:
@@ -486,7 +488,7 @@ class RunStore:
             "n_items": len(indices),
             "indices_digest": indices_digest(indices),
             "indices": indices_record(indices),
-            "record_format": getattr(self.writer, "record_format", "data"),
+            "record_format": self.writer.record_format,
         }
         self.lock()
         try:
