@@ -224,14 +224,19 @@ class DetachedRun:
     def status(self) -> dict[str, Any]:
         """Return the latest status: state, progress, throughput, cluster, driver pid."""
         driver = _read_json(self.output_dir / "driver.json") or {}
-        status = _read_json(self.output_dir / "status.json") or {
-            "state": "starting",
-            "total": driver.get("total", 0),
-        }
+        status = _read_json(self.output_dir / "status.json")
+        if status is None:
+            status = (
+                {"state": "starting", "total": driver.get("total", 0)}
+                if driver
+                else self._directory_status()
+            )
         result = _read_json(self.output_dir / "result.json")
         status["driver"] = driver
         if result is not None:
             status["state"] = result["status"]
+        elif not driver and status["state"] == "running" and not RunStore(self.output_dir).busy():
+            status["state"] = "incomplete"  # its process ended without writing result.json
         elif (
             driver
             and DriverIdentity(driver).here
@@ -241,12 +246,32 @@ class DetachedRun:
             status["state"] = "died"
         return status
 
+    def _directory_status(self) -> dict[str, Any]:
+        """Progress of a run started in a process of its own (no driver), from the ledger."""
+        store = RunStore(self.output_dir)
+        manifest = store.manifest() or {}
+        done = sum(
+            int(e.get("stop", 0)) - int(e.get("start", 0)) for e in store.ledger_entries().values()
+        )
+        errors = self.output_dir / "errors.jsonl"
+        failed = len(errors.read_text().splitlines()) if errors.is_file() else 0
+        return {
+            "state": "running",
+            "total": manifest.get("n_items", 0),
+            "done": done,
+            "failed": failed,
+        }
+
     @property
     def progress(self) -> Progress:
-        """Items finished (ok or failed), failed, and total, as last written."""
+        """Items finished (ok or failed), failed, and total, as last written.
+
+        A run whose process ended without finishing (``died`` or
+        ``incomplete``) has the phase ``error``: it is not going on.
+        """
         status = self.status()
         state = status.get("state")
-        phase = RunStatus(state) if state in set(RunStatus) else RunStatus.RUNNING
+        phase = RunStatus(state) if state in set(RunStatus) else RunStatus.ERROR
         return Progress(
             status.get("done", 0), status.get("failed", 0), status.get("total", 0), phase
         )
@@ -257,7 +282,8 @@ class DetachedRun:
         A run is done only once its driver released the directory's lock, so
         an immediate resume into the same directory is not refused.
         """
-        return self.status()["state"] in (*FINAL, "died") and not RunStore(self.output_dir).busy()
+        ended = (*FINAL, "died", "incomplete")
+        return self.status()["state"] in ended and not RunStore(self.output_dir).busy()
 
     def cancel(self, timeout: float = 60) -> None:
         """Ask the driver to stop; completed chunks are kept and a later run resumes."""
@@ -299,6 +325,11 @@ class DetachedRun:
                 )
             time.sleep(WAIT_STEP)
         status = self.status()
+        if status["state"] == "incomplete":
+            raise RuntimeError(
+                f"the run in {self.output_dir} ended without finishing (its process was "
+                "killed or crashed before writing result.json); run again to resume"
+            )
         if status["state"] == "died":
             log = self.output_dir / "driver.log"
             tail = log.read_text()[-3000:] if log.exists() else ""

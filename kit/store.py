@@ -405,7 +405,7 @@ class RunStore:
         items run again on resume); files the ledger does not name are never
         read.
         """
-        entries = self._ledger()
+        entries = self.ledger_entries()
         out: list[ChunkResult] = []
         for name, entry in entries.items():
             path = self.chunks_dir / name
@@ -445,7 +445,7 @@ class RunStore:
             kept.append(chunk)
         return kept
 
-    def _ledger(self) -> dict[str, dict[str, Any]]:
+    def ledger_entries(self) -> dict[str, dict[str, Any]]:
         """Return the committed chunk files by name (a torn last line, from a crash, is skipped)."""
         path = self.path / LEDGER
         if not path.is_file():

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import RecordWriter, RunResult, StoreError
+from kit import RecordWriter, RunResult, StoreError, attach
 from tests.workloads import Affine, Opaque, OpaqueRecords, ToyProvider, expected, lines, toy_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,13 +190,18 @@ def test_a_killed_driver_loses_and_duplicates_nothing(tmp_path: Path) -> None:
         time.sleep(0.02)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    stored_files = len(list((out / "chunks").glob("*.jsonl")))
-    assert 5 <= stored_files < 60
+    # A chunk is committed once its ledger line is written (the file comes first).
+    committed = len((out / "ledger.jsonl").read_text().splitlines())
+    assert 4 <= committed < 60
+    status = attach(out).status()
+    assert (status["state"], status["done"], status["total"]) == ("incomplete", 5 * committed, 300)
+    with pytest.raises(RuntimeError, match=r"ended without finishing .* run again to resume"):
+        attach(out).result(timeout=10)
 
     cfg = toy_config(logs, sleep=0.01, log_calls=True)
     result = Affine(ToyProvider(cfg), output_dir=out, chunk_size=5).run(range(300))
     assert result.records == expected(range(300))
-    assert result.stats.resumed >= 5 * stored_files
+    assert result.stats.resumed == 5 * committed
     counted = calls(logs)
     assert set(counted) == set(range(300))
     # At most the chunk in flight when the driver died ran twice.
