@@ -38,6 +38,8 @@ from kit.result import (
 from kit.store import RecordWriter, RunStore, StoreError, indices_from_record
 
 WAIT_STEP = 0.2
+#: Seconds a new driver waits for the process that submitted it to let go of the directory.
+SUBMIT_GRACE = 30.0
 FINAL = tuple(status.value for status in RunStatus if status.final)
 
 
@@ -146,41 +148,49 @@ def start_driver(
     out = runner.output_dir
     out.mkdir(parents=True, exist_ok=True)
     driver = _read_json(out / "driver.json")
-    if driver and DriverIdentity(driver).running() and _read_json(out / "result.json") is None:
+    result = _fresh(_read_json(out / "result.json"), "finished", driver or {})
+    if driver and DriverIdentity(driver).running() and result is None:
         raise RuntimeError(
             f"a detached driver (pid {driver['pid']}) is already running in {out}; "
             f"attach to it with kit.attach({str(out)!r}) or cancel it with `kit cancel {out}`"
         )
-    (out / "status.json").unlink(missing_ok=True)
-    (out / "result.json").unlink(missing_ok=True)
-    job = {"runner": runner, "indices": indices, "kwargs": dict(forward_kwargs)}
-    with atomic_file(out / "job.pkl", "wb", private=True) as fh:
-        cloudpickle.dump(job, fh)
-    env = dict(os.environ)
-    # The driver imports what this process could (user modules next to the notebook).
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), *sys.path] if p)
-    with (out / "driver.log").open("a") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kit._driver", str(out)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=os.getcwd(),
-            env=env,
-            start_new_session=True,  # survives the kernel and its process group
+    # Written under the directory's lock, as every write into it: a live run refuses.
+    # The previous run's result.json and status.json stay until the driver replaces
+    # them; status() knows them as older than this driver.
+    store = RunStore(out)
+    store.lock()
+    try:
+        job = {"runner": runner, "indices": indices, "kwargs": dict(forward_kwargs)}
+        with atomic_file(out / "job.pkl", "wb", private=True) as fh:
+            cloudpickle.dump(job, fh)
+        env = dict(os.environ)
+        # The driver imports what this process could (user modules next to the notebook).
+        env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), *sys.path] if p)
+        started = time.time()
+        with (out / "driver.log").open("a") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kit._driver", str(out)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=os.getcwd(),
+                env=env,
+                start_new_session=True,  # survives the kernel and its process group
+            )
+        _write_json(
+            out / "driver.json",
+            {
+                "pid": proc.pid,
+                "host": socket.gethostname(),
+                "created": _start_time(proc.pid),
+                "started": started,
+                "python": sys.executable,
+                "total": len(indices),  # "0/300" while the driver starts, not "0/0"
+            },
+            private=True,
         )
-    _write_json(
-        out / "driver.json",
-        {
-            "pid": proc.pid,
-            "host": socket.gethostname(),
-            "created": _start_time(proc.pid),
-            "started": time.time(),
-            "python": sys.executable,
-            "total": len(indices),  # progress says "0/300" while the driver starts, not "0/0"
-        },
-        private=True,
-    )
+    finally:
+        store.unlock()
     return DetachedRun(out)
 
 
@@ -224,14 +234,14 @@ class DetachedRun:
     def status(self) -> dict[str, Any]:
         """Return the latest status: state, progress, throughput, cluster, driver pid."""
         driver = _read_json(self.output_dir / "driver.json") or {}
-        status = _read_json(self.output_dir / "status.json")
+        status = _fresh(_read_json(self.output_dir / "status.json"), "updated", driver)
         if status is None:
             status = (
                 {"state": "starting", "total": driver.get("total", 0)}
                 if driver
                 else self._directory_status()
             )
-        result = _read_json(self.output_dir / "result.json")
+        result = _fresh(_read_json(self.output_dir / "result.json"), "finished", driver)
         status["driver"] = driver
         if result is not None:
             status["state"] = result["status"]
@@ -353,6 +363,15 @@ class DetachedRun:
     def __repr__(self) -> str:
         p = self.progress
         return f"<DetachedRun {self.output_dir} {self.status()['state']}: {p.done}/{p.total} items>"
+
+
+def _fresh(
+    data: dict[str, Any] | None, stamp: str, driver: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """Return ``data`` unless it was written before the current driver started."""
+    if data is None or not driver:
+        return data
+    return data if float(data.get(stamp) or 0) >= float(driver.get("started") or 0) else None
 
 
 def _ok_mask(result: RunResult) -> list[bool]:
@@ -485,6 +504,10 @@ def drive(output_dir: Path) -> int:
     """Run the job pickled in ``output_dir`` to its end (the driver process)."""
     import kit
 
+    # The submitting process holds the directory's lock until driver.json is written.
+    deadline = time.monotonic() + SUBMIT_GRACE
+    while RunStore(output_dir).busy() and time.monotonic() < deadline:
+        time.sleep(0.05)
     try:
         job = load_job(output_dir / "job.pkl")
     except StoreError as exc:

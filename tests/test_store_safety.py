@@ -20,6 +20,7 @@ import pytest
 
 from kit import Runner, StoreError, StoreWarning
 from kit._atomic import current_umask
+from kit.store import RunStore
 from tests.workloads import Affine, EmptyEnv, ToyProvider, expected, toy_config
 
 
@@ -237,3 +238,19 @@ def test_a_job_another_user_owns_is_not_run(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="belongs to user id 65534, not to you"):
         load_job(job)
     assert not marker.exists()
+
+
+def test_a_detached_submit_into_a_directory_a_live_run_writes_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "run"
+    Affine(ToyProvider(toy_config()), output_dir=out).run(range(3))
+    before = snapshot(out)
+    store = RunStore(out)
+    store.lock()  # a run in progress, as far as the directory can tell
+    try:
+        with pytest.raises(StoreError, match="another run is writing to"):
+            Affine(ToyProvider(toy_config()), output_dir=out).submit(range(3), detached=True)
+    finally:
+        store.unlock()
+    assert snapshot(out) == before
