@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,6 +84,25 @@ def size_batches(
     return batches
 
 
+#: What ``forward`` may raise and fail only its items: ``sys.exit()`` in forward
+#: must not end the worker or the notebook's kernel that runs it.
+ITEM_FAILURES = (Exception, SystemExit)
+
+
+def item_error(index: Index, position: int, exc: BaseException, worker: str) -> ItemError:
+    """Describe a failure of ``forward`` on one item; ``sys.exit`` is named as such.
+
+    Examples
+    --------
+    >>> item_error(4, 0, SystemExit(3), "0").message
+    'forward called sys.exit(3)'
+    """
+    error = ItemError.from_exception(index, position, exc, worker)
+    if isinstance(exc, SystemExit):
+        return dataclasses.replace(error, message=f"forward called sys.exit({exc.code!r})")
+    return error
+
+
 def execute_chunk(
     forward: Callable[..., Any],
     kwargs: dict[str, Any],
@@ -107,8 +127,8 @@ def execute_chunk(
         for j, index in enumerate(indices):
             try:
                 records[j] = forward(index, **kwargs)
-            except Exception as exc:
-                errors.append(ItemError.from_exception(index, start + j, exc, worker))
+            except ITEM_FAILURES as exc:
+                errors.append(item_error(index, start + j, exc, worker))
     else:
         for batch in _batches(indices, start, batch_size, batch_by, env or {}, errors, worker):
             items = [indices[j] for j in batch]
@@ -121,12 +141,54 @@ def execute_chunk(
                     )
                 for j, output in zip(batch, outputs, strict=True):
                     records[j] = output
-            except Exception as exc:
+            except ITEM_FAILURES as exc:
                 for j in batch:
-                    errors.append(ItemError.from_exception(indices[j], start + j, exc, worker))
+                    errors.append(item_error(indices[j], start + j, exc, worker))
     busy = time.perf_counter() - began
     errors.sort(key=lambda e: e.position)
     return ChunkResult(start, records, errors, worker, busy, metric_sums(records))
+
+
+def drop_unpicklable(chunk: ChunkResult, indices: Sequence[Index]) -> ChunkResult:
+    """Return ``chunk`` with each record that cannot be pickled turned into an item error.
+
+    ``indices`` are the chunk's own. Only records holding something other
+    than plain values, numpy values and bytes are tried, so the usual record
+    is not pickled twice. A worker does this before Dask sends the chunk
+    back: else one bad record fails the whole chunk, as a worker crash would.
+
+    Examples
+    --------
+    >>> import threading
+    >>> chunk = ChunkResult(0, [1, {"lock": threading.Lock()}], [], "0", 0.0)
+    >>> print(drop_unpicklable(chunk, [7, 8]).errors[0].message)  # doctest: +ELLIPSIS
+    the record['lock'] is a _thread.lock, which cannot be pickled (TypeError: ...)
+    """
+    import cloudpickle
+
+    from kit._records import is_plain, unstorable
+
+    failed = {e.position for e in chunk.errors}
+    records, errors = list(chunk.records), list(chunk.errors)
+    for offset, record in enumerate(chunk.records):
+        pos = chunk.start + offset
+        if pos in failed or is_plain(record):
+            continue
+        what = unstorable(record)
+        if what is None:
+            continue
+        try:
+            cloudpickle.dumps(record)
+        except Exception as exc:
+            message = f"{what}, which cannot be pickled ({type(exc).__name__}: {exc})"
+            errors.append(
+                ItemError(indices[offset], pos, "builtins.TypeError", message, "", chunk.worker)
+            )
+            records[offset] = None
+    if len(errors) == len(chunk.errors):
+        return chunk
+    errors.sort(key=lambda e: e.position)
+    return dataclasses.replace(chunk, records=records, errors=errors)
 
 
 def _batches(
@@ -150,8 +212,8 @@ def _batches(
         try:
             sizes.append(float(batch_by.size(index, **kwargs)))
             sized.append(j)
-        except Exception as exc:
-            errors.append(ItemError.from_exception(index, start + j, exc, worker))
+        except ITEM_FAILURES as exc:
+            errors.append(item_error(index, start + j, exc, worker))
     return [[sized[k] for k in batch] for batch in size_batches(sizes, batch_by.budget, batch_size)]
 
 

@@ -12,7 +12,7 @@ import cloudpickle
 from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from kit._chunk import BatchBy, ChunkResult, execute_chunk
+from kit._chunk import BatchBy, ChunkResult, drop_unpicklable, execute_chunk
 from kit._errors import KitError
 from kit._inject import ForwardSpec
 from kit.provider import ProviderSetupError, check_env
@@ -113,9 +113,10 @@ def run_chunk(
     worker = get_worker()
     env = worker_env(env_name)
     kwargs = spec.kwargs(env, explicit)
-    return execute_chunk(
+    chunk = execute_chunk(
         forward, kwargs, indices, start, batch_size, str(worker.name), batch_by, env
     )
+    return drop_unpicklable(chunk, indices)
 
 
 def env_report(name: str, dask_worker: Any) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from omegaconf import DictConfig
 
 from kit import _records
 from kit._atomic import atomic_file, fsync_dir
-from kit._chunk import ChunkResult
+from kit._chunk import ChunkResult, drop_unpicklable
 from kit._errors import KitError
 from kit.result import Index, ItemError, RunResult
 
@@ -82,7 +82,7 @@ class RecordWriter:
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> from kit._chunk import ChunkResult
+    >>> from kit._chunk import ChunkResult, drop_unpicklable
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> chunk = ChunkResult(0, [{"y": 1}, 2], [], "0", 0.1)
     >>> path = RecordWriter().write_chunk(folder / "0-2", chunk)
@@ -107,9 +107,9 @@ class RecordWriter:
 
         ``indices`` are the run's indices (to name the failed items).
         """
-        if self.record_format == "pickle":
-            return chunk
         failed = {e.position for e in chunk.errors}
+        if self.record_format == "pickle":
+            return drop_unpicklable(chunk, indices[chunk.start : chunk.stop])
         errors = list(chunk.errors)
         records = list(chunk.records)
         for offset, record in enumerate(chunk.records):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -163,6 +165,18 @@ class OpaqueRecords(Runner):
     @staticmethod
     def forward(idx: int, model: Model) -> Opaque:
         return Opaque(idx * model.factor)
+
+
+class Exits(Runner):
+    """Item 2 calls sys.exit(3); item 3 returns a record that cannot be pickled."""
+
+    @staticmethod
+    def forward(idx: int) -> Any:
+        if idx == 2:
+            sys.exit(3)
+        if idx == 3:
+            return {"lock": threading.Lock()}
+        return idx
 
 
 def toy_config(tmp: Path | None = None, **values: Any) -> DictConfig:
