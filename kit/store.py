@@ -342,8 +342,18 @@ class RunStore:
     # -------------------------------------------------------------- locking
     def lock(self) -> None:
         """Take the directory's lock; refuse if another live process holds it."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        fh = (self.path / ".lock").open("a+")
+        if self.path.exists() and not self.path.is_dir():
+            raise StoreError(
+                f"output_dir {self.path} is a file, not a directory; choose another output_dir"
+            )
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            fh = (self.path / ".lock").open("a+")
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write to output_dir {self.path}: {exc.strerror or exc}; choose an "
+                "output_dir you can write to"
+            ) from exc
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -583,7 +593,24 @@ class RunStore:
         return ": it differs by " + " ".join(lines) if lines else ""
 
     def write_chunk(self, chunk: ChunkResult) -> Path:
-        """Store one completed chunk: on disk and in the ledger before it counts as done."""
+        """Store one completed chunk: on disk and in the ledger before it counts as done.
+
+        Raises
+        ------
+        StoreError
+            If the disk is full or the directory cannot be written; the
+            chunks stored before are kept, and a later run resumes from them.
+        """
+        try:
+            return self._commit(chunk)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot store items {chunk.start}-{chunk.stop - 1} in {self.path}: "
+                f"{exc.strerror or exc}; the chunks stored before are kept: free space (or "
+                "fix the directory) and run again to resume"
+            ) from exc
+
+    def _commit(self, chunk: ChunkResult) -> Path:
         stem = self.chunks_dir / f"{chunk.start:010d}-{chunk.stop:010d}"
         path = self.writer.write_chunk(stem, chunk)
         entry = {

@@ -8,6 +8,7 @@ changes nothing; files honour the umask.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pickle
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kit import Runner, StoreError, StoreWarning
+from kit import RecordWriter, Runner, StoreError, StoreWarning
 from kit._atomic import current_umask
 from kit.store import RunStore
 from tests.workloads import Affine, EmptyEnv, Exits, ToyProvider, expected, toy_config
@@ -272,3 +273,38 @@ def test_sys_exit_and_an_unpicklable_record_fail_only_their_items(
     assert by_index[3].startswith("the record['lock'] is a _thread.lock, which ")
     if record_format == "pickle":
         assert "which cannot be pickled (TypeError: cannot pickle" in by_index[3]
+
+
+# --------------------------------------------------------------- places Kit cannot write
+def test_an_output_dir_that_is_a_file_is_a_store_error(tmp_path: Path) -> None:
+    taken = tmp_path / "results"
+    taken.write_text("not a run")
+    with pytest.raises(StoreError, match=f"output_dir {taken} is a file, not a directory"):
+        Affine(ToyProvider(toy_config()), output_dir=taken).run(range(2))
+
+
+class FillsUp(RecordWriter):
+    """The disk fills up after two chunks: what ENOSPC looks like to Kit."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = 0
+
+    def write_chunk(self, stem: Path, chunk: Any) -> Path:
+        if self.written == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.written += 1
+        return super().write_chunk(stem, chunk)
+
+
+def test_a_full_disk_keeps_the_stored_chunks_and_a_later_run_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    runner = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=3, writer=FillsUp())
+    with pytest.raises(StoreError) as info:
+        runner.run(range(12))
+    assert str(info.value) == (
+        f"cannot store items 6-8 in {out}: No space left on device; the chunks stored before "
+        "are kept: free space (or fix the directory) and run again to resume"
+    )
+    again = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=3).run(range(12))
+    assert again.records == expected(range(12)) and again.stats.resumed == 6

@@ -9,6 +9,7 @@ the result or the exception.
 from __future__ import annotations
 
 import time
+import warnings
 from typing import TYPE_CHECKING
 
 from kit._chunk import ChunkResult
@@ -168,7 +169,16 @@ class Run:
         if status is RunStatus.STOPPED and self.ledger.stop_reason:
             reason = f"stopped: {self.ledger.stop_reason}"
         if self.began and spec.store is not None:
-            spec.store.finish(result, reason)
+            try:
+                spec.store.finish(result, reason)
+            except OSError as err:  # a full disk: the chunks are stored, result.json is not
+                warnings.warn(
+                    f"kit: result.json could not be written in {spec.store.path}: "
+                    f"{err.strerror or err}; the stored chunks are kept and a later run "
+                    "resumes from them",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
         self.ledger.set_status(status)
         self.events.emit(
             RunFinished(
