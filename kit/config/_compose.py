@@ -6,6 +6,7 @@ can name the file a bad value was written in.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from kit._errors import KitError
 from kit.config._errors import error
 
 #: Maps a dotted key to where its value came from (a file path or an override).
@@ -53,14 +55,90 @@ def all_keys(node: Any, prefix: str = "") -> Iterator[str]:
             yield from all_keys(node._get_node(key), full)
 
 
-def load_yaml(path: Path) -> DictConfig:
-    """Load one YAML file as a DictConfig, with file and line on syntax errors."""
-    if not path.is_file():
+#: A config larger than this is refused: configs are small, and a huge file would hang.
+MAX_CONFIG_BYTES = 1 << 20
+#: Values a config may expand to through YAML aliases (``&a``/``*a``): a few
+#: hundred bytes of nested aliases can otherwise expand to billions.
+MAX_CONFIG_VALUES = 100_000
+
+
+def _read_text(path: Path) -> str:
+    """Read a config file's text, with a clear error for anything but a small UTF-8 file."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}", source=str(path)) from None
+    if info is None or not path.exists():
         hint = "check the path (it is relative to the current directory"
         hint += ", or to the including file in a defaults list)"
         raise error(f"config file not found: {path}", source=str(path), fix=hint)
+    if path.is_dir():
+        raise error(
+            f"{path} is a directory, not a YAML file", source=str(path), fix="name a .yaml file"
+        )
+    if not path.is_file():
+        raise error(
+            f"{path} is not a regular file (a pipe or a device)",
+            source=str(path),
+            fix="name a .yaml file",
+        )
+    if info.st_size > MAX_CONFIG_BYTES:
+        raise error(
+            f"{path} has {info.st_size:,} bytes; a config may have at most {MAX_CONFIG_BYTES:,}",
+            source=str(path),
+            fix="keep data out of the config: put it in a file the config names",
+        )
     try:
-        cfg = OmegaConf.load(path)
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}", source=str(path)) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise error(
+            f"{path} is not UTF-8 text (byte {exc.start}, line {line})",
+            source=str(path),
+            fix="save the file as UTF-8",
+        ) from None
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
+    """Count the values ``node`` stands for once its aliases are expanded (stops past limit)."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    memo[key] = limit + 1  # an alias back into itself expands forever
+    total = 1
+    if isinstance(node, yaml.MappingNode):
+        children: list[yaml.Node] = [n for pair in node.value for n in pair]
+    elif isinstance(node, yaml.SequenceNode):
+        children = list(node.value)
+    else:
+        children = []
+    for child in children:
+        total += _expanded_size(child, memo, limit)
+        if total > limit:
+            break
+    memo[key] = total
+    return total
+
+
+def load_yaml(path: Path) -> DictConfig:
+    """Load one YAML file as a DictConfig, with file and line on syntax errors."""
+    text = _read_text(path)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        if root is not None and _expanded_size(root, {}, MAX_CONFIG_VALUES) > MAX_CONFIG_VALUES:
+            raise error(
+                f"{path} expands to more than {MAX_CONFIG_VALUES:,} values through YAML "
+                "aliases (&name / *name)",
+                source=str(path),
+                fix="write the values out, or use ${...} interpolation instead of aliases",
+            )
+        cfg = OmegaConf.load(io.StringIO(text))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
@@ -72,6 +150,15 @@ def load_yaml(path: Path) -> DictConfig:
         ) from None
     except yaml.YAMLError as exc:
         raise error(f"YAML error in {path}: {exc}", source=str(path)) from None
+    except KitError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        # OmegaConf refusing what YAML allows: a list as a key, a value it cannot hold.
+        raise error(
+            f"{path} is valid YAML but not a config: {exc}".splitlines()[0],
+            source=str(path),
+            fix="use plain keys (names) and values (strings, numbers, lists, mappings)",
+        ) from None
     if cfg is None or (isinstance(cfg, DictConfig) and cfg._is_none()):
         return OmegaConf.create({})
     if not isinstance(cfg, DictConfig):
@@ -91,7 +178,10 @@ def compose_file(path: Path, provenance: Provenance, _stack: tuple[Path, ...] = 
     path relative to the file (``.yaml`` may be left off) or a one-key
     mapping ``group: name`` that loads ``group/name.yaml`` under key ``group``.
     """
-    path = path.resolve()
+    try:
+        path = path.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
+        raise error(f"cannot read {path}: {exc}", source=str(path)) from None
     if path in _stack:
         chain = " -> ".join(str(p) for p in (*_stack, path))
         raise error(

@@ -124,3 +124,56 @@ def test_an_unresolvable_interpolation_names_its_key() -> None:
     assert str(info.value).splitlines()[0] == (
         "a.b: cannot resolve interpolation: Interpolation key 'nope' not found"
     )
+
+
+# ----------------------------------------------------------- files that are not configs
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdef", "bcdefg", strict=True)
+)
+
+
+def refused(path: Path) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    return str(info.value).splitlines()[0]
+
+
+def test_an_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
+    path = write(tmp_path / "bomb.yaml", ALIAS_BOMB)
+    assert refused(path) == (
+        f"{path} expands to more than 100,000 values through YAML aliases (&name / *name)"
+    )
+
+
+def test_a_huge_file_is_refused_by_its_size(tmp_path: Path) -> None:
+    path = write(tmp_path / "huge.yaml", "k: " + "v" * (1 << 20) + "\n")
+    assert refused(path) == f"{path} has 1,048,580 bytes; a config may have at most 1,048,576"
+
+
+def test_text_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin.yaml"
+    path.write_bytes(b"a: 1\nname: caf\xe9\n")
+    assert refused(path) == f"{path} is not UTF-8 text (byte 14, line 2)"
+
+
+def test_binary_garbage_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.yaml"
+    path.write_bytes(bytes(range(256)) * 4)
+    assert refused(path).startswith(str(path))
+
+
+def test_a_directory_a_pipe_and_a_symlink_loop_are_named(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "d.yaml").mkdir()
+    os.mkfifo(tmp_path / "pipe.yaml")
+    (tmp_path / "one.yaml").symlink_to(tmp_path / "two.yaml")
+    (tmp_path / "two.yaml").symlink_to(tmp_path / "one.yaml")
+    assert refused(tmp_path / "d.yaml") == f"{tmp_path / 'd.yaml'} is a directory, not a YAML file"
+    assert refused(tmp_path / "pipe.yaml") == (
+        f"{tmp_path / 'pipe.yaml'} is not a regular file (a pipe or a device)"
+    )
+    assert refused(tmp_path / "one.yaml").startswith("cannot read ")
+    assert "Symlink loop" in refused(tmp_path / "one.yaml")
+    too_long = tmp_path / ("x" * 300 + ".yaml")
+    assert refused(too_long) == f"cannot read {too_long}: File name too long"
