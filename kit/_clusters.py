@@ -241,6 +241,27 @@ def quiet_distributed() -> None:
         logger.setLevel(logging.WARNING)
 
 
+def _check_address(address: str) -> None:
+    """Refuse a scheduler address Dask cannot parse, at once rather than after a timeout."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address)
+        parse_host_port(location)
+    except ValueError as exc:
+        raise _config_error(
+            "parallel.address",
+            f"{address!r} is not a scheduler address ({exc})",
+            "write it as tcp://HOST:PORT, e.g. `parallel.address=tcp://127.0.0.1:8786`",
+        ) from None
+    if scheme not in ("tcp", "tls", "inproc", "ucx", "ws", "wss"):
+        raise _config_error(
+            "parallel.address",
+            f"{address!r} names the protocol {scheme!r}, which Dask does not speak",
+            "use tcp:// (or tls:// with parallel.security)",
+        )
+
+
 def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any, Any]:
     """Return ``(client, cluster)`` for ``parallel``; cluster is None when only connected."""
     from distributed import Client
@@ -272,6 +293,7 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
                 "env 'remote' needs the scheduler address",
                 "set it, e.g. `parallel.address=tcp://127.0.0.1:8786`",
             )
+        _check_address(parallel.address)
         if parallel.security is not None:
             options.setdefault("security", security_of(parallel))
         elif parallel.address.startswith("tls://") and "security" not in options:

@@ -1,7 +1,8 @@
 """The ``kit`` command line.
 
-Exit codes: 0 success, 1 the job ran but some items failed, 2 bad config or
-usage (the message is printed, without a traceback).
+Exit codes: 0 success, 1 the job ran but some items failed (or it was
+interrupted, or failed unexpectedly), 2 bad config or usage. Messages are
+printed as ``kit: error: ...`` without a traceback; ``kit --debug`` shows it.
 """
 
 from __future__ import annotations
@@ -147,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kit", description="Kit: run experiments from a config, locally or on a cluster."
     )
+    parser.add_argument(
+        "--debug", action="store_true", help="show the Python traceback of an unexpected error"
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     config = commands.add_parser("config", help="show and compare configs")
@@ -208,12 +212,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.handler(args)
+    except KeyboardInterrupt:
+        print("kit: interrupted; completed chunks are kept, run again to resume", file=sys.stderr)
+        return EXIT_ITEMS_FAILED
     except (ProviderSetupError, RunError) as exc:  # the work failed, not the input
         print(f"kit: error: {exc}", file=sys.stderr)
         return EXIT_ITEMS_FAILED
     except (KitError, FileNotFoundError, ImportError) as exc:
         print(f"kit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(
+            f"kit: error: {type(exc).__name__}: {exc} (`kit --debug ...` shows the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_ITEMS_FAILED
     return code
 
 

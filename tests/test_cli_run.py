@@ -145,3 +145,48 @@ def test_status_of_a_folder_without_a_run_exits_2(tmp_path: Path) -> None:
     result = kit_cli("status", str(tmp_path))
     assert result.returncode == 2
     assert "holds no Kit run" in result.stderr
+
+
+def test_an_address_that_is_not_one_exits_2_at_once(config: Path) -> None:
+    result = kit_cli("run", str(config), "parallel.env=remote", "+parallel.address=not-a-url")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert (
+        "kit: error: parallel.address: 'not-a-url' is not a scheduler address "
+        "(missing port number in address 'not-a-url')"
+    ) in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unexpected_error_is_one_line_unless_debug(config: Path) -> None:
+    args = ("run", str(config), "parallel.env=inline", "runner._target_=tests.workloads.BadSummary")
+    result = kit_cli(*args)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "kit: error: RuntimeError: the summary broke (`kit --debug ...` shows the traceback)"
+    )
+    assert "Traceback" not in result.stderr
+    debug = kit_cli("--debug", *args)
+    assert "Traceback (most recent call last)" in debug.stderr
+    assert debug.stderr.strip().splitlines()[-1] == "RuntimeError: the summary broke"
+
+
+def test_ctrl_c_ends_kit_run_with_a_message_not_a_traceback(config: Path, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kit", "run", str(config), "parallel.env=inline", "+sleep=0.2"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    ledger = tmp_path / "out" / "ledger.jsonl"
+    deadline = time.monotonic() + 120
+    while not ledger.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert "completed chunks are kept" in err

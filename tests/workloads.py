@@ -105,6 +105,13 @@ class Affine(Runner):
         return {"mean_y": sum(ys) / len(ys) if ys else None}
 
 
+class BadSummary(Affine):
+    """Every item runs; then summarize fails: an error Kit did not foresee."""
+
+    def summarize(self, records: list[Any]) -> dict[str, Any]:
+        raise RuntimeError("the summary broke")
+
+
 class WhereRan(Runner):
     @staticmethod
     def forward(idx: int, pid: int) -> dict[str, int]:
