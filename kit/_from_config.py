@@ -9,6 +9,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from kit.config import ConfigError, config_hash
+from kit.config._errors import error
 from kit.provider import EnvironmentProvider
 from kit.result import Index
 
@@ -57,6 +58,12 @@ def build_runner(cfg: DictConfig) -> tuple[Any, Sequence[Index]]:
     assert isinstance(container, dict)
     options = {str(k): v for k, v in container.items() if k != "_target_"}
     output_dir = cfg.get("output_dir") or f"runs/{runner_cls.__name__}-{config_hash(cfg)}"
+    if not isinstance(output_dir, str):
+        raise error(
+            f"output_dir must be a path, got {type(output_dir).__name__} {output_dir!r}",
+            full_key="output_dir",
+            fix="write it as a string, e.g. `output_dir=runs/decode`",
+        )
     runner = runner_cls(
         provider_cls(cfg), parallel=cfg.get("parallel"), output_dir=output_dir, **options
     )

@@ -7,6 +7,7 @@ can name the file a bad value was written in.
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,12 @@ def load_yaml(path: Path) -> DictConfig:
     text = _read_text(path)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
+        if isinstance(root, yaml.ScalarNode) and root.value.strip():
+            raise error(
+                f"the top level of {path} must be a mapping (key: value), not a single value",
+                source=str(path),
+                fix="write key: value lines",
+            )
         if root is not None and _expanded_size(root, {}, MAX_CONFIG_VALUES) > MAX_CONFIG_VALUES:
             raise error(
                 f"{path} expands to more than {MAX_CONFIG_VALUES:,} values through YAML "
@@ -179,9 +186,20 @@ def compose_file(path: Path, provenance: Provenance, _stack: tuple[Path, ...] = 
     mapping ``group: name`` that loads ``group/name.yaml`` under key ``group``.
     """
     try:
-        path = path.resolve()
-    except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
+        resolved = path.resolve()
+        dangling = path.is_symlink() and not resolved.exists()
+    except OSError as exc:  # a name too long, a folder without permission
+        raise error(f"cannot read {path}: {exc.strerror or exc}", source=str(path)) from None
+    except RuntimeError as exc:  # a symlink loop
         raise error(f"cannot read {path}: {exc}", source=str(path)) from None
+    if dangling:
+        raise error(
+            f"config file not found: {path} is a symlink to {os.readlink(path)}, which does "
+            "not exist",
+            source=str(path),
+            fix="point the link at a YAML file, or name the file itself",
+        )
+    path = resolved
     if path in _stack:
         chain = " -> ".join(str(p) for p in (*_stack, path))
         raise error(

@@ -61,6 +61,11 @@ def apply_overrides(cfg: DictConfig, overrides: Sequence[str], provenance: Prove
 
 def _apply_one(cfg: DictConfig, override: Any, line: str, provenance: Provenance) -> None:
     key: str = override.key_or_group
+    if not key.strip("."):
+        raise error(
+            f"override {line!r} has no key before '='",
+            fix="write key=value, e.g. `model.hidden=64`",
+        )
     if override.is_sweep_override():
         raise error(
             f"override {line!r} is a sweep; sweeps are not supported here",
