@@ -60,7 +60,9 @@ TEXTS: dict[str, str | bytes] = {
     "bom": "\ufeffa: 1\n",
     "nul": "a: 1\x00\n",
     "alias_bomb": "a: &a [x, x, x, x, x, x, x, x, x]\n"
-    + "".join(f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdef", "bcdefg")),
+    + "".join(
+        f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdef", "bcdefg", strict=True)
+    ),
     "huge": "k: " + "v" * (1 << 20) + "\n",
     "binary": bytes(range(256)) * 8,
     "latin1": "name: caf\xe9\n".encode("latin-1"),
@@ -152,7 +154,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_the_corpus_crossed_with_commands_and_overrides(corpus: dict[str, Path]) -> None:
     cases = 0
-    for (name, path), command, override in itertools.product(corpus.items(), COMMANDS, OVERRIDES):
+    for path, command, override in itertools.product(corpus.values(), COMMANDS, OVERRIDES):
         extra = [override] if override else []
         if command == ["run"]:
             extra.append("+parallel.env=inline")  # never start a cluster for a fuzz case

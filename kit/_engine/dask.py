@@ -76,8 +76,12 @@ class DaskDispatcher:
         should_stop: Callable[[], bool],
         retries: int,
         backups: str = "auto",
+        no_worker_timeout: float | None = None,
     ) -> None:
         self.client = client
+        self.no_worker_timeout = no_worker_timeout
+        # When the cluster was last seen without a single worker (None: it has some).
+        self._empty_since: float | None = None
         self.env_name = env_name
         self.job = job
         self.planner = planner
@@ -129,6 +133,7 @@ class DaskDispatcher:
                 futures = [self.arrived.get(timeout=WAIT_STEP)]
             except queue.Empty:
                 self._busy_mark += time.perf_counter() - waiting  # idle is not busy
+                self._check_workers_left()
                 continue
             self._busy_mark += time.perf_counter() - waiting
             while not self.arrived.empty():  # take every chunk back that is in: one gather
@@ -162,9 +167,31 @@ class DaskDispatcher:
             except Exception:  # the scheduler is busy or gone: keep the last count
                 return self.threads
             # No worker at all (all left): keep one chunk out, it waits on the scheduler.
-            self.threads = max(1, sum(threads.values()))
+            total = sum(threads.values())
+            if total:
+                self._empty_since = None
+            elif self._empty_since is None:
+                self._empty_since = now
+            self.threads = max(1, total)
             self.planner.n_workers = self.threads
         return self.threads
+
+    def _check_workers_left(self) -> None:
+        """End the run once the cluster has had no worker for ``no_worker_timeout`` seconds.
+
+        Workers that keep dying (an item that kills each one, a job queue that
+        stopped the jobs) would otherwise leave the run waiting for ever.
+        """
+        self.capacity()
+        if self.no_worker_timeout is None or self._empty_since is None:
+            return
+        if time.perf_counter() - self._empty_since >= self.no_worker_timeout:
+            raise TimeoutError(
+                f"the cluster has had no worker for {self.no_worker_timeout:g} s "
+                f"(parallel.startup_timeout) with {len(self.in_flight)} chunk(s) waiting; "
+                "completed chunks are kept: check the workers' logs (an item that kills "
+                "every worker, jobs the queue ended), then run again to resume"
+            )
 
     def launch(
         self, start: int, stop: int, attempt: int, alone: bool, backup: bool = False

@@ -78,6 +78,7 @@ class Run:
                     self.handle._should_stop,
                     spec.options.retries,
                     spec.options.backups,
+                    session.parallel.startup_timeout,
                 )
             dispatcher.run()
             status = self.ledger.final_status()

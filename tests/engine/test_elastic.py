@@ -104,3 +104,25 @@ def test_ideal_makespan_of_staggered_workers() -> None:
     assert ideal_makespan(10.0, [0.0]) == pytest.approx(10.0)
     # One worker alone for 2 s (2 s of work), then two share the remaining 8 s.
     assert ideal_makespan(10.0, [0.0, 2.0]) == pytest.approx(6.0)
+
+
+def test_a_cluster_left_without_workers_ends_the_run_and_resume_completes_it(
+    tmp_path: Path,
+) -> None:
+    parallel = {"env": "local", "n_workers": 1, "startup_timeout": 2, "options": {"name": "gone"}}
+    session = kit.get_session(parallel)
+    out = tmp_path / "run"
+    try:
+        cfg = toy_config(sleep=0.02)
+        runner = Affine(ToyProvider(cfg), parallel=parallel, output_dir=out, chunk_size=5)
+        run = runner.submit(range(200))
+        some = when(run, lambda e: isinstance(e, ChunkFinished) and e.done >= 20)
+        assert some.wait(120)
+        session.cluster.scale(0)
+        with pytest.raises(TimeoutError, match=r"the cluster has had no worker for 2 s"):
+            run.result(timeout=120)
+    finally:
+        session.close()
+    inline = {"env": "inline"}
+    again = Affine(ToyProvider(cfg), parallel=inline, output_dir=out, chunk_size=5).run(range(200))
+    assert again.records == expected(range(200)) and again.stats.resumed >= 20
