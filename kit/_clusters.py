@@ -73,21 +73,39 @@ def resolve_hook(path: str | None) -> SubmitHook | None:
 def job_class(base: type, submit_command: str | None, hook: SubmitHook | None) -> type:
     """Return ``base`` (a dask-jobqueue Job class) with its submission customised.
 
-    Users configure this instead of subclassing dask-jobqueue themselves.
+    Users configure this instead of subclassing dask-jobqueue themselves. The
+    class keeps what each failed submission printed in ``submit_failures``
+    (a list of its own, per cluster), so a run can report a refused job at
+    once instead of waiting ``parallel.startup_timeout`` for workers that
+    will never come.
     """
-    if not submit_command and hook is None:
-        return base
-    attrs: dict[str, Any] = {"__module__": __name__}
+    failures: list[str] = []
+    attrs: dict[str, Any] = {"__module__": __name__, "submit_failures": failures}
     if submit_command:
         attrs["submit_command"] = submit_command
-    if hook is not None:
 
-        async def _submit_job(self: Any, script_filename: str) -> Any:
+    async def _submit_job(self: Any, script_filename: str) -> Any:
+        try:
+            if hook is None:
+                return await base._submit_job(self, script_filename)  # type: ignore[attr-defined]
             command = [*shlex.split(self.submit_command), script_filename]
             return await self._call(list(hook(command)))
+        except Exception as exc:
+            from distributed.core import Status
 
-        attrs["_submit_job"] = _submit_job
+            failures.append(str(exc).strip())
+            # Failed, not "created": closing the cluster asserts that no job is left
+            # waiting to start.
+            self.status = Status.failed
+            raise
+
+    attrs["_submit_job"] = _submit_job
     return type(f"Kit{base.__name__}", (base,), attrs)
+
+
+def submit_failures(cluster: Any) -> list[str]:
+    """Return what failed job submissions of a job-queue cluster Kit started printed."""
+    return list(getattr(getattr(cluster, "job_cls", None), "submit_failures", ()))
 
 
 _IMPORT_LOCK = threading.Lock()

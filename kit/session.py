@@ -19,7 +19,7 @@ from typing import Any
 import cloudpickle
 from omegaconf import DictConfig
 
-from kit._clusters import SubmitHook
+from kit._clusters import SubmitHook, submit_failures
 from kit._errors import KitError
 from kit.config import ParallelConfig, config_hash, parallel_section
 from kit.provider import (
@@ -146,8 +146,23 @@ class Session:
         if self.client is None:
             return
         timeout = self.parallel.startup_timeout
+        deadline = time.monotonic() + timeout
         try:
-            self.client.wait_for_workers(n, timeout=timeout)
+            # In steps, so a job the queue refused is reported at once, with its output.
+            while True:
+                try:
+                    self.client.wait_for_workers(n, timeout=min(1.0, timeout))
+                    return
+                except TimeoutError:
+                    failures = submit_failures(self.cluster)
+                    if failures:
+                        raise RuntimeError(
+                            f"the job queue refused the worker job: {failures[-1]}\n"
+                            "check parallel.submit_command, parallel.options (queue, "
+                            "account, resources) and `kit cluster script` for the script"
+                        ) from None
+                    if time.monotonic() >= deadline:
+                        raise
         except TimeoutError:
             where = (
                 "the job queue (squeue, qstat...) and the job logs"

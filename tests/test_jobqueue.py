@@ -41,6 +41,28 @@ def test_a_job_runs_end_to_end_through_sbatch(
     assert len(submitted) == 2 and all(line.endswith(".sh") for line in submitted)
 
 
+def test_a_refused_job_is_reported_at_once_with_the_queue_output(
+    tmp_path: Path, closing: list[dict[str, Any]]
+) -> None:
+    import time
+
+    refusing = tmp_path / "sbatch-refuses.sh"
+    refusing.write_text(
+        '#!/bin/sh\necho "sbatch: error: invalid partition specified: nope" >&2\nexit 1\n'
+    )
+    refusing.chmod(0o755)
+    parallel = slurm_parallel(tmp_path, submit_command=str(refusing), startup_timeout=300)
+    closing.append(parallel)
+    began = time.monotonic()
+    with pytest.raises(RuntimeError) as info:
+        Affine(ToyProvider(toy_config()), parallel=parallel).run(range(5))
+    assert time.monotonic() - began < 120, "waited for the startup timeout"
+    message = str(info.value)
+    assert message.startswith("the job queue refused the worker job: ")
+    assert "sbatch: error: invalid partition specified: nope" in message
+    assert "check parallel.submit_command" in message
+
+
 @pytest.mark.slow
 def test_the_python_submit_hook_is_used(
     slurm: None, tmp_path: Path, closing: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
