@@ -164,9 +164,33 @@ def drop_unpicklable(chunk: ChunkResult, indices: Sequence[Index]) -> ChunkResul
     >>> print(drop_unpicklable(chunk, [7, 8]).errors[0].message)  # doctest: +ELLIPSIS
     the record['lock'] is a _thread.lock, which cannot be pickled (TypeError: ...)
     """
+    return fail_records(chunk, indices, _pickle_problem)
+
+
+def _pickle_problem(record: Any) -> str | None:
     import cloudpickle
 
-    from kit._records import is_plain, unstorable
+    from kit._records import unstorable
+
+    what = unstorable(record)  # plain values, numpy values and bytes always pickle
+    if what is None:
+        return None
+    try:
+        cloudpickle.dumps(record)
+    except Exception as exc:
+        return f"{what}, which cannot be pickled ({type(exc).__name__}: {exc})"
+    return None
+
+
+def fail_records(
+    chunk: ChunkResult, indices: Sequence[Index], problem: Callable[[Any], str | None]
+) -> ChunkResult:
+    """Return ``chunk`` with each record ``problem`` finds fault with turned into an item error.
+
+    ``indices`` are the chunk's own; ``problem(record)`` returns the message,
+    or None for a good record. Plain JSON records are never asked about.
+    """
+    from kit._records import is_plain
 
     failed = {e.position for e in chunk.errors}
     records, errors = list(chunk.records), list(chunk.errors)
@@ -174,13 +198,8 @@ def drop_unpicklable(chunk: ChunkResult, indices: Sequence[Index]) -> ChunkResul
         pos = chunk.start + offset
         if pos in failed or is_plain(record):
             continue
-        what = unstorable(record)
-        if what is None:
-            continue
-        try:
-            cloudpickle.dumps(record)
-        except Exception as exc:
-            message = f"{what}, which cannot be pickled ({type(exc).__name__}: {exc})"
+        message = problem(record)
+        if message is not None:
             errors.append(
                 ItemError(indices[offset], pos, "builtins.TypeError", message, "", chunk.worker)
             )

@@ -26,7 +26,6 @@ can store chunks in any format.
 
 from __future__ import annotations
 
-import dataclasses
 import fcntl
 import hashlib
 import json
@@ -44,7 +43,7 @@ from omegaconf import DictConfig
 
 from kit import _records
 from kit._atomic import atomic_file, fsync_dir
-from kit._chunk import ChunkResult, drop_unpicklable
+from kit._chunk import ChunkResult, drop_unpicklable, fail_records
 from kit._errors import KitError
 from kit.result import Index, ItemError, RunResult
 
@@ -82,7 +81,7 @@ class RecordWriter:
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> from kit._chunk import ChunkResult, drop_unpicklable
+    >>> from kit._chunk import ChunkResult, drop_unpicklable, fail_records
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> chunk = ChunkResult(0, [{"y": 1}, 2], [], "0", 0.1)
     >>> path = RecordWriter().write_chunk(folder / "0-2", chunk)
@@ -107,31 +106,10 @@ class RecordWriter:
 
         ``indices`` are the run's indices (to name the failed items).
         """
-        failed = {e.position for e in chunk.errors}
+        own = indices[chunk.start : chunk.stop]
         if self.record_format == "pickle":
-            return drop_unpicklable(chunk, indices[chunk.start : chunk.stop])
-        errors = list(chunk.errors)
-        records = list(chunk.records)
-        for offset, record in enumerate(chunk.records):
-            pos = chunk.start + offset
-            if pos in failed or _records.is_plain(record):
-                continue
-            what = _records.unstorable(record)
-            if what is None:
-                continue
-            message = (
-                f"{what}, which Kit does not store as data; return plain values "
-                "(str, numbers, lists, dicts), numpy arrays or bytes, or set "
-                "runner.record_format: pickle"
-            )
-            errors.append(
-                ItemError(indices[pos], pos, "builtins.TypeError", message, "", chunk.worker)
-            )
-            records[offset] = None
-        if len(errors) == len(chunk.errors):
-            return chunk
-        errors.sort(key=lambda e: e.position)
-        return dataclasses.replace(chunk, records=records, errors=errors)
+            return drop_unpicklable(chunk, own)
+        return fail_records(chunk, own, _data_problem)
 
     def write_chunk(self, stem: Path, chunk: ChunkResult) -> Path:
         """Write ``chunk`` to ``stem`` plus a suffix, atomically and durably; return the path."""
@@ -246,6 +224,16 @@ class RecordWriter:
 
     def merge(self, output_dir: Path, result: RunResult) -> None:
         """Combine a completed run's chunks (e.g. into one file); the default does nothing."""
+
+
+def _data_problem(record: Any) -> str | None:
+    what = _records.unstorable(record)
+    if what is None:
+        return None
+    return (
+        f"{what}, which Kit does not store as data; return plain values (str, numbers, "
+        "lists, dicts), numpy arrays or bytes, or set runner.record_format: pickle"
+    )
 
 
 def _pyarrow() -> Any:
