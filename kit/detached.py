@@ -146,20 +146,21 @@ def start_driver(
             "'address': '<the scheduler address>'}"
         )
     out = runner.output_dir
-    out.mkdir(parents=True, exist_ok=True)
-    driver = _read_json(out / "driver.json")
-    result = _fresh(_read_json(out / "result.json"), "finished", driver or {})
-    if driver and DriverIdentity(driver).running() and result is None:
-        raise RuntimeError(
-            f"a detached driver (pid {driver['pid']}) is already running in {out}; "
-            f"attach to it with kit.attach({str(out)!r}) or cancel it with `kit cancel {out}`"
-        )
-    # Written under the directory's lock, as every write into it: a live run refuses.
-    # The previous run's result.json and status.json stay until the driver replaces
-    # them; status() knows them as older than this driver.
+    # Written under the directory's lock, as every write into it: a live run, a file
+    # or a place this user cannot write refuses before anything changes. The previous
+    # run's result.json and status.json stay until the driver replaces them; status()
+    # knows them as older than this driver.
     store = RunStore(out)
     store.lock()
     try:
+        driver = _read_json(out / "driver.json")
+        result = _fresh(_read_json(out / "result.json"), "finished", driver or {})
+        if driver and DriverIdentity(driver).running() and result is None:
+            raise RuntimeError(
+                f"a detached driver (pid {driver['pid']}) is already running in {out}; "
+                f"attach to it with kit.attach({str(out)!r}) or cancel it with "
+                f"`kit cancel {out}`"
+            )
         job = {"runner": runner, "indices": indices, "kwargs": dict(forward_kwargs)}
         with atomic_file(out / "job.pkl", "wb", private=True) as fh:
             cloudpickle.dump(job, fh)

@@ -308,3 +308,11 @@ def test_a_full_disk_keeps_the_stored_chunks_and_a_later_run_resumes(tmp_path: P
     )
     again = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=3).run(range(12))
     assert again.records == expected(range(12)) and again.stats.resumed == 6
+
+
+def test_a_detached_submit_into_a_file_is_a_store_error(tmp_path: Path) -> None:
+    taken = tmp_path / "results"
+    taken.write_text("not a run")
+    with pytest.raises(StoreError, match=f"output_dir {taken} is a file, not a directory"):
+        Affine(ToyProvider(toy_config()), output_dir=taken).submit(range(2), detached=True)
+    assert taken.read_text() == "not a run"
