@@ -432,7 +432,8 @@ class RunStore:
             if strays:
                 warnings.warn(
                     f"{len(strays)} file(s) in {self.chunks_dir} that Kit's ledger does not "
-                    f"name were left alone, unread: {', '.join(strays[:5])}",
+                    f"name were left alone, unread: {', '.join(strays[:5])} (a chunk whose "
+                    "commit a crash interrupted, or a file Kit did not write)",
                     StoreWarning,
                     stacklevel=2,
                 )
