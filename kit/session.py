@@ -12,6 +12,7 @@ import contextlib
 import os
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -121,7 +122,7 @@ class Session:
                 for old in [
                     n for n in self.local_envs if n.startswith(env_name_prefix(type(provider)))
                 ]:
-                    provider.teardown_env(self.local_envs.pop(old))
+                    _teardown_stale(provider, self.local_envs.pop(old), label)
                 env = check_env(provider.build_env_local(), label, "build_env_local()")
                 self.local_envs[name] = env
             return name, sorted(self.local_envs[name])
@@ -200,6 +201,20 @@ class Session:
             "owns_cluster": self.cluster is not None,
             "job_logs": self.job_logs,
         }
+
+
+def _teardown_stale(provider: EnvironmentProvider, env: Env, label: str) -> None:
+    # The stale env belongs to an earlier run whose outcome is settled; its
+    # failing teardown must not fail the run that replaces it.
+    try:
+        provider.teardown_env(env)
+    except Exception as exc:
+        warnings.warn(
+            f"{label}: tearing down the previous env failed ({type(exc).__name__}: {exc}); "
+            "the new env is built anyway",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _close_quietly(env: Env) -> None:

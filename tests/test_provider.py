@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from omegaconf import OmegaConf
 
 from kit import EnvironmentProvider
-from tests.workloads import Model, NewNameProvider, ToyProvider, toy_config
+from tests.workloads import Affine, Model, NewNameProvider, ToyProvider, expected, toy_config
 
 
 def test_a_provider_without_its_methods_cannot_be_built() -> None:
@@ -54,3 +55,17 @@ def test_env_name_follows_class_and_config() -> None:
     assert a == ToyProvider(toy_config(factor=2)).env_name()
     assert a != ToyProvider(toy_config(factor=3)).env_name()
     assert a.startswith("kit-env:tests.workloads.ToyProvider:")
+
+
+def test_a_failing_teardown_of_the_previous_inline_env_warns_and_the_new_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    first = toy_config(gone, factor=2)
+    Affine(ToyProvider(first)).run(range(2))
+    gone.joinpath("setup.log").unlink()
+    gone.rmdir()  # closing the old model now fails: its log directory is gone
+    with pytest.warns(RuntimeWarning, match="tearing down the previous env failed"):
+        result = Affine(ToyProvider(toy_config(factor=3))).run(range(2))
+    assert result.records == expected(range(2), factor=3)
