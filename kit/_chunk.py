@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kit._exit_guard import ProcessExitCalled, exit_guard
 from kit._inject import ForwardSpec
 from kit.result import Index, ItemError
 
@@ -84,9 +85,10 @@ def size_batches(
     return batches
 
 
-#: What ``forward`` may raise and fail only its items: ``sys.exit()`` in forward
-#: must not end the worker or the notebook's kernel that runs it.
-ITEM_FAILURES = (Exception, SystemExit)
+#: What ``forward`` may raise and fail only its items: ``sys.exit()`` and
+#: ``os._exit()`` (see :mod:`kit._exit_guard`) in forward must not end the worker
+#: or the notebook's kernel that runs it.
+ITEM_FAILURES = (Exception, SystemExit, ProcessExitCalled)
 
 
 def item_error(index: Index, position: int, exc: BaseException, worker: str) -> ItemError:
@@ -96,10 +98,14 @@ def item_error(index: Index, position: int, exc: BaseException, worker: str) -> 
     --------
     >>> item_error(4, 0, SystemExit(3), "0").message
     'forward called sys.exit(3)'
+    >>> item_error(4, 0, ProcessExitCalled(1), "0").message
+    'forward called os._exit(1)'
     """
     error = ItemError.from_exception(index, position, exc, worker)
     if isinstance(exc, SystemExit):
         return dataclasses.replace(error, message=f"forward called sys.exit({exc.code!r})")
+    if isinstance(exc, ProcessExitCalled):
+        return dataclasses.replace(error, message=f"forward called os._exit({exc.code!r})")
     return error
 
 
@@ -119,6 +125,20 @@ def execute_chunk(
     size (read with ``batch_by.size`` and the ``env``); an item whose size
     cannot be read fails alone.
     """
+    with exit_guard():
+        return _execute(forward, kwargs, indices, start, batch_size, worker, batch_by, env)
+
+
+def _execute(
+    forward: Callable[..., Any],
+    kwargs: dict[str, Any],
+    indices: Sequence[Index],
+    start: int,
+    batch_size: int | None,
+    worker: str,
+    batch_by: BatchBy | None,
+    env: Mapping[str, Any] | None,
+) -> ChunkResult:
     n = len(indices)
     records: list[Any] = [None] * n
     errors: list[ItemError] = []

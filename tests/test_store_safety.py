@@ -260,16 +260,17 @@ def test_a_detached_submit_into_a_directory_a_live_run_writes_changes_nothing(
 # --------------------------------------------------------------- forward's failures
 @pytest.mark.parametrize("where", ["inline", "local"])
 @pytest.mark.parametrize("record_format", ["data", "pickle"])
-def test_sys_exit_and_an_unpicklable_record_fail_only_their_items(
+def test_sys_exit_os_exit_and_an_unpicklable_record_fail_only_their_items(
     tmp_path: Path, request: pytest.FixtureRequest, where: str, record_format: str
 ) -> None:
     parallel = request.getfixturevalue("local") if where == "local" else None
     result = Exits(
         EmptyEnv({}), parallel=parallel, output_dir=tmp_path / "run", record_format=record_format
-    ).run(range(5))
-    assert result.records == [0, 1, None, None, 4]
+    ).run(range(7))
+    assert result.records == [0, 1, None, None, 4, None, 6]
     by_index = {e.index: e.message for e in result.errors}
     assert by_index[2] == "forward called sys.exit(3)"
+    assert by_index[5] == "forward called os._exit(4)"
     assert by_index[3].startswith("the record['lock'] is a _thread.lock, which ")
     if record_format == "pickle":
         assert "which cannot be pickled (TypeError: cannot pickle" in by_index[3]

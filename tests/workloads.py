@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
 import threading
 import time
@@ -175,12 +176,14 @@ class OpaqueRecords(Runner):
 
 
 class Exits(Runner):
-    """Item 2 calls sys.exit(3); item 3 returns a record that cannot be pickled."""
+    """Item 2 calls sys.exit(3), item 5 os._exit(4); item 3 returns an unpicklable record."""
 
     @staticmethod
     def forward(idx: int) -> Any:
         if idx == 2:
             sys.exit(3)
+        if idx == 5:
+            os._exit(4)
         if idx == 3:
             return {"lock": threading.Lock()}
         return idx
@@ -199,12 +202,14 @@ def expected(indices: Any, factor: int = 2, offset: int = 1) -> list[dict[str, i
 
 
 class Crashy(Runner):
-    """Kills its worker process on the indices in ``crash_on``."""
+    """Kills its worker process on the indices in ``crash_on``, as a segfault would."""
 
     @staticmethod
     def forward(idx: int, model: Model) -> int:
         if idx in model.cfg.get("crash_on", []):
-            os._exit(1)
+            if model.cfg.get("log_dir"):
+                log(model.cfg, "crashes.log", str(idx))
+            os.kill(os.getpid(), signal.SIGKILL)
         return idx * model.factor
 
 
