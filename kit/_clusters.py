@@ -155,6 +155,7 @@ def job_queue_cluster(parallel: ParallelConfig, hook: SubmitHook | None = None) 
     scheduler_options = dict(options.pop("scheduler_options", None) or {})
     # Kit's dashboards listen on 127.0.0.1 unless the config says otherwise.
     scheduler_options.setdefault("dashboard_address", "127.0.0.1:0")
+    scheduler_options.setdefault("allowed_failures", ALLOWED_FAILURES)
     hook = hook or resolve_hook(parallel.submit_hook)
     job_cls = job_class(cls.job_cls, parallel.submit_command, hook)
     if "security" not in options and parallel.security is not None:
@@ -280,6 +281,22 @@ def _check_address(address: str) -> None:
         )
 
 
+#: Worker deaths the schedulers Kit starts allow a task before failing it. Dask's
+#: default (3) sends a task that kills its worker to three more workers; Kit
+#: instead takes a lost chunk back at once and runs its items alone (see
+#: kit._engine.dask), so a killing item costs ``retries + 2`` worker deaths, not
+#: four times as many. Set ``allowed_failures`` in the scheduler options to change it.
+ALLOWED_FAILURES = 0
+
+
+def _set_allowed_failures(kwargs: dict[str, Any]) -> None:
+    """Give a LocalCluster's scheduler Kit's ``allowed_failures`` unless the options set one."""
+    kwargs["scheduler_kwargs"] = {
+        "allowed_failures": ALLOWED_FAILURES,
+        **(kwargs.get("scheduler_kwargs") or {}),
+    }
+
+
 def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any, Any]:
     """Return ``(client, cluster)`` for ``parallel``; cluster is None when only connected."""
     from distributed import Client
@@ -302,6 +319,7 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
             "dashboard_address": "127.0.0.1:0",
         }
         kwargs.update(options)
+        _set_allowed_failures(kwargs)
         cluster = LocalCluster(**kwargs)  # type: ignore[no-untyped-call]
         return Client(cluster, set_as_default=False), cluster  # type: ignore[no-untyped-call]
     if env == "remote":
@@ -377,6 +395,7 @@ def local_gpu_cluster(parallel: ParallelConfig) -> Any:
         )
     kwargs: dict[str, Any] = {"n_workers": parallel.n_workers, "dashboard_address": "127.0.0.1:0"}
     kwargs.update(parallel.options)
+    _set_allowed_failures(kwargs)
     return LocalCUDACluster(**kwargs)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import kit
-from tests.workloads import Affine, Crashy, ToyProvider, expected, toy_config
+from tests.workloads import Affine, Crashy, ToyProvider, expected, lines, toy_config
 
 pytestmark = pytest.mark.slow
 
@@ -42,13 +42,9 @@ def test_a_worker_killed_mid_run_loses_no_work(tmp_path: Path) -> None:
 
 
 @contextlib.contextmanager
-def fragile_cluster(name: str, n_workers: int) -> Iterator[dict[str, Any]]:
-    """A private LocalCluster whose scheduler gives up on a task at the first worker death."""
-    parallel = {
-        "env": "local",
-        "n_workers": n_workers,
-        "options": {"name": name, "scheduler_kwargs": {"allowed_failures": 0}},
-    }
+def cluster(name: str, n_workers: int) -> Iterator[dict[str, Any]]:
+    """A private LocalCluster with Kit's defaults (its scheduler fails a task at a death)."""
+    parallel = {"env": "local", "n_workers": n_workers, "options": {"name": name}}
     session = kit.get_session(parallel)
     try:
         yield parallel
@@ -56,24 +52,57 @@ def fragile_cluster(name: str, n_workers: int) -> Iterator[dict[str, Any]]:
         session.close()
 
 
-def test_a_chunk_that_keeps_killing_workers_fails_its_items_only() -> None:
-    with fragile_cluster("fatal", n_workers=1) as parallel:
+def test_an_item_that_keeps_killing_workers_fails_alone_after_retries_plus_2_deaths(
+    tmp_path: Path,
+) -> None:
+    with cluster("fatal", n_workers=1) as parallel:
         runner = Crashy(
-            ToyProvider(toy_config(crash_on=[3])), parallel=parallel, chunk_size=1, retries=1
+            ToyProvider(toy_config(tmp_path, crash_on=[3])),
+            parallel=parallel,
+            chunk_size=1,
+            retries=1,
         )
         result = runner.run(range(8))
     assert result.failed_indices == [3]
     assert result.records == [0, 2, 4, None, 8, 10, 12, 14]
     message = result.errors[0].message
-    assert message.startswith("this item's task failed 2 times when run alone")
+    assert message.startswith(
+        "this item's task failed 3 times, the last 2 with the item run alone, "
+        "as when it kills its worker"
+    )
     assert "KilledWorker" in message
+    assert lines(tmp_path, "crashes.log") == ["3"] * 3
 
 
-def test_a_killing_item_in_a_big_chunk_is_found_and_only_it_fails() -> None:
-    with fragile_cluster("bisect", n_workers=2) as parallel:
+@pytest.mark.parametrize("retries", [0, 2])
+def test_a_killing_item_in_a_big_chunk_costs_at_most_retries_plus_2_deaths(
+    tmp_path: Path, retries: int
+) -> None:
+    with cluster(f"big{retries}", n_workers=2) as parallel:
         runner = Crashy(
-            ToyProvider(toy_config(crash_on=[13])), parallel=parallel, chunk_size=16, retries=0
+            ToyProvider(toy_config(tmp_path, crash_on=[13])),
+            parallel=parallel,
+            chunk_size=16,
+            retries=retries,
         )
         result = runner.run(range(64))
     assert result.failed_indices == [13]
     assert result.records == [None if i == 13 else 2 * i for i in range(64)]
+    assert lines(tmp_path, "crashes.log") == ["13"] * (retries + 2)
+
+
+def allowed_failures(dask_scheduler: Any) -> int:
+    return int(dask_scheduler.allowed_failures)
+
+
+def test_the_scheduler_options_can_set_allowed_failures() -> None:
+    parallel = {
+        "env": "local",
+        "n_workers": 1,
+        "options": {"name": "patient", "scheduler_kwargs": {"allowed_failures": 3}},
+    }
+    session = kit.get_session(parallel)
+    try:
+        assert session.client.run_on_scheduler(allowed_failures) == 3
+    finally:
+        session.close()

@@ -19,6 +19,10 @@ from tests.workloads import Affine, ToyProvider, expected, lines, toy_config
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def allowed_failures(dask_scheduler: Any) -> int:
+    return int(dask_scheduler.allowed_failures)
+
+
 @pytest.mark.slow
 def test_a_job_runs_end_to_end_through_sbatch(
     slurm: None, tmp_path: Path, closing: list[dict[str, Any]]
@@ -29,7 +33,9 @@ def test_a_job_runs_end_to_end_through_sbatch(
     parallel = slurm_parallel(tmp_path, submit_command=str(wrapper))
     closing.append(parallel)
     # Both jobs in before the run starts, or trivial items may all land on the first.
-    kit.get_session(parallel).wait_for_workers(2)
+    session = kit.get_session(parallel)
+    session.wait_for_workers(2)
+    assert session.client.run_on_scheduler(allowed_failures) == 0
     result = Affine(ToyProvider(toy_config(tmp_path)), parallel=parallel).run(range(200))
     assert result.records == expected(range(200))
     assert len(result.stats.workers) == 2

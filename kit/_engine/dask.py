@@ -93,8 +93,8 @@ class DaskDispatcher:
         self.in_flight: dict[str, Flight] = {}
         # Keys of the copies of each (start, stop) out at once (a chunk and its backup).
         self.twins: dict[tuple[int, int], list[str]] = {}
-        # Chunks lost with a worker run again alone, so a chunk that kills its worker
-        # cannot take innocent chunks down with it (see lost()).
+        # Items of chunks lost with a worker run again one by one, alone, so an item
+        # that kills its worker is found at its next death (see lost()).
         self.isolated: deque[tuple[int, int, int]] = deque()
         self.threads = planner.n_workers
         self._capacity_checked = time.perf_counter()
@@ -316,17 +316,17 @@ class DaskDispatcher:
     def lost(self, flight: Flight, exc: BaseException | None) -> None:
         """Decide what to do with a chunk whose task failed (its worker died, say).
 
-        A chunk that failed beside others may be a bystander: run it again
-        alone. One that fails alone is split in halves, each run alone, until
-        the item that kills its worker is found; that item gets ``retries``
-        more attempts, then is recorded as failed. Every other item runs.
+        Any item of a lost chunk may be the one that killed the worker, and the
+        others are bystanders: each item runs again alone, one at a time with
+        nothing else in flight, so the next death names its item. That item
+        gets ``retries`` more attempts, then is recorded as failed; every other
+        item runs. With the scheduler failing a task at its first worker death
+        (as on the clusters Kit starts), a killing item costs ``retries + 2``
+        worker deaths.
         """
         start, stop, attempt = flight.start, flight.stop, flight.attempt
-        if not flight.alone:
-            self.isolated.append((start, stop, attempt))
-        elif stop - start > 1:
-            middle = (start + stop) // 2
-            self.isolated.extend([(start, middle, attempt), (middle, stop, attempt)])
+        if stop - start > 1 or not flight.alone:
+            self.isolated.extend((pos, pos + 1, 0) for pos in range(start, stop))
         elif attempt < self.retries:
             self.isolated.append((start, stop, attempt + 1))
         else:
@@ -337,8 +337,8 @@ class DaskDispatcher:
     ) -> ChunkResult:
         reason = exc if exc is not None else RuntimeError("the chunk was cancelled by the cluster")
         wrapped = RuntimeError(
-            f"this item's task failed {attempt + 1} times when run alone, as when it kills "
-            f"its worker ({type(reason).__name__}: {reason})"
+            f"this item's task failed {attempt + 2} times, the last {attempt + 1} with the "
+            f"item run alone, as when it kills its worker ({type(reason).__name__}: {reason})"
         )
         wrapped.__traceback__ = getattr(reason, "__traceback__", None)
         errors = [
