@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import os
 import re
+import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -37,19 +41,30 @@ class ProviderPlugin(WorkerPlugin):
         self._provider = provider
         self.env: dict[str, Any] | None = None
         self.builds = 0
+        self.removed = False
 
-    def setup(self, worker: Any) -> None:
-        """Build the env; wrap any failure with the provider and worker named.
+    async def setup(self, worker: Any) -> None:
+        """Build the env on a thread; wrap any failure with the provider and worker named.
 
-        Before the setup function runs, the process environment says which
-        worker this is (``KIT_WORKER_INDEX``, and ESPnet3's ``DASK_WORKER_ID``),
-        e.g. for choosing a device per worker.
+        On a thread, so the worker goes on answering the scheduler (heartbeats,
+        a plugin removed because the run gave up on a setup) while a model
+        loads. Before the setup function runs, the process environment says
+        which worker this is (``KIT_WORKER_INDEX``, and ESPnet3's
+        ``DASK_WORKER_ID``), e.g. for choosing a device per worker.
         """
         os.environ["DASK_WORKER_ID"] = str(worker.id)
         os.environ["KIT_WORKER_INDEX"] = str(worker_index(worker.name))
+        env = await _on_daemon_thread(functools.partial(self._build, worker), self.label)
+        if self.removed:  # the run gave up waiting and unregistered the plugin
+            self._release(env)
+            return
+        self.env = env
+        self.builds += 1
+
+    def _build(self, worker: Any) -> dict[str, Any]:
         try:
             fn = cloudpickle.loads(self._setup)
-            env = check_env(fn(), self.label, "the worker setup function")
+            return check_env(fn(), self.label, "the worker setup function")
         except KitError:
             raise  # already says what is wrong and how to fix it (a provider's ConfigError)
         except Exception as exc:
@@ -58,15 +73,46 @@ class ProviderPlugin(WorkerPlugin):
                 f"{self.label}: building the env failed on worker {worker.name} "
                 f"({worker.address}):\n{text}"
             ) from None
-        self.env = env
-        self.builds += 1
 
     def teardown(self, worker: Any) -> None:
         """Release the env through the provider's ``teardown_env``."""
+        self.removed = True
         env, self.env = self.env, None
         if env is not None:
-            provider = cloudpickle.loads(self._provider)
-            provider.teardown_env(env)
+            self._release(env)
+
+    def _release(self, env: dict[str, Any]) -> None:
+        provider = cloudpickle.loads(self._provider)
+        provider.teardown_env(env)
+
+
+async def _on_daemon_thread(fn: Callable[[], Any], label: str) -> Any:
+    """Await ``fn()`` run on a daemon thread of its own.
+
+    Not the loop's executor: its threads are joined when the process exits,
+    so a setup that never returns would keep the worker from closing.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        try:
+            value, error = fn(), None
+        except BaseException as exc:
+            value, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the worker's loop closed meanwhile
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name=f"kit-setup-{label}", daemon=True).start()
+    return await future
 
 
 def worker_index(name: Any) -> int:

@@ -49,8 +49,10 @@ class Runner:
     output_dir
         Where to store the run (manifest, chunk files, errors, config); None
         keeps results in memory only.
-    batch_size, batch_by, max_batch, chunk_size, resume, on_error, max_failures, retries, backups
+    batch_size, batch_by, max_batch, chunk_size, resume, on_error, max_failures
         As in the ``runner`` config section: see :class:`kit.config.RunnerConfig`.
+    retries, backups, setup_timeout
+        As in the ``runner`` config section.
     record_format
         ``data`` (JSON lines, Arrow for numpy values and bytes; never executed
         when read) or ``pickle``: see :class:`kit.config.RunnerConfig`.
@@ -109,6 +111,7 @@ class Runner:
         retries: int = 2,
         backups: str = "auto",
         record_format: str = "data",
+        setup_timeout: float | None = None,
         writer: RecordWriter | None = None,
         client: Any = None,
     ) -> None:
@@ -129,6 +132,7 @@ class Runner:
             "retries": retries,
             "backups": backups,
             "record_format": record_format,
+            "setup_timeout": setup_timeout,
         }
         checked = check_section(OmegaConf.create({"runner": options}), "runner", RunnerConfig)
         self.options = RunnerConfig(**OmegaConf.to_container(checked))  # type: ignore[arg-type]

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import threading
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import cloudpickle
 from omegaconf import DictConfig
@@ -30,6 +31,8 @@ from kit.provider import (
     check_env,
     env_name_prefix,
 )
+
+T = TypeVar("T")
 
 _LOCK = threading.RLock()
 _SESSIONS: dict[str, Session] = {}
@@ -107,13 +110,26 @@ class Session:
         """Worker threads counted by the latest :meth:`attach` (1 for inline)."""
         return self._threads if self.client is not None else 1
 
-    def attach(self, provider: EnvironmentProvider) -> tuple[str, list[str]]:
+    def attach(
+        self,
+        provider: EnvironmentProvider,
+        *,
+        should_stop: Callable[[], bool] | None = None,
+        timeout: float | None = None,
+    ) -> tuple[str, list[str]]:
         """Make ``provider``'s env available; return its name and keys.
 
         Inline, the env is built once with ``build_env_local`` and cached in
         this session. On a cluster it is built by a worker plugin on every
         worker (and on workers that join later); an env of the same provider
         class with another config is torn down first.
+
+        With ``should_stop`` or ``timeout`` (``runner.setup_timeout``), the
+        build is waited for in steps: :class:`SetupCancelled` once
+        ``should_stop()`` is true, :class:`ProviderSetupError` after
+        ``timeout`` seconds. A build that is given up keeps running where it
+        is (Python cannot stop a thread) and its env is released when it
+        ends; a later run builds afresh.
         """
         name = provider.env_name()
         label = type(provider).__qualname__
@@ -123,27 +139,54 @@ class Session:
                     n for n in self.local_envs if n.startswith(env_name_prefix(type(provider)))
                 ]:
                     _teardown_stale(provider, self.local_envs.pop(old), label)
-                env = check_env(provider.build_env_local(), label, "build_env_local()")
+                build = functools.partial(_build_local, provider, label)
+                if should_stop is None and timeout is None:
+                    env = build()
+                else:
+                    env = _bounded(
+                        build,
+                        should_stop,
+                        timeout,
+                        label,
+                        on_late=functools.partial(_teardown_stale, provider, label=label),
+                    )
                 self.local_envs[name] = env
             return name, sorted(self.local_envs[name])
         from kit._plugin import scheduler_state
 
         state = self.client.run_on_scheduler(scheduler_state)
         if state["threads"] == 0:
-            self.wait_for_workers()
+            self.wait_for_workers(should_stop=should_stop)
             state = self.client.run_on_scheduler(scheduler_state)
         self._threads = max(1, state["threads"])
         keys = self._env_keys.get(name)
         if keys is None or name not in state["plugins"]:
-            keys = _attach_to_cluster(self.client, provider, name, label, state["plugins"])
+            register = functools.partial(
+                _attach_to_cluster, self.client, provider, name, label, state["plugins"]
+            )
+            if should_stop is None and timeout is None:
+                keys = register()
+            else:
+                try:
+                    keys = _bounded(register, should_stop, timeout, label)
+                except (SetupCancelled, ProviderSetupError):
+                    # Workers still building it drop the env when the build ends.
+                    with contextlib.suppress(Exception):
+                        self.client.unregister_worker_plugin(name)
+                    raise
             prefix = env_name_prefix(type(provider))
             for old in [n for n in self._env_keys if n.startswith(prefix)]:
                 del self._env_keys[old]
             self._env_keys[name] = keys
         return name, keys
 
-    def wait_for_workers(self, n: int = 1) -> None:
-        """Wait until ``n`` workers have joined, up to ``parallel.startup_timeout`` seconds."""
+    def wait_for_workers(
+        self, n: int = 1, *, should_stop: Callable[[], bool] | None = None
+    ) -> None:
+        """Wait until ``n`` workers have joined, up to ``parallel.startup_timeout`` seconds.
+
+        :class:`SetupCancelled` once ``should_stop()`` is true (checked every second).
+        """
         if self.client is None:
             return
         timeout = self.parallel.startup_timeout
@@ -155,6 +198,10 @@ class Session:
                     self.client.wait_for_workers(n, timeout=min(1.0, timeout))
                     return
                 except TimeoutError:
+                    if should_stop is not None and should_stop():
+                        raise SetupCancelled(
+                            "the run was cancelled while waiting for workers"
+                        ) from None
                     failures = submit_failures(self.cluster)
                     if failures:
                         raise RuntimeError(
@@ -203,9 +250,75 @@ class Session:
         }
 
 
+class SetupCancelled(Exception):
+    """The run was cancelled while its session was waiting for workers or an env."""
+
+
+#: Seconds between checks for cancellation while an env is built.
+SETUP_STEP = 0.1
+
+
+def _build_local(provider: EnvironmentProvider, label: str) -> Env:
+    return check_env(provider.build_env_local(), label, "build_env_local()")
+
+
+def _bounded(
+    fn: Callable[[], T],
+    should_stop: Callable[[], bool] | None,
+    timeout: float | None,
+    label: str,
+    on_late: Callable[[T], None] | None = None,
+) -> T:
+    """Call ``fn`` on a helper thread; give up on cancellation or after ``timeout`` s.
+
+    A call given up on goes on in the background; ``on_late`` gets its result
+    if it ever ends, so nothing it built is kept.
+    """
+    lock = threading.Lock()
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def call() -> None:
+        try:
+            value = fn()
+        except BaseException as exc:
+            with lock:
+                box["error"] = exc
+                done.set()
+            return
+        with lock:
+            late = box.get("abandoned", False)
+            box["value"] = value
+            done.set()
+        if late and on_late is not None:
+            on_late(value)
+
+    threading.Thread(target=call, name=f"kit-setup-{label}", daemon=True).start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not done.wait(SETUP_STEP):
+        stop = should_stop is not None and should_stop()
+        if stop or (deadline is not None and time.monotonic() >= deadline):
+            with lock:
+                if done.is_set():
+                    break
+                box["abandoned"] = True
+            if stop:
+                raise SetupCancelled(f"{label}: the run was cancelled while its env was built")
+            raise ProviderSetupError(
+                f"{label}: building the env took longer than {timeout:g} s "
+                "(runner.setup_timeout); the build goes on in the background and its env "
+                "is released when it ends. Check what the provider's setup waits for (a "
+                "download, a lock, a device), or raise runner.setup_timeout"
+            )
+    if "error" in box:
+        raise box["error"]
+    value: T = box["value"]
+    return value
+
+
 def _teardown_stale(provider: EnvironmentProvider, env: Env, label: str) -> None:
-    # The stale env belongs to an earlier run whose outcome is settled; its
-    # failing teardown must not fail the run that replaces it.
+    # The stale env belongs to an earlier run whose outcome is settled, or to a
+    # build given up on; its failing teardown must not fail the run going on.
     try:
         provider.teardown_env(env)
     except Exception as exc:

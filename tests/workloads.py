@@ -69,6 +69,23 @@ class ToyProvider(EnvironmentProvider):
         return setup
 
 
+def build_when_released(cfg: Any) -> dict[str, Any]:
+    """Hang until the file ``cfg.release`` exists (a setup stuck on a lock or a download)."""
+    while not Path(cfg.release).exists():
+        time.sleep(0.02)
+    return build_env(cfg)
+
+
+class HangingProvider(EnvironmentProvider):
+    """Its setup, inline and on workers, waits for ``cfg.release`` to exist."""
+
+    def build_env_local(self) -> dict[str, Any]:
+        return build_when_released(self.config)
+
+    def make_worker_setup_fn(self) -> Any:
+        return functools.partial(build_when_released, self.config)
+
+
 class EmptyEnv(EnvironmentProvider):
     """No heavy objects: for runners whose forward needs nothing."""
 

@@ -157,6 +157,11 @@ class RunHandle:
         self._thread.start()
         return self
 
+    @property
+    def background(self) -> bool:
+        """Whether the run is driven on a thread of its own (:meth:`start`)."""
+        return self._thread is not None
+
     def join(self, timeout: float | None = None) -> None:
         """Wait for the driving thread to end."""
         if self._thread is not None:

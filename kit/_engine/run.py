@@ -18,7 +18,7 @@ from kit._engine.inline import InlineDispatcher
 from kit._plan import ChunkPlanner
 from kit.events import ChunkFinished, RunFinished, RunStarted
 from kit.result import RunError, RunResult, RunStatus
-from kit.session import Session, get_session, session_for_client
+from kit.session import Session, SetupCancelled, get_session, session_for_client
 
 if TYPE_CHECKING:
     from kit._engine.handle import RunHandle
@@ -42,7 +42,15 @@ class Run:
         spec = self.spec
         try:
             session = self._session()
-            env_name, env_keys = session.attach(spec.provider)
+            try:
+                env_name, env_keys = session.attach(
+                    spec.provider,
+                    # A run driven on the caller's thread is stopped by Ctrl-C there.
+                    should_stop=self.handle._should_stop if self.handle.background else None,
+                    timeout=spec.options.setup_timeout,
+                )
+            except SetupCancelled:
+                return self._conclude(RunStatus.CANCELLED), None
             spec.job.forward_spec.check(env_keys, spec.job.explicit)
             if spec.job.batch_by is not None:
                 spec.job.batch_by.spec.check(env_keys, {})

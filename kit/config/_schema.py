@@ -133,9 +133,9 @@ class RunnerConfig:
     max_failures
         Stop once this many items have failed; None never stops early.
     retries
-        How often an item whose chunk kills its worker is tried again, alone,
-        before it is recorded as failed (lost chunks are first re-run alone
-        and split to find that item, so other items are not blamed).
+        How often an item that kills its worker is tried again, alone, before
+        it is recorded as failed (the items of a lost chunk first run again
+        one by one, alone, to find that item, so other items are not blamed).
     backups
         ``auto``: at the end of a run, when a worker idles while a chunk waits
         queued behind another, send one copy of that chunk, but only when its
@@ -148,6 +148,11 @@ class RunnerConfig:
         when read, and a record of another kind fails as an item error.
         ``pickle``: any picklable record, in cloudpickle files Kit reads only
         when its ledger names them with an unchanged digest.
+    setup_timeout
+        Seconds the provider's setup (``build_env_local``, or the worker setup
+        on every worker) may take before the run ends with a
+        ``ProviderSetupError``; None waits as long as it takes. Either way a
+        submitted run's ``cancel()`` ends it within a second, in setup too.
 
     Examples
     --------
@@ -166,6 +171,7 @@ class RunnerConfig:
     retries: int = field(default=2, metadata={"min": 0})
     backups: str = field(default="auto", metadata={"choices": ("auto", "off")})
     record_format: str = field(default="data", metadata={"choices": ("data", "pickle")})
+    setup_timeout: float | None = field(default=None, metadata={"min": 0})
 
 
 @dataclass
@@ -337,7 +343,7 @@ def _check_field(
             f"must be at least {minimum}, got {value!r}",
             full_key=key,
             source=source_of(key),
-            expected=f"an integer >= {minimum}",
+            expected=f"{'a number' if 'float' in str(f.type) else 'an integer'} >= {minimum}",
             fix=f"set it with `{key}={minimum}` or more",
         )
     auto_min = f.metadata.get("auto_or_min")
