@@ -258,6 +258,34 @@ def quiet_distributed() -> None:
     logger = logging.getLogger("distributed")
     if logger.level in (logging.NOTSET, logging.INFO):
         logger.setLevel(logging.WARNING)
+    scheduler = logging.getLogger("distributed.scheduler")
+    if not any(isinstance(f, KitTaskDeaths) for f in scheduler.filters):
+        scheduler.addFilter(KitTaskDeaths())
+
+
+class KitTaskDeaths:
+    """Drop the scheduler's ERROR for a Kit task whose worker died: Kit handles it.
+
+    With ``allowed_failures: 0`` the scheduler logs "Task kit-... marked as
+    failed because 1 workers died" at every death; Kit runs the chunk's items
+    again and reports an item only once it has failed for good.
+
+    Examples
+    --------
+    >>> import logging
+    >>> record = logging.LogRecord(
+    ...     "distributed.scheduler", logging.ERROR, "", 0,
+    ...     "Task %s marked as failed because %d workers died while trying to run it",
+    ...     ("kit-1a2b-0-5-0-0", 1), None)
+    >>> KitTaskDeaths().filter(record)
+    False
+    """
+
+    def filter(self, record: Any) -> bool:
+        message = str(record.msg)
+        args = record.args if isinstance(record.args, tuple) else ()
+        ours = bool(args) and str(args[0]).startswith("kit-")
+        return not (ours and message.startswith("Task %s marked as failed because"))
 
 
 def _check_address(address: str) -> None:

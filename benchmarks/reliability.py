@@ -1,0 +1,339 @@
+"""Reliability under faults and attacks: what is lost, duplicated, executed or signalled.
+
+Rows, each a number of trials on real processes:
+
+- worker SIGKILL: a LocalCluster worker killed mid-run (200 items);
+- driver SIGKILL + resume: the process running ``Runner.run`` killed, then resumed;
+- commit crash: a driver killed at random points of its chunk commits (one-item chunks);
+- killing item: one item of 20 that SIGKILLs its worker (as a native crash
+  would) and one that calls ``os._exit``, on a 2-worker LocalCluster;
+- CLI fuzz: the corpus of bad inputs of tests/test_cli_fuzz.py, every case;
+- tampering: edited and dropped-in chunk files, a foreign job.pkl, driver.json
+  naming pid 1, -1, an unrelated process and another host.
+
+Columns: items lost, items duplicated (run again after they were stored, or
+stored twice), code executed from the directory, processes wrongly
+signalled, Python tracebacks shown to the user, hangs, and worker deaths
+beyond ``retries + 2`` for a killing item. Target: all zero.
+Results go to benchmarks/results/reliability.{json,md}.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import json
+import os
+import pickle
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _machine import describe, machine_line, write_results  # noqa: E402
+
+import kit  # noqa: E402
+from kit import StoreError  # noqa: E402
+from kit.detached import attach, load_job  # noqa: E402
+from tests.workloads import Affine, ToyProvider, expected, toy_config  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+COLUMNS = (
+    "trials",
+    "lost",
+    "duplicated",
+    "executed",
+    "signalled",
+    "tracebacks",
+    "hangs",
+    "excess deaths",
+)
+
+
+def row(**counts: int) -> dict[str, int]:
+    return {name: counts.get(name.replace(" ", "_"), 0) for name in COLUMNS}
+
+
+def calls(logs: Path) -> Counter[int]:
+    path = logs / "calls.log"
+    return Counter(int(x) for x in path.read_text().split()) if path.exists() else Counter()
+
+
+def tally(result: Any, n: int, logs: Path, stored_before: set[int]) -> tuple[int, int]:
+    """(lost, duplicated) of a finished run: records missing, and stored items run again."""
+    lost = sum(a != b for a, b in zip(result.records, expected(range(n)), strict=True))
+    counted = calls(logs)
+    again = sum(1 for i in stored_before if counted[i] > 1)
+    return lost, again
+
+
+def committed_positions(out: Path) -> set[int]:
+    ledger = out / "ledger.jsonl"
+    if not ledger.exists():
+        return set()
+    done: set[int] = set()
+    for line in ledger.read_text().splitlines():
+        with contextlib.suppress(ValueError, KeyError):
+            entry = json.loads(line)
+            done.update(range(entry["start"], entry["stop"]))
+    return done
+
+
+def worker_sigkill(trials: int) -> dict[str, int]:
+    lost = duplicated = hangs = 0
+    for trial in range(trials):
+        parallel = {"env": "local", "n_workers": 2, "options": {"name": f"kill{trial}"}}
+        session = kit.get_session(parallel)
+        with tempfile.TemporaryDirectory() as tmp:
+            logs = Path(tmp)
+            cfg = toy_config(logs, sleep=0.01, log_calls=True)
+            runner = Affine(ToyProvider(cfg), parallel=parallel, chunk_size=5)
+            handle = runner.submit(range(200))
+            while handle.progress.done < 40:
+                time.sleep(0.01)
+            pids = session.client.run(os.getpid)
+            os.kill(next(iter(pids.values())), signal.SIGKILL)
+            try:
+                result = handle.result(timeout=120)
+            except TimeoutError:
+                hangs += 1
+                continue
+            finally:
+                session.close()
+            lost += sum(a != b for a, b in zip(result.records, expected(range(200)), strict=True))
+            # Chunks in flight on the killed worker run again: that is not a duplicate
+            # record. A record stored twice would be, and positions make it impossible.
+            duplicated += len(result.records) - len(set(range(len(result.records))))
+    return row(trials=trials, lost=lost, duplicated=duplicated, hangs=hangs)
+
+
+def killing_item(trials: int, how: str) -> dict[str, int]:
+    """One item of 20 kills its worker: it alone fails, within ``retries + 2`` deaths."""
+    from tests.workloads import Crashy, Exits
+
+    lost = excess = hangs = 0
+    retries = 2
+    for trial in range(trials):
+        parallel = {"env": "local", "n_workers": 2, "options": {"name": f"{how}{trial}"}}
+        session = kit.get_session(parallel)
+        with tempfile.TemporaryDirectory() as tmp:
+            logs = Path(tmp)
+            if how == "sigkill":
+                cfg = toy_config(logs, crash_on=[7])
+                runner: Any = Crashy(ToyProvider(cfg), parallel=parallel, retries=retries)
+                want = [None if i == 7 else 2 * i for i in range(20)]
+            else:
+                runner = Exits(ToyProvider(toy_config()), parallel=parallel, retries=retries)
+                want = [None if i in (2, 3, 5) else i for i in range(20)]
+            handle = runner.submit(range(20))
+            try:
+                result = handle.result(timeout=120)
+            except TimeoutError:
+                hangs += 1
+                handle.cancel()
+                continue
+            finally:
+                session.close()
+            lost += sum(a != b for a, b in zip(result.records, want, strict=True))
+            deaths = len((logs / "crashes.log").read_text().split()) if how == "sigkill" else 0
+            excess += max(0, deaths - (retries + 2))
+    return row(trials=trials, lost=lost, hangs=hangs, excess_deaths=excess)
+
+
+KILLED_DRIVER = """
+import sys
+sys.path.insert(0, {root!r})
+from tests.workloads import Affine, ToyProvider, toy_config
+cfg = toy_config({logs!r}, sleep=0.005, log_calls=True)
+Affine(ToyProvider(cfg), output_dir={out!r}, chunk_size=5).run(range(300))
+"""
+
+
+def driver_sigkill(trials: int, rng: random.Random) -> dict[str, int]:
+    lost = duplicated = hangs = 0
+    for _ in range(trials):
+        with tempfile.TemporaryDirectory() as tmp:
+            out, logs = Path(tmp) / "run", Path(tmp) / "logs"
+            logs.mkdir()
+            script = KILLED_DRIVER.format(root=str(ROOT), logs=str(logs), out=str(out))
+            proc = subprocess.Popen([sys.executable, "-c", script])
+            deadline = time.monotonic() + 60
+            while not (out / "ledger.jsonl").exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0.0, 1.0))
+            proc.kill()
+            proc.wait()
+            stored = committed_positions(out)
+            cfg = toy_config(logs, sleep=0.005, log_calls=True)
+            began = time.monotonic()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a chunk file the kill left uncommitted
+                result = Affine(ToyProvider(cfg), output_dir=out, chunk_size=5).run(range(300))
+            kit.shutdown()  # the inline env of this trial goes with its folder
+            hangs += time.monotonic() - began > 120
+            a, b = tally(result, 300, logs, stored)
+            lost, duplicated = lost + a, duplicated + b
+    return row(trials=trials, lost=lost, duplicated=duplicated, hangs=hangs)
+
+
+def commit_crash(trials: int, rng: random.Random) -> dict[str, int]:
+    lost = duplicated = 0
+    for _ in range(trials):
+        with tempfile.TemporaryDirectory() as tmp:
+            out, logs = Path(tmp) / "run", Path(tmp) / "logs"
+            logs.mkdir()
+            cfg = toy_config(logs, log_calls=True)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    Affine(ToyProvider(cfg), output_dir=out, chunk_size=1).run(range(60))
+                finally:
+                    os._exit(0)
+            while not (out / "ledger.jsonl").exists():
+                time.sleep(0.001)
+            time.sleep(rng.uniform(0.0, 0.03))
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            stored = committed_positions(out)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a chunk file the kill left uncommitted
+                result = Affine(ToyProvider(cfg), output_dir=out, chunk_size=1).run(range(60))
+            kit.shutdown()
+            a, b = tally(result, 60, logs, stored)
+            lost, duplicated = lost + a, duplicated + b
+    return row(trials=trials, lost=lost, duplicated=duplicated)
+
+
+def cli_fuzz(folder: Path) -> dict[str, int]:
+    from kit.cli import main
+    from tests import test_cli_fuzz as fuzz
+
+    folder.mkdir(parents=True)
+    paths: list[Path] = []
+    for name, text in fuzz.TEXTS.items():
+        path = folder / f"{name}.yaml"
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        paths.append(path)
+    (folder / "self_including.yaml").write_text("defaults:\n  - self_including\n")
+    (folder / "dir.yaml").mkdir()
+    os.mkfifo(folder / "pipe.yaml")
+    paths += [folder / "dir.yaml", folder / "pipe.yaml", folder / "missing.yaml"]
+    cases = tracebacks = hangs = 0
+    for path, command, override in itertools.product(paths, fuzz.COMMANDS, fuzz.OVERRIDES):
+        extra = [override] if override else []
+        if command == ["run"]:
+            extra.append("+parallel.env=inline")
+        err = io.StringIO()
+        began = time.monotonic()
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                code: Any = main([*command, str(path), *extra])
+        except SystemExit as exc:
+            code = exc.code
+        except BaseException:
+            code = "raised"
+        cases += 1
+        tracebacks += code not in (0, 1, 2) or "Traceback" in err.getvalue()
+        hangs += time.monotonic() - began > 10
+    return row(trials=cases, tracebacks=tracebacks, hangs=hangs)
+
+
+class Tripwire:
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> Any:
+        return (Path.touch, (Path(self.marker),))
+
+
+def tampering(folder: Path) -> dict[str, int]:
+    folder.mkdir(parents=True)
+    marker = folder / "executed"
+    trials = signalled = 0
+    for fmt in ("data", "pickle"):
+        out = folder / f"run-{fmt}"
+        Affine(ToyProvider(toy_config()), output_dir=out, record_format=fmt).run(range(4))
+        (out / "chunks" / "0000000004-0000000005.pkl").write_bytes(
+            pickle.dumps(Tripwire(str(marker)))
+        )
+        first = sorted((out / "chunks").glob("0000000000-*"))[0]
+        if fmt == "pickle":
+            first.write_bytes(pickle.dumps(Tripwire(str(marker))))
+        else:
+            first.write_text(first.read_text().replace('"y": 1', '"y": 2'))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # StoreWarnings name each tampered file
+            Affine(ToyProvider(toy_config()), output_dir=out, record_format=fmt).run(range(4))
+            kit.attach(out).result()
+        trials += 2
+    job = folder / "job.pkl"
+    job.write_bytes(pickle.dumps(Tripwire(str(marker))))
+    job.chmod(0o666)
+    with contextlib.suppress(StoreError):
+        load_job(job)
+    trials += 1
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    host = socket.gethostname()
+    for driver in (
+        {"pid": 1, "host": host, "created": 0.0},
+        {"pid": -1, "host": host, "created": 0.0},
+        {"pid": bystander.pid, "host": host, "created": 1.0},
+        {"pid": bystander.pid, "host": "elsewhere", "created": 1.0},
+    ):
+        run_dir = folder / f"driver-{trials}"
+        run_dir.mkdir()
+        (run_dir / "driver.json").write_text(json.dumps(driver))
+        with contextlib.suppress(StoreError):
+            attach(run_dir).cancel(timeout=1)
+        trials += 1
+    signalled += bystander.poll() is not None
+    bystander.kill()
+    bystander.wait()
+    return row(trials=trials, executed=int(marker.exists()), signalled=signalled)
+
+
+def main() -> int:
+    machine = describe(("dask", "distributed"))
+    rng = random.Random(15)
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = {
+            "worker SIGKILL (LocalCluster, 200 items)": worker_sigkill(10),
+            "driver SIGKILL + resume (300 items)": driver_sigkill(10, rng),
+            "commit crash + resume (60 one-item chunks)": commit_crash(20, rng),
+            "killing item, SIGKILL (1 of 20, 2 workers)": killing_item(5, "sigkill"),
+            "killing item, os._exit (1 of 20, 2 workers)": killing_item(5, "os_exit"),
+            "CLI fuzz cases": cli_fuzz(Path(tmp) / "fuzz"),
+            "tampering cases": tampering(Path(tmp) / "tamper"),
+        }
+    kit.shutdown()
+    total = {c: sum(r[c] for r in rows.values()) for c in COLUMNS if c != "trials"}
+    lines = [
+        "# Reliability benchmark",
+        "",
+        machine_line(machine, ("dask", "distributed")),
+        "Command: `make bench` (or `python benchmarks/reliability.py`).",
+        "",
+        "| case | " + " | ".join(COLUMNS) + " |",
+        "|---" * (len(COLUMNS) + 1) + "|",
+        *(f"| {name} | {' | '.join(str(r[c]) for c in COLUMNS)} |" for name, r in rows.items()),
+        "",
+    ]
+    checks = {f"{column}: 0 in every row": count == 0 for column, count in total.items()}
+    write_results(RESULTS, "reliability", {"machine": machine, "rows": rows}, lines, checks)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
