@@ -161,6 +161,14 @@ def start_driver(
                 f"attach to it with kit.attach({str(out)!r}) or cancel it with "
                 f"`kit cancel {out}`"
             )
+        # The driver's resume checks, made here: a run it would refuse changes nothing.
+        spec = runner.prepare(indices, **forward_kwargs).spec  # contacts nothing
+        if spec.store is not None:
+            spec.store.check_resume(
+                spec.store.run_manifest(**spec.manifest_request()),
+                spec.config,
+                spec.options.resume,
+            )
         job = {"runner": runner, "indices": indices, "kwargs": dict(forward_kwargs)}
         with atomic_file(out / "job.pkl", "wb", private=True) as fh:
             cloudpickle.dump(job, fh)

@@ -462,7 +462,7 @@ class RunStore:
         return entries
 
     # -------------------------------------------------------------- writing
-    def open_run(
+    def run_manifest(
         self,
         *,
         config: DictConfig | None,
@@ -471,13 +471,9 @@ class RunStore:
         batch_size: int | None,
         chunk_size: int | str,
         indices: Sequence[Index],
-        resume: bool,
-    ) -> list[ChunkResult]:
-        """Lock the directory, check or write the manifest; return the chunks to reuse.
-
-        The manifest records what was asked, so a later run resumes only the same work.
-        """
-        manifest = {
+    ) -> dict[str, Any]:
+        """Return the manifest of a run: what was asked, so a resume does only the same work."""
+        return {
             "format": FORMAT_VERSION,
             "config_hash": None if config is None else _config_hash(config),
             "provider": provider,
@@ -489,6 +485,35 @@ class RunStore:
             "indices": indices_record(indices),
             "record_format": self.writer.record_format,
         }
+
+    def check_resume(
+        self, manifest: dict[str, Any], config: DictConfig | None, resume: bool
+    ) -> None:
+        """Raise the StoreError :meth:`begin` would raise for this run, changing nothing."""
+        old = self.manifest()
+        if old is not None and resume:
+            self._check_same(old, manifest, config)
+
+    def open_run(
+        self,
+        *,
+        config: DictConfig | None,
+        provider: str,
+        runner: str,
+        batch_size: int | None,
+        chunk_size: int | str,
+        indices: Sequence[Index],
+        resume: bool,
+    ) -> list[ChunkResult]:
+        """Lock the directory, check or write the manifest; return the chunks to reuse."""
+        manifest = self.run_manifest(
+            config=config,
+            provider=provider,
+            runner=runner,
+            batch_size=batch_size,
+            chunk_size=chunk_size,
+            indices=indices,
+        )
         self.lock()
         try:
             return [c for c in self.begin(manifest, config, resume) if c.stop <= len(indices)]

@@ -361,3 +361,12 @@ def test_a_driver_killed_at_random_points_of_its_commits_loses_and_duplicates_no
         assert set(calls) == set(range(60)), f"trial {trial}"
         # Only the item whose commit the kill interrupted may have run twice.
         assert sum(n - 1 for n in calls.values()) <= 1, f"trial {trial}: {calls.most_common(3)}"
+
+
+def test_a_detached_submit_a_driver_would_refuse_changes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    Affine(ToyProvider(toy_config(factor=2)), output_dir=out).run(range(5))
+    before = snapshot(out)
+    with pytest.raises(StoreError, match="holds a run of a different config"):
+        Affine(ToyProvider(toy_config(factor=3)), output_dir=out).submit(range(5), detached=True)
+    assert snapshot(out) == before

@@ -115,15 +115,7 @@ class Run:
         spec, ledger = self.spec, self.ledger
         if spec.store is None:
             return [(0, ledger.total)]
-        stored = spec.store.open_run(
-            config=spec.config,
-            provider=_qualname(type(spec.provider)),
-            runner=spec.runner_name,
-            batch_size=spec.job.batch_size,
-            chunk_size=spec.options.chunk_size,
-            indices=spec.job.indices,
-            resume=spec.options.resume,
-        )
+        stored = spec.store.open_run(**spec.manifest_request(), resume=spec.options.resume)
         self.began = True
         for chunk in stored:
             ledger.accept(chunk, resumed=True)
@@ -215,7 +207,3 @@ class Run:
             result,
             error,
         )
-
-
-def _qualname(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"

@@ -49,6 +49,18 @@ class RunSpec:
         """Short id of the run (names its Dask tasks and events)."""
         return self.job.run_id
 
+    def manifest_request(self) -> dict[str, Any]:
+        """Return what the store's manifest records of this run (``RunStore.run_manifest``)."""
+        provider = type(self.provider)
+        return {
+            "config": self.config,
+            "provider": f"{provider.__module__}.{provider.__qualname__}",
+            "runner": self.runner_name,
+            "batch_size": self.job.batch_size,
+            "chunk_size": self.options.chunk_size,
+            "indices": self.job.indices,
+        }
+
     @property
     def inline(self) -> bool:
         """Whether the run executes in this process (no Dask)."""
