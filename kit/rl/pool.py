@@ -46,7 +46,12 @@ class WorkerPool(abc.ABC):
     workers
         The env workers, one per slot.
     step_timeout
-        Seconds a command may take before its env counts as hung (async workers).
+        Seconds a command may take before its env counts as hung (async
+        workers). The clock starts once the env is built: a slow start-up is
+        not a hang.
+    build_timeout
+        Seconds an async worker's env may take to build (at start and after
+        every rebuild) before it counts as hung; None: no bound.
     max_restarts
         Env rebuilds allowed over the pool's life (None: no limit).
 
@@ -64,12 +69,14 @@ class WorkerPool(abc.ABC):
         workers: Sequence[BaseEnvWorker],
         *,
         step_timeout: float | None = None,
+        build_timeout: float | None = 300.0,
         max_restarts: int | None = 10,
     ) -> None:
         if not workers:
             raise ValueError("a pool needs at least one worker")
         self.workers = list(workers)
         self.step_timeout = step_timeout
+        self.build_timeout = build_timeout
         self.max_restarts = max_restarts
         self.restarts = [0] * len(self.workers)
         #: Every fault seen: (slot, status, error text).
@@ -189,20 +196,27 @@ class WorkerPool(abc.ABC):
         worker.restart(hard=state.status == TIMEOUT or not worker.alive)
 
     def _left(self, slot: int) -> float | None:
+        """Seconds before slot's command counts as hung: its build, then its step."""
+        worker = self.workers[slot]
+        if not worker.ready:
+            if self.build_timeout is None:
+                return None
+            return max(0.0, worker.started_at + self.build_timeout - time.monotonic())
         if self.step_timeout is None:
             return None
-        return max(0.0, self._pending[slot] + self.step_timeout - time.monotonic())
+        began = max(self._pending[slot], worker.ready_at)
+        return max(0.0, began + self.step_timeout - time.monotonic())
 
     def _expired(self, slot: int) -> bool:
         left = self._left(slot)
         return left is not None and left <= 0
 
     def _timed_out(self, slot: int) -> EnvState:
-        return EnvState(
-            None,
-            status=TIMEOUT,
-            error=f"env {slot} gave no answer within step_timeout={self.step_timeout:g} s",
-        )
+        if not self.workers[slot].ready:
+            error = f"env {slot} was not built within build_timeout={self.build_timeout:g} s"
+        else:
+            error = f"env {slot} gave no answer within step_timeout={self.step_timeout:g} s"
+        return EnvState(None, status=TIMEOUT, error=error)
 
     def cleanup(self) -> None:
         """Close every env and stop every thread and process.
@@ -259,15 +273,23 @@ class SyncWorkerPool(WorkerPool):
     def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
         if not self._pending:
             raise RuntimeError("get_state() with nothing in flight: send an action first")
+        deadline = None if timeout is None else time.monotonic() + timeout
         out = []
         for slot in list(self._pending):
             worker = self.workers[slot]
-            try:
-                state = worker.get_state(_shorter(timeout, self._left(slot)))
-            except TimeoutError:
-                if not self._expired(slot):
-                    raise  # the caller's timeout, not the env's: it stays in flight
-                state = self._timed_out(slot)
+            state = None
+            while state is None:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    if isinstance(worker, AsyncEnvWorker):
+                        # None: the env said it is built, and its step clock starts now.
+                        state = worker.next_message(_shorter(left, self._left(slot)))
+                    else:
+                        state = worker.get_state(left)
+                except TimeoutError:
+                    if not self._expired(slot):
+                        raise  # the caller's timeout, not the env's: it stays in flight
+                    state = self._timed_out(slot)
             out.append(self._receive(slot, state))
             if not everything or not isinstance(worker, SyncEnvWorker):
                 break
@@ -321,20 +343,28 @@ class AsyncWorkerPool(WorkerPool):
         workers: list[AsyncEnvWorker] = self.workers  # type: ignore[assignment]
         while True:
             limit = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if self.step_timeout is not None:
-                expired = [slot for slot in self._pending if self._expired(slot)]
+            if self.step_timeout is not None or self.build_timeout is not None:
+                lefts = {slot: self._left(slot) for slot in self._pending}
+                expired = [slot for slot, left in lefts.items() if left is not None and left <= 0]
                 if expired:
                     return [self._receive(slot, self._timed_out(slot)) for slot in expired]
-                limit = _shorter(limit, min(self._left(s) or 0.0 for s in self._pending))
+                for left in lefts.values():
+                    limit = _shorter(limit, left)
             events = self._poller.poll(None if limit is None else limit * 1000)
             if events:
                 # Oldest command first among those ready: fair to slow envs.
                 slots = sorted(
                     {self._slot_of[fd] for fd, _ in events}, key=self._pending.__getitem__
                 )
-                if not everything:
-                    slots = slots[:1]
-                return [self._receive(s, workers[s].receive()) for s in slots]
+                out: list[tuple[EnvState, int]] = []
+                for slot in slots:
+                    if out and not everything:
+                        break
+                    state = workers[slot].receive()
+                    if state is not None:  # None: the env is built; its step clock starts
+                        out.append(self._receive(slot, state))
+                if out:
+                    return out
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"no env answered within {timeout:g} s")
 

@@ -15,6 +15,7 @@ import contextlib
 import multiprocessing
 import signal
 import threading
+import time
 import traceback
 import weakref
 from collections import deque
@@ -125,6 +126,13 @@ class BaseEnvWorker(abc.ABC):
     def alive(self) -> bool:
         """False when the worker's thread or process has died."""
         return True
+
+    #: Whether the env is built (a sync worker builds it before anything is sent).
+    ready: bool = True
+    #: ``time.monotonic()`` when the worker last started building its env, and when
+    #: it was seen built: a pool's step clock starts at the later of that and a send.
+    started_at: float = 0.0
+    ready_at: float = 0.0
 
     @abc.abstractmethod
     def cleanup(self) -> None:
@@ -238,6 +246,8 @@ def _serve(conn: Connection, env_fn: EnvFn | bytes, in_process: bool) -> None:
 
     env, build_error = build()
     try:
+        if not _tell_ready(conn):
+            return
         while True:
             try:
                 command = conn.recv()
@@ -248,6 +258,8 @@ def _serve(conn: Connection, env_fn: EnvFn | bytes, in_process: bool) -> None:
             if command[0] == "rebuild":
                 _close_quietly(env)
                 env, build_error = build()
+                if not _tell_ready(conn):
+                    return
                 continue
             if env is None:
                 state = EnvState(
@@ -264,6 +276,19 @@ def _serve(conn: Connection, env_fn: EnvFn | bytes, in_process: bool) -> None:
     finally:
         _close_quietly(env)
         conn.close()
+
+
+#: What an async worker's thread or process sends once its env is built (or failed
+#: to build): the parent starts the step clock only then. Answers are longer tuples.
+_READY = ("kit-env-ready",)
+
+
+def _tell_ready(conn: Connection) -> bool:
+    try:
+        conn.send(_READY)
+    except (BrokenPipeError, OSError):
+        return False  # the parent gave up on this worker
+    return True
 
 
 def _kill(process: Any) -> None:
@@ -316,6 +341,7 @@ class AsyncEnvWorker(BaseEnvWorker):
         self._start()
 
     def _start(self) -> None:
+        self._building()
         parent, child = multiprocessing.Pipe()
         if self.mode == "process":
             ctx: Any = multiprocessing.get_context(self.context)
@@ -360,23 +386,45 @@ class AsyncEnvWorker(BaseEnvWorker):
         with contextlib.suppress(BrokenPipeError, OSError):
             self.connection.send(command)
 
+    def _building(self) -> None:
+        self.ready = False
+        self.started_at = time.monotonic()
+
     def get_state(self, timeout: float | None = None) -> EnvState:  # noqa: D102
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                state = self.next_message(left)
+            except TimeoutError:
+                raise TimeoutError(f"the env gave no answer within {timeout:g} s") from None
+            if state is not None:
+                return state
+
+    def next_message(self, timeout: float | None = None) -> EnvState | None:
+        """Wait for the next message: an answer, or None when it said its env is built.
+
+        Raises TimeoutError when nothing came within ``timeout`` seconds.
+        """
         conn = self.connection
         try:
-            ready = conn.poll(timeout)
-            state = _unpack(conn.recv()) if ready else None
+            arrived = conn.poll(timeout)
         except (EOFError, OSError):
             return EnvState(None, status=ENV_ERROR, error=self._death())
-        if state is None:  # raised out here: TimeoutError is an OSError
+        if not arrived:  # raised out here: TimeoutError is an OSError
             raise TimeoutError(f"the env gave no answer within {timeout:g} s")
-        return state
+        return self.receive()
 
-    def receive(self) -> EnvState:
-        """Read an answer known to be there (the pool waited for it)."""
+    def receive(self) -> EnvState | None:
+        """Read a message known to be there: an answer, or None for "env built"."""
         try:
-            return _unpack(self.connection.recv())
+            message = self.connection.recv()
         except (EOFError, OSError):
             return EnvState(None, status=ENV_ERROR, error=self._death())
+        if len(message) == 1 and message[0] == _READY[0]:
+            self.ready, self.ready_at = True, time.monotonic()
+            return None
+        return _unpack(message)
 
     def _death(self) -> str:
         if self._process is not None:
@@ -392,6 +440,7 @@ class AsyncEnvWorker(BaseEnvWorker):
 
     def restart(self, hard: bool = False) -> None:  # noqa: D102
         if not hard and self.alive:
+            self._building()
             self._send(("rebuild",))
             return
         self._stop(kill=True)

@@ -47,6 +47,14 @@ class CountEnv:
         pass
 
 
+class SlowBuildEnv(CountEnv):
+    """A CountEnv that takes ``build_seconds`` to build (a simulator loading its assets)."""
+
+    def __init__(self, build_seconds: float, **kwargs: Any):
+        time.sleep(build_seconds)
+        super().__init__(**kwargs)
+
+
 class FaultyEnv(CountEnv):
     """A CountEnv that fails at step 2 of episodes whose seed is in ``bad_seeds``.
 

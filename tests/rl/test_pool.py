@@ -23,7 +23,7 @@ from kit.rl import (
     get_worker_pool,
     make_workers,
 )
-from tests.rl.envs import CountEnv, FaultyEnv
+from tests.rl.envs import CountEnv, FaultyEnv, SlowBuildEnv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,7 +83,8 @@ def test_one_faulty_env_is_rebuilt_and_the_others_go_on(fault: str, mode: str, s
     workers = make_workers(env_fn, 3, mode=mode)
     with get_worker_pool(workers, step_timeout=1.0) as pool:
         pool.reset(seeds=[13, 4, 5])
-        pool.recv(batch_size=3, timeout=60)
+        states, _ = pool.recv(batch_size=3, timeout=60)
+        assert [s.status for s in states] == ["reset"] * 3
         seen: dict[int, list[str]] = {0: [], 1: [], 2: []}
         for _ in range(3):
             pool.send([0] * 3, [0, 1, 2])
@@ -92,11 +93,39 @@ def test_one_faulty_env_is_rebuilt_and_the_others_go_on(fault: str, mode: str, s
                 seen[slot].append(state.status)
             for slot in [i for i, s in zip(ids, states, strict=True) if s.fault]:
                 pool.send_reset(slot, seed=4)  # the rebuilt slot starts a new episode
-                pool.recv(batch_size=1, timeout=60)
+                assert pool.recv(batch_size=1, timeout=60)[0][0].status == "reset"
         assert seen[0][:2] == ["ok", status]
         assert seen[1] == seen[2] == ["ok", "ok", "ok"]
         assert pool.restarts == [1, 0, 0]
         assert pool.faults[0][:2] == (0, status)
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+@pytest.mark.parametrize("force_sync", [False, True])
+def test_a_slow_build_is_not_a_step_timeout(mode: str, force_sync: bool) -> None:
+    env_fn = functools.partial(SlowBuildEnv, 1.5)
+    workers = make_workers(env_fn, 2, mode=mode)
+    with get_worker_pool(workers, force_sync, step_timeout=1.0) as pool:
+        pool.reset(seeds=[1, 2])
+        states, _ = pool.recv(batch_size=2, timeout=60)
+        assert [s.status for s in states] == ["reset", "reset"]
+        pool.send([0, 0], [0, 1])
+        states, _ = pool.recv(batch_size=2, timeout=60)
+        assert [s.status for s in states] == ["ok", "ok"]
+        assert pool.restarts == [0, 0]
+        assert pool.faults == []
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_build_timeout_bounds_a_build_that_hangs(mode: str) -> None:
+    env_fn = functools.partial(SlowBuildEnv, 2.0)  # far past the bound
+    workers = make_workers(env_fn, 1, mode=mode)
+    with get_worker_pool(workers, step_timeout=1.0, build_timeout=0.5, max_restarts=5) as pool:
+        pool.send_reset(0, seed=1)
+        state, slot = pool.get_state(timeout=60)
+        assert (state.status, slot) == ("timeout", 0)
+        assert state.error == "env 0 was not built within build_timeout=0.5 s"
+        assert pool.restarts == [1]
 
 
 def test_a_spent_restart_budget_raises_naming_the_env_and_the_error() -> None:
