@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kit.rl._types import TIMEOUT, EnvState
-from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, SyncEnvWorker
+from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, SyncEnvWorker, names_command
 
 
 class EnvPoolError(RuntimeError):
@@ -103,12 +103,26 @@ class WorkerPool(abc.ABC):
                 "answer before sending another"
             )
 
+    def send_step(self, action: Any, env_index: int) -> None:
+        """Step env ``env_index`` with ``action``, whatever its type (text too)."""
+        self._check_free(env_index)
+        self._pending[env_index] = time.monotonic()
+        self.workers[env_index].send_step(action)
+        self._sent(env_index)
+
     def send_action(self, action: Any, worker_id: int) -> None:
-        """Send ``action`` (or ``"reset"``) to env ``worker_id``."""
-        self._check_free(worker_id)
-        self._pending[worker_id] = time.monotonic()
-        self.workers[worker_id].send_action(action)
-        self._sent(worker_id)
+        """ml-starter's call: ``"reset"`` resets env ``worker_id``, ``"close"`` closes it.
+
+        Any other action is a step, as with :meth:`send_step`, which never
+        reads the action (use it, and :meth:`send`, for envs whose actions are text).
+        """
+        if names_command(action, "close"):
+            self._check_free(worker_id)
+            self.workers[worker_id].cleanup()
+        elif names_command(action, "reset"):
+            self.send_reset(worker_id)
+        else:
+            self.send_step(action, worker_id)
 
     def send_reset(
         self, worker_id: int, seed: int | None = None, options: dict[str, Any] | None = None
@@ -128,11 +142,11 @@ class WorkerPool(abc.ABC):
             self.send_reset(slot, None if seeds is None else seeds[slot])
 
     def send(self, actions: Sequence[Any], env_ids: Sequence[int]) -> None:
-        """Send ``actions[i]`` to env ``env_ids[i]`` (the batched interface)."""
+        """Step env ``env_ids[i]`` with ``actions[i]`` (the batched interface, any actions)."""
         if len(actions) != len(env_ids):
             raise ValueError(f"{len(actions)} actions for {len(env_ids)} env ids")
         for action, slot in zip(actions, env_ids, strict=True):
-            self.send_action(action, slot)
+            self.send_step(action, slot)
 
     def get_state(self, timeout: float | None = None) -> tuple[EnvState, int]:
         """Return the next answer and its slot, in completion order."""

@@ -38,7 +38,8 @@ DEFAULT_CONTEXT = (
 )
 
 
-def _is(action: Any, word: str) -> bool:
+def names_command(action: Any, word: str) -> bool:
+    """Whether ml-starter's ``send_action`` reads ``action`` as the command ``word``."""
     return isinstance(action, str) and action == word
 
 
@@ -98,14 +99,22 @@ class BaseEnvWorker(abc.ABC):
         self._seeded = True
         return seed
 
+    def send_step(self, action: Any) -> None:
+        """Step the env with ``action``, whatever its type (text ``"reset"`` too)."""
+        self._send(("step", action))
+
     def send_action(self, action: Any) -> None:
-        """Send an action, or ``"reset"`` (reset the env) or ``"close"`` (shut it down)."""
-        if _is(action, "reset"):
+        """ml-starter's call: ``"reset"`` resets, ``"close"`` shuts down, else a step.
+
+        For envs whose actions are text, use :meth:`send_step`,
+        :meth:`send_reset` and :meth:`close`, which never read the action.
+        """
+        if names_command(action, "reset"):
             self.send_reset()
-        elif _is(action, "close"):
+        elif names_command(action, "close"):
             self.cleanup()
         else:
-            self._send(("step", action))
+            self.send_step(action)
 
     def send_reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         """Reset the env with ``seed`` (the worker's own seed first, if None)."""

@@ -47,6 +47,16 @@ class CountEnv:
         pass
 
 
+class EchoEnv:
+    """An env whose actions are text: the observation is the last action said."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        return "", {}
+
+    def step(self, action: str):
+        return action, float(len(action)), action == "close", False, {}
+
+
 class SlowBuildEnv(CountEnv):
     """A CountEnv that takes ``build_seconds`` to build (a simulator loading its assets)."""
 

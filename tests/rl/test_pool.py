@@ -23,7 +23,7 @@ from kit.rl import (
     get_worker_pool,
     make_workers,
 )
-from tests.rl.envs import CountEnv, FaultyEnv, SlowBuildEnv
+from tests.rl.envs import CountEnv, EchoEnv, FaultyEnv, SlowBuildEnv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,6 +126,28 @@ def test_build_timeout_bounds_a_build_that_hangs(mode: str) -> None:
         assert (state.status, slot) == ("timeout", 0)
         assert state.error == "env 0 was not built within build_timeout=0.5 s"
         assert pool.restarts == [1]
+
+
+@pytest.mark.parametrize("mode", ["sync", "thread", "process"])
+def test_text_actions_reach_the_env_even_reset_and_close(mode: str) -> None:
+    with get_worker_pool(make_workers(EchoEnv, 2, mode=mode), step_timeout=30) as pool:
+        pool.reset()
+        pool.recv(batch_size=2, timeout=60)
+        pool.send(["reset", "close"], [0, 1])
+        states, ids = pool.recv(batch_size=2, timeout=60)
+        said = {slot: (s.status, s.obs) for s, slot in zip(states, ids, strict=True)}
+        assert said == {0: ("ok", "reset"), 1: ("ok", "close")}
+        pool.send_step("reset", 0)
+        assert pool.get_state(timeout=60)[0].obs == "reset"
+
+
+def test_the_ml_starter_words_still_reset_and_close() -> None:
+    pool = get_worker_pool(make_workers(EchoEnv, 2, mode="sync"))
+    pool.send_action("reset", 0)
+    assert pool.get_state()[0].status == "reset"
+    pool.send_action("close", 1)
+    assert pool.pending == []
+    pool.cleanup()
 
 
 def test_a_spent_restart_budget_raises_naming_the_env_and_the_error() -> None:
