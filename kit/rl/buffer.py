@@ -47,7 +47,7 @@ class SampledBatch:
 
 
 class ReplayBuffer:
-    """A circular buffer sampled uniformly (with replacement).
+    """A circular buffer sampled uniformly, with or without replacement.
 
     Parameters
     ----------
@@ -139,29 +139,139 @@ class ReplayBuffer:
     __len__ = count
 
     # ------------------------------------------------------------ sampling
-    def sample(self, batch_size: int, policy_version: int | None = None) -> SampledBatch:
-        """Draw ``batch_size`` items (ValueError when fewer are held)."""
+    def sample(
+        self,
+        batch_size: int,
+        *,
+        replace: bool = True,
+        sample_range: slice | None = None,
+        policy_version: int | None = None,
+    ) -> SampledBatch:
+        """Draw ``batch_size`` items (ValueError when fewer are held).
+
+        Parameters
+        ----------
+        batch_size
+            Items to draw.
+        replace
+            Draw with replacement (an item may come twice), or without.
+        sample_range
+            Draw only among the held items this slice of them picks, oldest
+            first: ``slice(-100, None)`` is the newest 100 (DI-engine's
+            ``sample_range``).
+        policy_version
+            The learner's policy version now: with ``max_staleness``, items
+            more than that many versions older are dropped first. Keyword-only,
+            so DI-engine's ``sample(n, learner_iter)`` is an error, not a version.
+
+        Examples
+        --------
+        >>> buffer = ReplayBuffer(10, seed=0)
+        >>> buffer.push(list(range(10)))
+        >>> sorted(buffer.sample(3, replace=False, sample_range=slice(-3, None)).data)
+        [7, 8, 9]
+        """
         with self._lock:
             if policy_version is not None and self.max_staleness is not None:
                 stale = self._valid & (self._versions < policy_version - self.max_staleness)
                 self._drop(np.flatnonzero(stale))
-            held = self.count()
-            if batch_size > held:
+            held = self._held()
+            candidates = held if sample_range is None else held[sample_range]
+            where = "" if sample_range is None else f" in sample_range {sample_range}"
+            if batch_size > len(candidates):
                 raise ValueError(
-                    f"cannot sample {batch_size} items: the buffer holds {held}; collect more "
-                    "before sampling, or sample fewer"
+                    f"cannot sample {batch_size} items: the buffer holds {len(candidates)}"
+                    f"{where}; collect more before sampling, or sample fewer"
                 )
-            slots, weights = self._choose(batch_size)
-            batch = SampledBatch(
-                [self._data[s] for s in slots], slots, self._ids[slots].copy(), weights
+            slots, weights = self._choose(batch_size, candidates, replace)
+            return self._take(slots, weights)
+
+    def sample_sequences(
+        self, batch_size: int, unroll_len: int, *, replace: bool = True
+    ) -> SampledBatch:
+        """Draw ``batch_size`` runs of ``unroll_len`` consecutive steps of one episode.
+
+        Items must be :class:`~kit.rl.Transition` objects (or have ``env_id``,
+        ``episode_id`` and ``step``); a run never crosses an episode's end or
+        a step the buffer no longer holds. Runs are drawn uniformly, in a
+        prioritized buffer too. ``data`` holds one list per run, and
+        ``indices`` and ``ids`` have shape ``(batch_size, unroll_len)``.
+
+        Examples
+        --------
+        >>> from types import SimpleNamespace as T
+        >>> buffer = ReplayBuffer(16, seed=0)
+        >>> buffer.push([T(env_id=e, episode_id=0, step=t) for t in range(3) for e in (0, 1)])
+        >>> run = buffer.sample_sequences(1, 3).data[0]
+        >>> len({x.env_id for x in run}), [x.step for x in run]  # one env's steps, in order
+        (1, [0, 1, 2])
+        """
+        if unroll_len < 1:
+            raise ValueError(f"unroll_len must be at least 1, got {unroll_len}")
+        with self._lock:
+            starts = self._runs(unroll_len)
+            if batch_size > len(starts):
+                raise ValueError(
+                    f"cannot sample {batch_size} runs of {unroll_len} steps: the buffer holds "
+                    f"{len(starts)}; collect more before sampling, or sample fewer or shorter"
+                )
+            chosen = self._rng.choice(len(starts), size=batch_size, replace=replace)
+            runs = np.array([starts[i] for i in chosen], dtype=np.int64).reshape(
+                batch_size, unroll_len
             )
-            self._uses[slots] += 1
-            if self.max_use is not None:
-                self._drop(slots[self._uses[slots] >= self.max_use])
+            batch = SampledBatch(
+                [[self._data[s] for s in run] for run in runs],
+                runs,
+                self._ids[runs].copy(),
+                np.ones(batch_size),
+            )
+            self._count_uses(runs.ravel())
             return batch
 
-    def _choose(self, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
-        slots = self._rng.choice(np.flatnonzero(self._valid), size=batch_size, replace=True)
+    def _runs(self, unroll_len: int) -> list[list[int]]:
+        """Slots of every run of ``unroll_len`` consecutive held steps of one episode."""
+        episodes: dict[tuple[Any, ...], list[tuple[int, int]]] = {}
+        for slot in self._held():
+            item = self._data[slot]
+            try:
+                key = (getattr(item, "worker", ""), item.env_id, item.episode_id)
+                step = int(item.step)
+            except AttributeError:
+                raise ValueError(
+                    "sequence sampling needs items with env_id, episode_id and step "
+                    f"(kit.rl.Transition); the buffer holds a {type(item).__name__}"
+                ) from None
+            episodes.setdefault(key, []).append((step, int(slot)))
+        runs = []
+        for steps in episodes.values():
+            steps.sort()
+            for i in range(len(steps) - unroll_len + 1):
+                window = steps[i : i + unroll_len]
+                if window[-1][0] - window[0][0] == unroll_len - 1:
+                    runs.append([slot for _, slot in window])
+        return runs
+
+    def _held(self) -> np.ndarray:
+        """Slots holding an item, oldest first."""
+        slots = np.flatnonzero(self._valid)
+        return slots[np.argsort(self._ids[slots], kind="stable")]
+
+    def _take(self, slots: np.ndarray, weights: np.ndarray) -> SampledBatch:
+        batch = SampledBatch(
+            [self._data[s] for s in slots], slots, self._ids[slots].copy(), weights
+        )
+        self._count_uses(slots)
+        return batch
+
+    def _count_uses(self, slots: np.ndarray) -> None:
+        np.add.at(self._uses, slots, 1)
+        if self.max_use is not None:
+            self._drop(slots[self._uses[slots] >= self.max_use])
+
+    def _choose(
+        self, batch_size: int, candidates: np.ndarray, replace: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        slots = self._rng.choice(candidates, size=batch_size, replace=replace)
         return slots, np.ones(batch_size)
 
     def update(self, info: Mapping[str, Sequence[Any]]) -> int:
@@ -251,14 +361,20 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._priorities[slot] = self._max_priority
         return slot
 
-    def _choose(self, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
-        scaled = np.where(self._valid, self._priorities, 0.0) ** self.alpha
-        scaled[~self._valid] = 0.0
+    def _choose(
+        self, batch_size: int, candidates: np.ndarray, replace: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        scaled = self._priorities[candidates] ** self.alpha
+        if not replace and np.count_nonzero(scaled) < batch_size:
+            raise ValueError(
+                f"cannot sample {batch_size} items without replacement: only "
+                f"{np.count_nonzero(scaled)} have a priority above 0"
+            )
         probs = scaled / scaled.sum()
-        slots = self._rng.choice(self.capacity, size=batch_size, replace=True, p=probs)
-        weights = (self.count() * probs[slots]) ** (-self.beta)
+        picked = self._rng.choice(len(candidates), size=batch_size, replace=replace, p=probs)
+        weights = (len(candidates) * probs[picked]) ** (-self.beta)
         self.samples_drawn += 1
-        return slots, weights / weights.max()
+        return candidates[picked], weights / weights.max()
 
     def update(self, info: Mapping[str, Sequence[Any]]) -> int:
         """Set ``priorities`` for (``indices``, ``ids``); return how many were applied."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kit.rl import PrioritizedReplayBuffer, ReplayBuffer
+from kit.rl import PrioritizedReplayBuffer, ReplayBuffer, Transition
 
 
 def test_circular_overwrite_and_counts() -> None:
@@ -112,3 +112,65 @@ def test_max_staleness_drops_old_policy_data() -> None:
     buffer.push(["v5"], version=5)
     assert buffer.sample(1, policy_version=5).data == ["v5"]
     assert buffer.count() == 1
+
+
+@pytest.mark.parametrize("kind", [ReplayBuffer, PrioritizedReplayBuffer])
+def test_sampling_without_replacement_and_from_a_range(kind: type[ReplayBuffer]) -> None:
+    buffer = kind(32, seed=1)
+    buffer.push(list(range(40)))  # holds 8..39, oldest first
+    batch = buffer.sample(32, replace=False)
+    assert sorted(batch.data) == list(range(8, 40))
+    newest = buffer.sample(5, replace=False, sample_range=slice(-5, None))
+    assert sorted(newest.data) == [35, 36, 37, 38, 39]
+    assert set(buffer.sample(2, sample_range=slice(0, 2)).data) <= {8, 9}
+    with pytest.raises(ValueError, match=r"holds 2 in sample_range slice\(0, 2, None\)"):
+        buffer.sample(3, replace=False, sample_range=slice(0, 2))
+
+
+def test_a_positional_learner_iter_is_refused_not_read_as_a_policy_version() -> None:
+    buffer = ReplayBuffer(8, seed=0, max_staleness=1)
+    buffer.push(list(range(4)))
+    with pytest.raises(TypeError, match="positional"):
+        buffer.sample(2, 1000)  # type: ignore[call-arg, arg-type]
+
+
+def transition(env_id: int, episode_id: int, step: int) -> Transition:
+    return Transition(
+        obs=step,
+        action=0,
+        reward=1.0,
+        next_obs=step + 1,
+        terminated=False,
+        truncated=False,
+        episode_id=episode_id,
+        step=step,
+        env_id=env_id,
+        worker="w",
+        policy_version=0,
+        seed=0,
+    )
+
+
+def test_sequences_are_consecutive_steps_of_one_episode() -> None:
+    buffer = ReplayBuffer(64, seed=0)
+    # Two envs interleaved; env 1's episode 0 is 2 steps long, too short for a run.
+    buffer.push([transition(0, 0, t) for t in range(5)])
+    buffer.push([transition(1, 0, t) for t in range(2)])
+    buffer.push([transition(1, 1, t) for t in range(4)])
+    # 3 runs in env 0's episode, 2 in env 1's second one.
+    batch = buffer.sample_sequences(5, 3, replace=False)
+    assert batch.indices.shape == batch.ids.shape == (5, 3)
+    for run in batch.data:
+        assert len({(x.env_id, x.episode_id) for x in run}) == 1
+        assert [x.step for x in run] == list(range(run[0].step, run[0].step + 3))
+    starts = sorted((r[0].env_id, r[0].episode_id, r[0].step) for r in batch.data)
+    assert starts == [(0, 0, 0), (0, 0, 1), (0, 0, 2), (1, 1, 0), (1, 1, 1)]
+    with pytest.raises(ValueError, match="cannot sample 6 runs of 3 steps: the buffer holds 5"):
+        buffer.sample_sequences(6, 3, replace=False)
+
+
+def test_sequences_need_transitions() -> None:
+    buffer = ReplayBuffer(8)
+    buffer.push([1, 2, 3])
+    with pytest.raises(ValueError, match=r"needs items with env_id, episode_id and step"):
+        buffer.sample_sequences(1, 2)
