@@ -142,6 +142,11 @@ class EnvLoop:
             current.action, current.version = action, version
         self.pool.send(actions, slots)
 
+    def abandon(self) -> None:
+        """Drop the episodes running here; wait out the commands in flight so the pool is free."""
+        self.pool.drain()
+        self.active.clear()
+
     def run_episodes(
         self,
         episode_ids: Iterable[int],
@@ -153,8 +158,8 @@ class EnvLoop:
         if self.active:
             raise RuntimeError(
                 f"episodes {sorted(s.episode.episode_id for s in self.active.values())} are "
-                "still running in this loop (an earlier collect was interrupted): build a new "
-                "collector on a fresh pool"
+                "still running in this loop (an earlier collect was interrupted): call "
+                "reset_env() on the collector or evaluator first"
             )
         waiting = deque(episode_ids)
         total = len(waiting)
@@ -173,19 +178,93 @@ class EnvLoop:
         return [done[i] for i in sorted(done)]
 
 
-class _Collector:
+class EnvUser:
+    """What collectors and evaluators share: a loop over a pool, and a policy.
+
+    DI-engine's lifecycle: :meth:`reset_env` (drop the running episodes,
+    optionally switch to another pool), :meth:`reset_policy` (optionally
+    another policy; its ``reset()`` is called when it has one) and
+    :meth:`close`. The pool belongs to the caller: ``close`` leaves it open
+    and free (nothing in flight), for another collector or evaluator.
+    """
+
+    loop: EnvLoop | None
+    policy: Policy | None
+
+    def _init_env_user(
+        self, pool: WorkerPool | None, seed: int, stream: int, worker: str, policy: Policy | None
+    ) -> None:
+        self._loop_args = (seed, stream, worker)
+        self.loop = None if pool is None else EnvLoop(pool, seed, stream, worker)
+        self.policy = policy
+
+    def reset_env(self, pool: WorkerPool | None = None) -> None:
+        """Drop the running episodes (the pool is left free); with ``pool``, use it from now on."""
+        if self.loop is not None:
+            self.loop.abandon()
+        if pool is not None:
+            envstep = 0 if self.loop is None else self.loop.envstep
+            self.loop = EnvLoop(pool, *self._loop_args)
+            self.loop.envstep = envstep
+        self._forget_episodes()
+
+    def _forget_episodes(self) -> None:
+        """Drop what the collector kept of the episodes it was running."""
+
+    def reset_policy(self, policy: Policy | None = None) -> None:
+        """Use ``policy`` from now on (if given); call its ``reset()`` when it has one."""
+        if policy is not None:
+            self.policy = policy
+        reset = getattr(self.policy, "reset", None)
+        if callable(reset):
+            reset()
+
+    def close(self) -> None:
+        """Stop using the pool: running episodes are dropped, nothing is left in flight."""
+        if self.loop is not None:
+            self.loop.abandon()
+        self._forget_episodes()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _policy(self, policy: Policy | None) -> Policy:
+        chosen = policy if policy is not None else self.policy
+        if chosen is None:
+            raise TypeError(
+                "no policy: pass one to this call, to the constructor (policy=...) or to "
+                "reset_policy()"
+            )
+        return chosen
+
+    def _loop(self) -> EnvLoop:
+        if self.loop is None:
+            raise RuntimeError("no pool: pass one to the constructor or to reset_env(pool)")
+        return self.loop
+
+
+class _Collector(EnvUser):
     """What both collectors share: a loop over a pool, episode ids counting up."""
 
     def __init__(
-        self, pool: WorkerPool, seed: int = 0, stream: int = TRAIN, worker: str = "driver"
+        self,
+        pool: WorkerPool,
+        seed: int = 0,
+        stream: int = TRAIN,
+        worker: str = "driver",
+        *,
+        policy: Policy | None = None,
     ) -> None:
-        self.loop = EnvLoop(pool, seed, stream, worker)
+        self._init_env_user(pool, seed, stream, worker, policy)
         self.next_episode_id = 0
 
     @property
     def envstep(self) -> int:
         """Env steps taken so far."""
-        return self.loop.envstep
+        return self._loop().envstep
 
 
 class EpisodeCollector(_Collector):
@@ -207,7 +286,7 @@ class EpisodeCollector(_Collector):
     def collect(
         self,
         n_episode: int,
-        policy: Policy,
+        policy: Policy | None = None,
         policy_kwargs: Mapping[str, Any] | None = None,
         policy_version: int | None = None,
     ) -> list[Episode]:
@@ -218,9 +297,10 @@ class EpisodeCollector(_Collector):
         """
         if n_episode < 1:
             raise ValueError(f"n_episode must be at least 1, got {n_episode}")
+        chosen = self._policy(policy)
         ids = range(self.next_episode_id, self.next_episode_id + n_episode)
         self.next_episode_id += n_episode
-        return self.loop.run_episodes(ids, policy, policy_kwargs, policy_version)
+        return self._loop().run_episodes(ids, chosen, policy_kwargs, policy_version)
 
 
 class SampleCollector(_Collector):
@@ -245,20 +325,29 @@ class SampleCollector(_Collector):
     """
 
     def __init__(
-        self, pool: WorkerPool, seed: int = 0, stream: int = TRAIN, worker: str = "driver"
+        self,
+        pool: WorkerPool,
+        seed: int = 0,
+        stream: int = TRAIN,
+        worker: str = "driver",
+        *,
+        policy: Policy | None = None,
     ) -> None:
-        super().__init__(pool, seed, stream, worker)
+        super().__init__(pool, seed, stream, worker, policy=policy)
         self.last_episodes: list[Episode] = []
         self._carry: list[Transition] = []
 
+    def _forget_episodes(self) -> None:
+        self._carry = []
+
     def _start(self, slot: int) -> None:
-        self.loop.start(slot, self.next_episode_id)
+        self._loop().start(slot, self.next_episode_id)
         self.next_episode_id += 1
 
     def collect(
         self,
         n_sample: int,
-        policy: Policy,
+        policy: Policy | None = None,
         policy_kwargs: Mapping[str, Any] | None = None,
         drop_extra: bool = True,
         policy_version: int | None = None,
@@ -266,14 +355,16 @@ class SampleCollector(_Collector):
         """Return ``n_sample`` transitions (at least that many with ``drop_extra=False``)."""
         if n_sample < 1:
             raise ValueError(f"n_sample must be at least 1, got {n_sample}")
+        chosen = self._policy(policy)
+        loop = self._loop()
         kwargs = dict(policy_kwargs or {})
-        version = _version(policy, policy_version)
+        version = _version(chosen, policy_version)
         out, self._carry = self._carry, []
         self.last_episodes = []
-        for slot in self.loop.free_slots:
+        for slot in loop.free_slots:
             self._start(slot)
         while len(out) < n_sample:
-            new, ended = self.loop.step(policy, kwargs, version)
+            new, ended = loop.step(chosen, kwargs, version)
             out.extend(new)
             for episode in ended:
                 self.last_episodes.append(episode)

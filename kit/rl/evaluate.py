@@ -16,7 +16,7 @@ from typing import Any
 
 from kit.rl._seeding import EVAL
 from kit.rl._types import Episode
-from kit.rl.collect import EnvLoop, Policy
+from kit.rl.collect import EnvUser, Policy
 from kit.rl.pool import WorkerPool
 
 
@@ -91,7 +91,7 @@ class _Schedule:
         return True
 
 
-class Evaluator:
+class Evaluator(EnvUser):
     """Evaluate a policy on the first ``n_episode`` episodes of the evaluation stream.
 
     Parameters
@@ -134,8 +134,9 @@ class Evaluator:
         stop_value: float | None = None,
         on_best: Callable[[EvalResult], None] | None = None,
         worker: str = "driver",
+        policy: Policy | None = None,
     ) -> None:
-        self.loop = None if pool is None else EnvLoop(pool, seed, EVAL, worker)
+        self._init_env_user(pool, seed, EVAL, worker, policy)
         self.n_episode = n_episode
         self.stop_value = stop_value
         self.on_best = on_best
@@ -148,7 +149,7 @@ class Evaluator:
 
     def eval(
         self,
-        policy: Policy,
+        policy: Policy | None = None,
         n_episode: int | None = None,
         *,
         train_iter: int = -1,
@@ -165,7 +166,8 @@ class Evaluator:
         n = self.n_episode if n_episode is None else n_episode
         if n < 1:
             raise ValueError(f"n_episode must be at least 1, got {n}")
-        episodes = self.loop.run_episodes(range(n), policy, policy_kwargs, policy_version)
+        chosen = self._policy(policy)
+        episodes = self.loop.run_episodes(range(n), chosen, policy_kwargs, policy_version)
         return self.judge(episodes, train_iter, envstep)
 
     def judge(

@@ -180,6 +180,15 @@ class WorkerPool(abc.ABC):
         out = [self._answered.popleft() for _ in range(take)]
         return [state for state, _ in out], [slot for _, slot in out]
 
+    def drain(self) -> None:
+        """Wait for every command in flight and drop its answer: the pool is free again.
+
+        A fault among them is handled as always (its env rebuilt).
+        """
+        while self._pending or self._answered:
+            self.recv()
+            self._answered.clear()
+
     @abc.abstractmethod
     def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
         """Wait for at least one answer (all ready ones if ``everything``)."""

@@ -11,6 +11,7 @@ from kit.rl import (
     EVAL,
     TRAIN,
     EpisodeCollector,
+    Evaluator,
     SampleCollector,
     episode_seed,
     get_worker_pool,
@@ -112,3 +113,58 @@ def test_broken_episodes_come_back_with_their_status() -> None:
         episodes = EpisodeCollector(pool).collect(5, random_action)
     assert [e.status for e in episodes] == ["terminated"] * 2 + ["env_error"] + ["terminated"] * 2
     assert "env blew up" in str(episodes[2].error) and episodes[2].length == 1
+
+
+@pytest.mark.parametrize("mode", ["sync", "thread", "process"])
+def test_a_pool_is_free_for_the_next_user_after_a_sample_collector_closes(mode: str) -> None:
+    with get_worker_pool(make_workers(CountEnv, 3, mode=mode), step_timeout=30) as pool:
+        with SampleCollector(pool, seed=0, policy=random_action) as collector:
+            assert len(collector.collect(10)) == 10
+            assert pool.pending  # episodes go on across calls: actions are in flight
+        assert pool.pending == []
+        episodes = EpisodeCollector(pool, seed=0).collect(2, random_action)
+        assert [e.status for e in episodes] == ["terminated", "terminated"]
+        evaluator = Evaluator(pool, n_episode=2)
+        assert len(evaluator.eval(random_action).returns) == 2
+
+
+class CountingPolicy:
+    def __init__(self) -> None:
+        self.resets = 0
+
+    def __call__(self, observations: list, rngs: list) -> list[int]:
+        return [0 for _ in observations]
+
+    def reset(self) -> None:
+        self.resets += 1
+
+
+def test_reset_env_switches_pools_and_reset_policy_switches_policies() -> None:
+    first = get_worker_pool(make_workers(CountEnv, 2))
+    second = get_worker_pool(make_workers(CountEnv, 2))
+    collector = SampleCollector(first, seed=0)
+    with pytest.raises(TypeError, match="no policy: pass one"):
+        collector.collect(4)
+    policy = CountingPolicy()
+    collector.reset_policy(policy)
+    assert policy.resets == 1
+    collector.collect(5)
+    steps = collector.envstep
+    collector.reset_env(second)
+    assert first.pending == [] and collector.envstep == steps
+    assert len(collector.collect(5)) == 5
+    assert collector.envstep > steps
+    assert second.pending
+    collector.close()
+    assert second.pending == []
+    first.cleanup()
+    second.cleanup()
+
+
+def test_an_evaluator_without_a_pool_gets_one_with_reset_env() -> None:
+    evaluator = Evaluator(None, n_episode=3, policy=random_action)
+    with pytest.raises(RuntimeError, match="has no pool"):
+        evaluator.eval()
+    with get_worker_pool(make_workers(CountEnv, 2)) as pool:
+        evaluator.reset_env(pool)
+        assert len(evaluator.eval().returns) == 3
