@@ -109,6 +109,7 @@ def item_error(index: Index, position: int, exc: BaseException, worker: str) -> 
     return error
 
 
+@exit_guard()  # os._exit in forward fails its item (see kit._exit_guard)
 def execute_chunk(
     forward: Callable[..., Any],
     kwargs: dict[str, Any],
@@ -125,20 +126,6 @@ def execute_chunk(
     size (read with ``batch_by.size`` and the ``env``); an item whose size
     cannot be read fails alone.
     """
-    with exit_guard():
-        return _execute(forward, kwargs, indices, start, batch_size, worker, batch_by, env)
-
-
-def _execute(
-    forward: Callable[..., Any],
-    kwargs: dict[str, Any],
-    indices: Sequence[Index],
-    start: int,
-    batch_size: int | None,
-    worker: str,
-    batch_by: BatchBy | None,
-    env: Mapping[str, Any] | None,
-) -> ChunkResult:
     n = len(indices)
     records: list[Any] = [None] * n
     errors: list[ItemError] = []

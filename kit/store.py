@@ -34,7 +34,7 @@ import re
 import shutil
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -494,29 +494,20 @@ class RunStore:
         if old is not None and resume:
             self._check_same(old, manifest, config)
 
-    def open_run(
-        self,
-        *,
-        config: DictConfig | None,
-        provider: str,
-        runner: str,
-        batch_size: int | None,
-        chunk_size: int | str,
-        indices: Sequence[Index],
-        resume: bool,
-    ) -> list[ChunkResult]:
-        """Lock the directory, check or write the manifest; return the chunks to reuse."""
-        manifest = self.run_manifest(
-            config=config,
-            provider=provider,
-            runner=runner,
-            batch_size=batch_size,
-            chunk_size=chunk_size,
-            indices=indices,
-        )
+    def open_run(self, request: Mapping[str, Any], resume: bool) -> list[ChunkResult]:
+        """Lock the directory, check or write the manifest; return the chunks to reuse.
+
+        ``request`` holds :meth:`run_manifest`'s arguments.
+        """
+        manifest = self.run_manifest(**request)
         self.lock()
         try:
-            return [c for c in self.begin(manifest, config, resume) if c.stop <= len(indices)]
+            n_items = len(request["indices"])
+            return [
+                c
+                for c in self.begin(manifest, config=request["config"], resume=resume)
+                if c.stop <= n_items
+            ]
         except BaseException:
             self.unlock()
             raise

@@ -115,7 +115,7 @@ class Run:
         spec, ledger = self.spec, self.ledger
         if spec.store is None:
             return [(0, ledger.total)]
-        stored = spec.store.open_run(**spec.manifest_request(), resume=spec.options.resume)
+        stored = spec.store.open_run(spec.manifest_request(), spec.options.resume)
         self.began = True
         for chunk in stored:
             ledger.accept(chunk, resumed=True)

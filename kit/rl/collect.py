@@ -260,6 +260,7 @@ class _Collector(EnvUser):
     ) -> None:
         self._init_env_user(pool, seed, stream, worker, policy)
         self.next_episode_id = 0
+        self._forget_episodes()
 
     @property
     def envstep(self) -> int:
@@ -324,21 +325,12 @@ class SampleCollector(_Collector):
     >>> pool.cleanup()
     """
 
-    def __init__(
-        self,
-        pool: WorkerPool,
-        seed: int = 0,
-        stream: int = TRAIN,
-        worker: str = "driver",
-        *,
-        policy: Policy | None = None,
-    ) -> None:
-        super().__init__(pool, seed, stream, worker, policy=policy)
-        self.last_episodes: list[Episode] = []
-        self._carry: list[Transition] = []
+    #: Episodes that ended during the latest :meth:`collect`.
+    last_episodes: list[Episode]
 
     def _forget_episodes(self) -> None:
-        self._carry = []
+        self.last_episodes = []
+        self._carry: list[Transition] = []
 
     def _start(self, slot: int) -> None:
         self._loop().start(slot, self.next_episode_id)
