@@ -11,19 +11,15 @@ Plain classes and callbacks: nothing needs a registry.
 from kit.rl._seeding import EVAL, TRAIN, episode_seed
 from kit.rl._types import EnvState, Episode, Transition
 from kit.rl.buffer import PrioritizedReplayBuffer, ReplayBuffer, SampledBatch
+from kit.rl.choose import get_worker_pool
 from kit.rl.collect import EnvLoop, EpisodeCollector, Policy, SampleCollector
 from kit.rl.commander import Commander, linear_schedule
 from kit.rl.distributed import DistributedCollector, EnvPoolProvider, build_pool, gym_env
 from kit.rl.evaluate import EvalResult, Evaluator, IMetric, MetricEvaluator
 from kit.rl.learner import CheckpointHook, Learner, LogReduceHook
 from kit.rl.monitor import TrainingLog
-from kit.rl.pool import (
-    AsyncWorkerPool,
-    EnvPoolError,
-    SyncWorkerPool,
-    WorkerPool,
-    get_worker_pool,
-)
+from kit.rl.pool import AsyncWorkerPool, EnvPoolError, SyncWorkerPool, WorkerPool
+from kit.rl.shared import SharedMemoryPool
 from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, SyncEnvWorker, make_workers
 
 __all__ = [
@@ -52,6 +48,7 @@ __all__ = [
     "ReplayBuffer",
     "SampleCollector",
     "SampledBatch",
+    "SharedMemoryPool",
     "SyncEnvWorker",
     "SyncWorkerPool",
     "TrainingLog",

@@ -22,9 +22,10 @@ from omegaconf import DictConfig
 from kit.provider import EnvironmentProvider
 from kit.rl._seeding import TRAIN
 from kit.rl._types import Episode
+from kit.rl.choose import get_worker_pool
 from kit.rl.collect import EnvLoop, Policy
-from kit.rl.pool import WorkerPool, get_worker_pool
-from kit.rl.workers import EnvFn, make_workers
+from kit.rl.pool import WorkerPool
+from kit.rl.workers import EnvFn
 from kit.runner import Runner
 from kit.session import get_session
 
@@ -62,16 +63,24 @@ def build_pool(
     2
     >>> env["pool"].cleanup()
     """
-    workers = make_workers(env_fn, num_envs, mode=mode, seed=seed)
-    return {"pool": get_worker_pool(workers, step_timeout=step_timeout, max_restarts=max_restarts)}
+    pool = get_worker_pool(
+        env_fn,
+        num_envs=num_envs,
+        mode=mode,
+        seed=seed,
+        step_timeout=step_timeout,
+        max_restarts=max_restarts,
+    )
+    return {"pool": pool}
 
 
 class EnvPoolProvider(EnvironmentProvider):
     """A pool of ``num_envs`` envs per worker (and one on the driver for inline runs).
 
     Config keys: ``env`` (a gymnasium id such as ``CartPole-v1``),
-    ``num_envs`` (default 4), ``mode`` (``sync`` or ``thread``: Dask worker
-    processes are daemonic and cannot start env processes), ``make_kwargs``
+    ``num_envs`` (default 4), ``mode`` (``sync``, ``thread`` or ``auto``, which
+    picks ``sync`` there: Dask worker processes are daemonic and cannot start env
+    processes), ``make_kwargs``
     (for ``gymnasium.make``), ``step_timeout`` and ``max_restarts``. For an
     env gymnasium does not know, subclass and override :meth:`env_fn`.
 

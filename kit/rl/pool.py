@@ -59,10 +59,14 @@ class WorkerPool(abc.ABC):
     --------
     >>> from kit.rl import SyncEnvWorker
     >>> import gymnasium as gym
-    >>> pool = get_worker_pool(SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2))
+    >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2))
     >>> isinstance(pool, WorkerPool), pool.num_envs
     (True, 2)
     """
+
+    #: How the envs are stepped (see :func:`kit.rl.get_worker_pool`), and why.
+    mode: str = "workers"
+    mode_reason: str = "built from the workers given"
 
     def __init__(
         self,
@@ -204,8 +208,14 @@ class WorkerPool(abc.ABC):
         return state, slot
 
     def _fault(self, slot: int, state: EnvState) -> None:
+        self.faults.append((slot, state.status, state.error or state.status))
+        self._count_restart(slot, state)
+        worker = self.workers[slot]
+        worker.restart(hard=state.status == TIMEOUT or not worker.alive)
+
+    def _count_restart(self, slot: int, state: EnvState) -> None:
+        """Count one rebuild for ``state``'s fault; EnvPoolError when the budget is spent."""
         error = state.error or state.status
-        self.faults.append((slot, state.status, error))
         self.restarts[slot] += 1
         total = sum(self.restarts)
         if self.max_restarts is not None and total > self.max_restarts:
@@ -215,8 +225,6 @@ class WorkerPool(abc.ABC):
                 f"spent ({self.max_restarts} rebuilds, max_restarts={self.max_restarts}); fix the "
                 f"env or raise max_restarts. Full error:\n{error}"
             )
-        worker = self.workers[slot]
-        worker.restart(hard=state.status == TIMEOUT or not worker.alive)
 
     def _left(self, slot: int) -> float | None:
         """Seconds before slot's command counts as hung: its build, then its step."""
@@ -398,22 +406,3 @@ def _shorter(a: float | None, b: float | None) -> float | None:
     if b is None:
         return a
     return min(a, b)
-
-
-def get_worker_pool(
-    workers: Sequence[BaseEnvWorker], force_sync: bool = False, **kwargs: Any
-) -> WorkerPool:
-    """Return an AsyncWorkerPool for async workers, else (or with ``force_sync``) a sync one.
-
-    Examples
-    --------
-    >>> from kit.rl import make_workers
-    >>> import gymnasium as gym
-    >>> workers = make_workers(lambda: gym.make("CartPole-v1"), 2, mode="thread")
-    >>> type(get_worker_pool(workers)).__name__, type(get_worker_pool(workers, True)).__name__
-    ('AsyncWorkerPool', 'SyncWorkerPool')
-    >>> for w in workers: w.cleanup()
-    """
-    if not force_sync and all(isinstance(w, AsyncEnvWorker) for w in workers):
-        return AsyncWorkerPool(workers, **kwargs)
-    return SyncWorkerPool(workers, **kwargs)

@@ -300,6 +300,31 @@ def _tell_ready(conn: Connection) -> bool:
     return True
 
 
+def start_process(
+    context: str,
+    target: Callable[..., None],
+    args: tuple[Any, ...],
+    daemon: bool,
+    parent: Connection,
+    child: Connection,
+) -> Any:
+    """Start ``target(*args)`` in a process whose end of the pipe is ``child``."""
+    ctx: Any = multiprocessing.get_context(context)
+    process = ctx.Process(target=target, args=args, daemon=daemon)
+    try:
+        process.start()
+    except AssertionError as exc:  # "daemonic processes are not allowed to have children"
+        parent.close()
+        child.close()
+        raise RuntimeError(
+            f"cannot start an env process here ({exc}): this is a daemonic process, "
+            "e.g. a Dask worker; use mode='thread' or 'sync', or set the Dask "
+            "config distributed.worker.daemon: false"
+        ) from None
+    child.close()
+    return process
+
+
 def _kill(process: Any) -> None:
     if process is not None and process.is_alive():
         process.kill()
@@ -353,21 +378,9 @@ class AsyncEnvWorker(BaseEnvWorker):
         self._building()
         parent, child = multiprocessing.Pipe()
         if self.mode == "process":
-            ctx: Any = multiprocessing.get_context(self.context)
-            process = ctx.Process(
-                target=_serve, args=(child, self._payload, True), daemon=self.daemon
+            process = start_process(
+                self.context, _serve, (child, self._payload, True), self.daemon, parent, child
             )
-            try:
-                process.start()
-            except AssertionError as exc:  # "daemonic processes are not allowed to have children"
-                parent.close()
-                child.close()
-                raise RuntimeError(
-                    f"cannot start an env process here ({exc}): this is a daemonic process, "
-                    "e.g. a Dask worker; use mode='thread' or SyncEnvWorker, or set the Dask "
-                    "config distributed.worker.daemon: false"
-                ) from None
-            child.close()
             self._process = process
             self._finalizer = weakref.finalize(self, _kill, process)
         else:

@@ -69,15 +69,20 @@ class FaultyEnv(CountEnv):
     """A CountEnv that fails at step 2 of episodes whose seed is in ``bad_seeds``.
 
     ``fault``: "raise", "exit" (os._exit), "kill" (SIGKILL itself), "segfault", "hang".
+    With ``bad_every``, also the episodes whose seed is a multiple of it.
     """
 
-    def __init__(self, fault: str, bad_seeds: frozenset[int], **kwargs: Any):
+    def __init__(self, fault: str, bad_seeds: frozenset[int], bad_every: int = 0, **kwargs: Any):
         super().__init__(**kwargs)
         self.fault = fault
         self.bad_seeds = bad_seeds
+        self.bad_every = bad_every
 
     def step(self, action: Any):
-        if self.t == 1 and self.seed in self.bad_seeds:
+        doomed = self.seed in self.bad_seeds or (
+            self.bad_every > 0 and self.seed % self.bad_every == 0
+        )
+        if self.t == 1 and doomed:
             if self.fault == "raise":
                 raise RuntimeError(f"env blew up on seed {self.seed}")
             if self.fault == "exit":
@@ -128,3 +133,33 @@ def trajectory(episode: Any) -> list[tuple[Any, ...]]:
         (tuple(t.obs), t.action, t.reward, tuple(t.next_obs), t.terminated, t.truncated)
         for t in episode.transitions
     ]
+
+
+class BusyEnv(CountEnv):
+    """A CountEnv with gymnasium spaces whose step burns ``step_seconds`` of CPU (a simulator)."""
+
+    def __init__(self, step_seconds: float = 0.001, **kwargs: Any):
+        import gymnasium
+
+        super().__init__(**kwargs)
+        self.busy = step_seconds
+        self.action_space = gymnasium.spaces.Discrete(2)
+        self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (2,), np.float64)
+
+    def step(self, action: Any):
+        end = time.thread_time() + self.busy
+        while time.thread_time() < end:
+            pass
+        return super().step(action)
+
+
+class UnpicklableInfoEnv(CountEnv):
+    """A CountEnv whose step info holds a lock (which cannot be pickled) on seed 13."""
+
+    def step(self, action: Any):
+        import threading
+
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.seed == 13:
+            info["lock"] = threading.Lock()
+        return obs, reward, terminated, truncated, info
