@@ -10,6 +10,16 @@ Plain classes and callbacks: nothing needs a registry.
 
 from kit.rl._seeding import EVAL, TRAIN, episode_seed
 from kit.rl._types import EnvState, Episode, Transition
+from kit.rl.battle import (
+    BattleCollector,
+    BattleEvaluator,
+    BattleResult,
+    FrozenPolicy,
+    JointEnv,
+    Lineup,
+    RockPaperScissors,
+    joint_env,
+)
 from kit.rl.buffer import PrioritizedReplayBuffer, ReplayBuffer, SampledBatch
 from kit.rl.choose import get_worker_pool
 from kit.rl.collect import EnvLoop, EpisodeCollector, Policy, SampleCollector
@@ -28,6 +38,9 @@ __all__ = [
     "AsyncEnvWorker",
     "AsyncWorkerPool",
     "BaseEnvWorker",
+    "BattleCollector",
+    "BattleEvaluator",
+    "BattleResult",
     "CheckpointHook",
     "Commander",
     "DistributedCollector",
@@ -39,13 +52,17 @@ __all__ = [
     "EpisodeCollector",
     "EvalResult",
     "Evaluator",
+    "FrozenPolicy",
     "IMetric",
+    "JointEnv",
     "Learner",
+    "Lineup",
     "LogReduceHook",
     "MetricEvaluator",
     "Policy",
     "PrioritizedReplayBuffer",
     "ReplayBuffer",
+    "RockPaperScissors",
     "SampleCollector",
     "SampledBatch",
     "SharedMemoryPool",
@@ -58,6 +75,7 @@ __all__ = [
     "episode_seed",
     "get_worker_pool",
     "gym_env",
+    "joint_env",
     "linear_schedule",
     "make_workers",
 ]

@@ -77,6 +77,9 @@ class Transition:
     policy_version: int
     seed: int
     info: dict[str, Any] = field(default_factory=dict)
+    #: In a two-player env: the agent that acted, and the name of its policy.
+    agent: str | None = None
+    policy: str | None = None
 
     @property
     def done(self) -> bool:
@@ -120,6 +123,19 @@ class Episode:
     def return_(self) -> float:
         """Sum of rewards."""
         return float(sum(t.reward for t in self.transitions))
+
+    def returns(self, by: str = "agent") -> dict[str, float]:
+        """Sum of rewards per agent (``by="agent"``) or per policy name (``by="policy"``).
+
+        For episodes of a two-player env (see :class:`kit.rl.BattleCollector`).
+        """
+        if by not in ("agent", "policy"):
+            raise ValueError(f"by must be 'agent' or 'policy', got {by!r}")
+        out: dict[str, float] = {}
+        for t in self.transitions:
+            key = str(getattr(t, by))
+            out[key] = out.get(key, 0.0) + t.reward
+        return out
 
     @property
     def policy_versions(self) -> list[int]:

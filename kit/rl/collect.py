@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from kit.rl._seeding import TRAIN, episode_seed
-from kit.rl._types import RESET, Episode, Transition
+from kit.rl._types import RESET, EnvState, Episode, Transition
 from kit.rl.pool import WorkerPool
 
 Policy = Callable[..., Sequence[Any]]
@@ -33,6 +33,9 @@ class _Slot:
     obs: Any = None
     action: Any = None
     version: int = 0
+    # Two-player loops: the env steps taken, and each agent's (policy name, version).
+    steps: int = 0
+    acted: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 def _version(policy: Policy, policy_version: int | None) -> int:
@@ -99,7 +102,26 @@ class EnvLoop:
                 current.obs = state.obs
                 acting.append(slot)
                 continue
-            transition = Transition(
+            made = self._transitions(current, state, slot)
+            episode.transitions += made
+            new += made
+            self.envstep += 1
+            if state.terminated or state.truncated:
+                episode.status = "terminated" if state.terminated else "truncated"
+                ended.append(episode)
+                del self.active[slot]
+            else:
+                current.obs = state.obs
+                acting.append(slot)
+        if acting:
+            self._act(acting, policy, policy_kwargs, version)
+        return new, ended
+
+    def _transitions(self, current: _Slot, state: EnvState, slot: int) -> list[Transition]:
+        """Return the transitions of one env step (one; a two-player loop makes one per agent)."""
+        episode = current.episode
+        return [
+            Transition(
                 current.obs,
                 current.action,
                 state.reward,
@@ -114,19 +136,7 @@ class EnvLoop:
                 episode.seed,
                 state.info or {},
             )
-            episode.transitions.append(transition)
-            new.append(transition)
-            self.envstep += 1
-            if state.terminated or state.truncated:
-                episode.status = "terminated" if state.terminated else "truncated"
-                ended.append(episode)
-                del self.active[slot]
-            else:
-                current.obs = state.obs
-                acting.append(slot)
-        if acting:
-            self._act(acting, policy, policy_kwargs, version)
-        return new, ended
+        ]
 
     def _act(
         self, slots: list[int], policy: Policy, policy_kwargs: Mapping[str, Any], version: int
@@ -189,13 +199,16 @@ class EnvUser:
     """
 
     loop: EnvLoop | None
-    policy: Policy | None
+    #: The policy (for two-player users, a lineup of policies).
+    policy: Any
+    #: The loop driving the pool (two-player users drive a loop of their own).
+    loop_class: type[EnvLoop] = EnvLoop
 
     def _init_env_user(
-        self, pool: WorkerPool | None, seed: int, stream: int, worker: str, policy: Policy | None
+        self, pool: WorkerPool | None, seed: int, stream: int, worker: str, policy: Any
     ) -> None:
         self._loop_args = (seed, stream, worker)
-        self.loop = None if pool is None else EnvLoop(pool, seed, stream, worker)
+        self.loop = None if pool is None else self.loop_class(pool, seed, stream, worker)
         self.policy = policy
 
     def reset_env(self, pool: WorkerPool | None = None) -> None:
@@ -204,7 +217,7 @@ class EnvUser:
             self.loop.abandon()
         if pool is not None:
             envstep = 0 if self.loop is None else self.loop.envstep
-            self.loop = EnvLoop(pool, *self._loop_args)
+            self.loop = self.loop_class(pool, *self._loop_args)
             self.loop.envstep = envstep
         self._forget_episodes()
 
@@ -231,7 +244,7 @@ class EnvUser:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _policy(self, policy: Policy | None) -> Policy:
+    def _policy(self, policy: Any) -> Any:
         chosen = policy if policy is not None else self.policy
         if chosen is None:
             raise TypeError(
