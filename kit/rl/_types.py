@@ -51,14 +51,15 @@ class EnvState(NamedTuple):
 class Transition:
     """One env step with where it came from.
 
-    ``episode_id`` and ``step`` identify it; ``env_id`` (the pool slot),
+    ``episode_id`` and ``step`` identify it; ``env_index`` (the env in the pool;
+    DI-engine's ``env_id`` reads the same),
     ``worker`` (the Dask worker, or ``"driver"``), ``policy_version`` (of the
     weights that chose ``action``) and ``seed`` (the episode's env seed) say
     how it was made.
 
     Examples
     --------
-    >>> t = Transition([0.0], 1, 1.0, [0.1], False, True, episode_id=4, step=9, env_id=0,
+    >>> t = Transition([0.0], 1, 1.0, [0.1], False, True, episode_id=4, step=9, env_index=0,
     ...                worker="driver", policy_version=2, seed=123)
     >>> t.done, t.episode_id, t.policy_version
     (True, 4, 2)
@@ -72,7 +73,7 @@ class Transition:
     truncated: bool
     episode_id: int
     step: int
-    env_id: int
+    env_index: int
     worker: str
     policy_version: int
     seed: int
@@ -80,6 +81,11 @@ class Transition:
     #: In a two-player env: the agent that acted, and the name of its policy.
     agent: str | None = None
     policy: str | None = None
+
+    @property
+    def env_id(self) -> int:
+        """DI-engine's name for :attr:`env_index`."""
+        return self.env_index
 
     @property
     def done(self) -> bool:
@@ -96,18 +102,23 @@ class Episode:
 
     Examples
     --------
-    >>> ep = Episode(episode_id=3, seed=11, env_id=0, worker="driver", status="terminated")
+    >>> ep = Episode(episode_id=3, seed=11, env_index=0, worker="driver", status="terminated")
     >>> ep.ok, ep.length, ep.return_
     (True, 0, 0.0)
     """
 
     episode_id: int
     seed: int
-    env_id: int
+    env_index: int
     worker: str
     status: str = "running"
     transitions: list[Transition] = field(default_factory=list)
     error: str | None = None
+
+    @property
+    def env_id(self) -> int:
+        """DI-engine's name for :attr:`env_index`."""
+        return self.env_index
 
     @property
     def ok(self) -> bool:

@@ -191,7 +191,7 @@ class ReplayBuffer:
     ) -> SampledBatch:
         """Draw ``batch_size`` runs of ``unroll_len`` consecutive steps of one episode.
 
-        Items must be :class:`~kit.rl.Transition` objects (or have ``env_id``,
+        Items must be :class:`~kit.rl.Transition` objects (or have ``env_index`` or ``env_id``,
         ``episode_id`` and ``step``); a run never crosses an episode's end or
         a step the buffer no longer holds. Runs are drawn uniformly, in a
         prioritized buffer too. ``data`` holds one list per run, and
@@ -201,9 +201,9 @@ class ReplayBuffer:
         --------
         >>> from types import SimpleNamespace as T
         >>> buffer = ReplayBuffer(16, seed=0)
-        >>> buffer.push([T(env_id=e, episode_id=0, step=t) for t in range(3) for e in (0, 1)])
+        >>> buffer.push([T(env_index=e, episode_id=0, step=t) for t in range(3) for e in (0, 1)])
         >>> run = buffer.sample_sequences(1, 3).data[0]
-        >>> len({x.env_id for x in run}), [x.step for x in run]  # one env's steps, in order
+        >>> len({x.env_index for x in run}), [x.step for x in run]  # one env's steps, in order
         (1, [0, 1, 2])
         """
         if unroll_len < 1:
@@ -234,11 +234,12 @@ class ReplayBuffer:
         for slot in self._held():
             item = self._data[slot]
             try:
-                key = (getattr(item, "worker", ""), item.env_id, item.episode_id)
+                env = item.env_index if hasattr(item, "env_index") else item.env_id
+                key = (getattr(item, "worker", ""), env, item.episode_id)
                 step = int(item.step)
             except AttributeError:
                 raise ValueError(
-                    "sequence sampling needs items with env_id, episode_id and step "
+                    "sequence sampling needs items with env_index, episode_id and step "
                     f"(kit.rl.Transition); the buffer holds a {type(item).__name__}"
                 ) from None
             episodes.setdefault(key, []).append((step, int(slot)))

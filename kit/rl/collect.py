@@ -184,7 +184,7 @@ class EnvLoop:
             for episode in ended:
                 done[episode.episode_id] = episode
                 if waiting:
-                    self.start(episode.env_id, waiting.popleft())
+                    self.start(episode.env_index, waiting.popleft())
         return [done[i] for i in sorted(done)]
 
 
@@ -373,7 +373,7 @@ class SampleCollector(_Collector):
             out.extend(new)
             for episode in ended:
                 self.last_episodes.append(episode)
-                self._start(episode.env_id)
+                self._start(episode.env_index)
         if drop_extra:
             out, self._carry = out[:n_sample], out[n_sample:]
         return out

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+from kit.rl._names import renamed
 from kit.rl._types import TIMEOUT, EnvState
 from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, SyncEnvWorker, names_command
 
@@ -39,7 +40,9 @@ class EnvPoolError(RuntimeError):
 
 
 class WorkerPool(abc.ABC):
-    """Envs addressed by slot (``worker_id`` / ``env_id``, 0 to ``num_envs - 1``).
+    """Envs addressed by their index, 0 to ``num_envs - 1`` (gymnasium's names).
+
+    ml-starter's ``worker_id`` keyword is an alias of ``env_index``.
 
     Parameters
     ----------
@@ -98,12 +101,12 @@ class WorkerPool(abc.ABC):
         """Slots with a command in flight."""
         return list(self._pending)
 
-    def _check_free(self, worker_id: int) -> None:
-        if not 0 <= worker_id < len(self.workers):
-            raise IndexError(f"no env {worker_id}: the pool has envs 0 to {len(self.workers) - 1}")
-        if worker_id in self._pending:
+    def _check_free(self, env_index: int) -> None:
+        if not 0 <= env_index < len(self.workers):
+            raise IndexError(f"no env {env_index}: the pool has envs 0 to {len(self.workers) - 1}")
+        if env_index in self._pending:
             raise RuntimeError(
-                f"env {worker_id} already has a command in flight: get_state()/recv() its "
+                f"env {env_index} already has a command in flight: get_state()/recv() its "
                 "answer before sending another"
             )
 
@@ -114,28 +117,30 @@ class WorkerPool(abc.ABC):
         self.workers[env_index].send_step(action)
         self._sent(env_index)
 
-    def send_action(self, action: Any, worker_id: int) -> None:
-        """ml-starter's call: ``"reset"`` resets env ``worker_id``, ``"close"`` closes it.
+    @renamed(worker_id="env_index")
+    def send_action(self, action: Any, env_index: int) -> None:
+        """ml-starter's call: ``"reset"`` resets env ``env_index``, ``"close"`` closes it.
 
         Any other action is a step, as with :meth:`send_step`, which never
         reads the action (use it, and :meth:`send`, for envs whose actions are text).
         """
         if names_command(action, "close"):
-            self._check_free(worker_id)
-            self.workers[worker_id].cleanup()
+            self._check_free(env_index)
+            self.workers[env_index].cleanup()
         elif names_command(action, "reset"):
-            self.send_reset(worker_id)
+            self.send_reset(env_index)
         else:
-            self.send_step(action, worker_id)
+            self.send_step(action, env_index)
 
+    @renamed(worker_id="env_index")
     def send_reset(
-        self, worker_id: int, seed: int | None = None, options: dict[str, Any] | None = None
+        self, env_index: int, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> None:
-        """Reset env ``worker_id`` with ``seed``."""
-        self._check_free(worker_id)
-        self._pending[worker_id] = time.monotonic()
-        self.workers[worker_id].send_reset(seed, options)
-        self._sent(worker_id)
+        """Reset env ``env_index`` with ``seed``."""
+        self._check_free(env_index)
+        self._pending[env_index] = time.monotonic()
+        self.workers[env_index].send_reset(seed, options)
+        self._sent(env_index)
 
     def _sent(self, slot: int) -> None:  # noqa: B027 (an optional hook)
         """Note that ``slot`` has a command in flight (async pools watch its pipe)."""
@@ -145,11 +150,12 @@ class WorkerPool(abc.ABC):
         for slot in range(self.num_envs):
             self.send_reset(slot, None if seeds is None else seeds[slot])
 
-    def send(self, actions: Sequence[Any], env_ids: Sequence[int]) -> None:
-        """Step env ``env_ids[i]`` with ``actions[i]`` (the batched interface, any actions)."""
-        if len(actions) != len(env_ids):
-            raise ValueError(f"{len(actions)} actions for {len(env_ids)} env ids")
-        for action, slot in zip(actions, env_ids, strict=True):
+    @renamed(env_ids="env_indices")
+    def send(self, actions: Sequence[Any], env_indices: Sequence[int]) -> None:
+        """Step env ``env_indices[i]`` with ``actions[i]`` (the batched interface, any actions)."""
+        if len(actions) != len(env_indices):
+            raise ValueError(f"{len(actions)} actions for {len(env_indices)} env indices")
+        for action, slot in zip(actions, env_indices, strict=True):
             self.send_step(action, slot)
 
     def get_state(self, timeout: float | None = None) -> tuple[EnvState, int]:

@@ -26,6 +26,7 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
+from kit.rl._names import renamed
 from kit.rl._types import ENV_ERROR, RESET, STEPPED, EnvState
 
 EnvFn = Callable[[], Any]
@@ -152,16 +153,18 @@ class BaseEnvWorker(abc.ABC):
         self.cleanup()
 
     @classmethod
+    @renamed(num_workers="num_envs")
     def from_env_fn(
-        cls, env_fn: EnvFn, num_workers: int, seed: int | None = 0, **kwargs: Any
+        cls, env_fn: EnvFn, num_envs: int, seed: int | None = 0, **kwargs: Any
     ) -> list[Any]:
-        """Build ``num_workers`` workers, each with its own env from ``env_fn``.
+        """Build ``num_envs`` workers, each with its own env from ``env_fn``.
 
         Their seeds are spawned from ``seed`` (distinct, reproducible).
+        ml-starter's ``num_workers`` keyword is an alias of ``num_envs``.
         """
-        if num_workers < 1:
-            raise ValueError(f"num_workers must be at least 1, got {num_workers}")
-        return [cls(env_fn, s, **kwargs) for s in _seeds(seed, num_workers)]
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be at least 1, got {num_envs}")
+        return [cls(env_fn, s, **kwargs) for s in _seeds(seed, num_envs)]
 
 
 class SyncEnvWorker(BaseEnvWorker):

@@ -134,7 +134,7 @@ def test_a_positional_learner_iter_is_refused_not_read_as_a_policy_version() -> 
         buffer.sample(2, 1000)  # type: ignore[call-arg, arg-type]
 
 
-def transition(env_id: int, episode_id: int, step: int) -> Transition:
+def transition(env_index: int, episode_id: int, step: int) -> Transition:
     return Transition(
         obs=step,
         action=0,
@@ -144,7 +144,7 @@ def transition(env_id: int, episode_id: int, step: int) -> Transition:
         truncated=False,
         episode_id=episode_id,
         step=step,
-        env_id=env_id,
+        env_index=env_index,
         worker="w",
         policy_version=0,
         seed=0,
@@ -161,9 +161,9 @@ def test_sequences_are_consecutive_steps_of_one_episode() -> None:
     batch = buffer.sample_sequences(5, 3, replace=False)
     assert batch.indices.shape == batch.ids.shape == (5, 3)
     for run in batch.data:
-        assert len({(x.env_id, x.episode_id) for x in run}) == 1
+        assert len({(x.env_index, x.episode_id) for x in run}) == 1
         assert [x.step for x in run] == list(range(run[0].step, run[0].step + 3))
-    starts = sorted((r[0].env_id, r[0].episode_id, r[0].step) for r in batch.data)
+    starts = sorted((r[0].env_index, r[0].episode_id, r[0].step) for r in batch.data)
     assert starts == [(0, 0, 0), (0, 0, 1), (0, 0, 2), (1, 1, 0), (1, 1, 1)]
     with pytest.raises(ValueError, match="cannot sample 6 runs of 3 steps: the buffer holds 5"):
         buffer.sample_sequences(6, 3, replace=False)
@@ -172,5 +172,5 @@ def test_sequences_are_consecutive_steps_of_one_episode() -> None:
 def test_sequences_need_transitions() -> None:
     buffer = ReplayBuffer(8)
     buffer.push([1, 2, 3])
-    with pytest.raises(ValueError, match=r"needs items with env_id, episode_id and step"):
+    with pytest.raises(ValueError, match=r"needs items with env_index, episode_id and step"):
         buffer.sample_sequences(1, 2)

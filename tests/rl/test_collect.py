@@ -44,9 +44,9 @@ def test_transitions_record_where_they_came_from() -> None:
         assert episode.seed == env_seed
         assert [t.step for t in episode.transitions] == list(range(episode.length))
         for t in episode.transitions:
-            assert (t.episode_id, t.env_id, t.worker, t.policy_version, t.seed) == (
+            assert (t.episode_id, t.env_index, t.worker, t.policy_version, t.seed) == (
                 episode.episode_id,
-                episode.env_id,
+                episode.env_index,
                 "w0",
                 7,
                 env_seed,

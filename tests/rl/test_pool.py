@@ -233,3 +233,18 @@ def test_cleanup_after_ctrl_c_leaves_no_child_process() -> None:
     assert "after cleanup 0" in out
     _, alive = psutil.wait_procs(kids, timeout=10)
     assert alive == []
+
+
+def test_the_old_names_are_aliases_of_num_envs_and_env_index() -> None:
+    with pytest.warns(DeprecationWarning, match=r"from_env_fn\(num_workers=...\) is now"):
+        workers = SyncEnvWorker.from_env_fn(CountEnv, num_workers=2)
+    pool = SyncWorkerPool(workers)
+    with pytest.warns(DeprecationWarning, match=r"send_reset\(worker_id=...\)"):
+        pool.send_reset(worker_id=1, seed=3)
+    assert pool.get_state()[1] == 1
+    with pytest.warns(DeprecationWarning, match=r"send\(env_ids=...\) is now send\(env_indices"):
+        pool.send([0], env_ids=[1])
+    assert pool.get_state()[1] == 1
+    with pytest.raises(TypeError, match="got both worker_id= and env_index="):
+        pool.send_action(0, env_index=0, worker_id=0)
+    pool.cleanup()
