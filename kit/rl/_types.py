@@ -44,7 +44,7 @@ class EnvState(NamedTuple):
     @property
     def done(self) -> bool:
         """True when the episode ended: terminated, truncated or broken by a fault."""
-        return self.terminated or self.truncated or self.fault
+        return self.terminated or self.truncated or self.status in FAULTS
 
 
 @dataclass(frozen=True)

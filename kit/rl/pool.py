@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kit.rl._names import renamed
-from kit.rl._types import TIMEOUT, EnvState
+from kit.rl._types import FAULTS, TIMEOUT, EnvState
 from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, SyncEnvWorker, names_command
 
 
@@ -98,8 +98,8 @@ class WorkerPool(abc.ABC):
 
     @property
     def pending(self) -> list[int]:
-        """Slots with a command in flight."""
-        return list(self._pending)
+        """Envs with a command whose answer the caller has not received yet."""
+        return [*self._pending, *(slot for _, slot in self._answered)]
 
     def _check_free(self, env_index: int) -> None:
         if not 0 <= env_index < len(self.workers):
@@ -307,9 +307,68 @@ class SyncWorkerPool(WorkerPool):
     >>> pool.cleanup()
     """
 
+    def __init__(self, workers: Sequence[BaseEnvWorker], **kwargs: Any) -> None:
+        super().__init__(workers, **kwargs)
+        # Envs stepped in this thread answer at once, into _ready: a CartPole step costs
+        # less than the general path's bookkeeping. Faults are handled on receipt, as always.
+        self._inline = all(type(w) is SyncEnvWorker for w in self.workers)
+        self._ready: dict[int, EnvState] = {}
+
+    def send_step(self, action: Any, env_index: int) -> None:  # noqa: D102
+        if not self._inline:
+            super().send_step(action, env_index)
+            return
+        self._check_free(env_index)
+        self._pending[env_index] = 0.0
+        self._ready[env_index] = self.workers[env_index].step_now(action)  # type: ignore[attr-defined]
+
+    @renamed(worker_id="env_index")
+    def send_reset(  # noqa: D102
+        self, env_index: int, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> None:
+        if not self._inline:
+            super().send_reset(env_index, seed, options)
+            return
+        self._check_free(env_index)
+        worker = self.workers[env_index]
+        worker.send_reset(seed, options)
+        self._pending[env_index] = 0.0
+        self._ready[env_index] = worker.get_state()
+
+    @renamed(env_ids="env_indices")
+    def send(self, actions: Sequence[Any], env_indices: Sequence[int]) -> None:  # noqa: D102
+        if not self._inline:
+            super().send(actions, env_indices)
+            return
+        if len(actions) != len(env_indices):
+            raise ValueError(f"{len(actions)} actions for {len(env_indices)} env indices")
+        workers, pending, ready, n = self.workers, self._pending, self._ready, len(self.workers)
+        for action, slot in zip(actions, env_indices, strict=True):
+            if not 0 <= slot < n or slot in pending:
+                self._check_free(slot)
+            pending[slot] = 0.0
+            ready[slot] = workers[slot].step_now(action)  # type: ignore[attr-defined]
+
+    def cleanup(self) -> None:  # noqa: D102
+        super().cleanup()
+        self._ready.clear()
+
     def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
         if not self._pending:
             raise RuntimeError("get_state() with nothing in flight: send an action first")
+        if self._inline:
+            ready, self._ready = self._ready, {}
+            if not everything:  # one answer; the others stay ready, in order
+                first = next(iter(ready))
+                self._ready = {k: v for k, v in ready.items() if k != first}
+                ready = {first: ready[first]}
+            pending, answers = self._pending, []
+            for slot, answer in ready.items():
+                del pending[slot]
+                if answer.status in FAULTS:
+                    self._fault(slot, answer)
+                answers.append((answer, slot))
+            return answers
         deadline = None if timeout is None else time.monotonic() + timeout
         out = []
         for slot in list(self._pending):

@@ -203,6 +203,19 @@ class SyncEnvWorker(BaseEnvWorker):
         else:
             self._answers.append(run_command(self._env, command))
 
+    def step_now(self, action: Any) -> EnvState:
+        """Step the env with ``action`` and return the answer (what a sync pool calls)."""
+        env = self._env
+        if env is None:
+            return EnvState(
+                None, status=ENV_ERROR, error=f"building the env failed:\n{self._build_error}"
+            )
+        try:
+            obs, reward, terminated, truncated, info = env.step(action)
+        except Exception:
+            return EnvState(None, status=ENV_ERROR, error=traceback.format_exc())
+        return EnvState(obs, float(reward), bool(terminated), bool(truncated), info, STEPPED)
+
     def get_state(self, timeout: float | None = None) -> EnvState:  # noqa: D102
         if not self._answers:
             raise RuntimeError("get_state() with nothing sent: call send_action() first")
