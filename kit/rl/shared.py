@@ -22,6 +22,7 @@ import math
 import multiprocessing
 import os
 import pickle
+import secrets
 import select
 import signal
 import time
@@ -104,7 +105,7 @@ class _Views:
         self.obs = self.act = None
 
 
-def _serve_group(conn: Connection, payload: bytes, n: int) -> None:
+def _serve_group(conn: Connection, payload: bytes, n: int, name: str) -> None:
     """Run one process of a :class:`SharedMemoryPool`: build ``n`` envs, answer batches."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the parent
     factory: EnvFn = cloudpickle.loads(payload)
@@ -122,11 +123,13 @@ def _serve_group(conn: Connection, payload: bytes, n: int) -> None:
         envs.append(env)
         errors.append(error)
     spec = _layout(envs, n)
-    block = SharedMemory(create=True, size=spec["size"])
+    # The parent chose the name, so it can free the block even if this process dies
+    # before saying it exists.
+    block = SharedMemory(name=name, create=True, size=spec["size"])
     views = _Views(block, spec, n)
     obs_view, act_view = views.obs, views.act
     try:
-        conn.send(("ready", block.name, spec))
+        conn.send(("ready", spec))
         while True:
             try:
                 message = conn.recv()
@@ -203,16 +206,20 @@ def _picklable(answer: tuple[Any, ...]) -> tuple[Any, ...]:
     return answer
 
 
-def _stop(process: Any, conn: Connection | None, block: SharedMemory | None) -> None:
+def _stop(process: Any, conn: Connection | None, block: SharedMemory | None, name: str) -> None:
     """Kill a group's process and free its block (also when the pool is garbage-collected)."""
     if conn is not None:
         conn.close()
     _kill(process)
-    if block is not None:
-        with contextlib.suppress(FileNotFoundError):
-            block.unlink()
-        with contextlib.suppress(BufferError):
-            block.close()
+    if block is None:
+        try:  # made by the process, never attached here
+            block = SharedMemory(name=name)
+        except (FileNotFoundError, ValueError):
+            return
+    with contextlib.suppress(FileNotFoundError):
+        block.unlink()
+    with contextlib.suppress(BufferError):
+        block.close()
 
 
 class _Group:
@@ -235,18 +242,26 @@ class _Group:
 
     def start(self) -> None:
         self.ready, self.started_at, self.views = False, time.monotonic(), None
+        self.name = f"kit-env-{os.getpid()}-{secrets.token_hex(6)}"
         parent, child = multiprocessing.Pipe()
         self.process = start_process(
-            self.context, _serve_group, (child, self.payload, self.n), True, parent, child
+            self.context,
+            _serve_group,
+            (child, self.payload, self.n, self.name),
+            True,
+            parent,
+            child,
         )
         self.conn = parent
-        self._finalizer = weakref.finalize(self, _stop, self.process, parent, None)
+        self._finalizer = weakref.finalize(self, _stop, self.process, parent, None, self.name)
 
-    def attach(self, name: str, spec: dict[str, Any]) -> None:
-        self.block = SharedMemory(name=name)
+    def attach(self, spec: dict[str, Any]) -> None:
+        self.block = SharedMemory(name=self.name)
         self.views = _Views(self.block, spec, self.n)
         self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _stop, self.process, self.conn, self.block)
+        self._finalizer = weakref.finalize(
+            self, _stop, self.process, self.conn, self.block, self.name
+        )
         self.ready, self.ready_at = True, time.monotonic()
 
     @property
@@ -317,7 +332,7 @@ class _Group:
             self.views = None
         block, self.block = self.block, None
         self._finalizer.detach()
-        _stop(self.process, conn, block)
+        _stop(self.process, conn, block, self.name)
         self.queued = []
 
     def death(self) -> str:
@@ -530,7 +545,7 @@ class SharedMemoryPool(WorkerPool):
         except (EOFError, OSError):
             return self._restart(group, ENV_ERROR, group.death(), None)
         if message[0] == "ready":
-            group.attach(message[1], message[2])
+            group.attach(message[1])
             group.flush()
             return []
         if message[0] == "rebuilt":

@@ -179,3 +179,13 @@ def test_get_worker_pool_builds_a_shared_memory_pool_by_name() -> None:
     with get_worker_pool(SPACED, num_envs=4, mode="shared_memory", envs_per_process=2) as pool:
         assert type(pool) is SharedMemoryPool and pool.num_processes == 2
         assert pool.mode == "shared_memory"
+
+
+def test_a_pool_closed_before_its_processes_said_ready_leaves_no_shared_memory() -> None:
+    before = _segments()
+    for kill in (False, True):
+        pool = SharedMemoryPool(SPACED, 4, envs_per_process=2)
+        if kill:  # a process busy building, then killed
+            pool.send_reset(0, seed=1)
+        pool.cleanup()
+    assert _segments() - before == set()
