@@ -244,6 +244,16 @@ class WorkerPool(abc.ABC):
         began = max(self._pending[slot], worker.ready_at)
         return max(0.0, began + self.step_timeout - time.monotonic())
 
+    def _clock(self, limit: float | None) -> tuple[list[int], float | None]:
+        """Envs whose build or step time ran out, and ``limit`` cut to the next deadline."""
+        if self.step_timeout is None and self.build_timeout is None:
+            return [], limit
+        lefts = {slot: self._left(slot) for slot in self._pending}
+        expired = [slot for slot, left in lefts.items() if left is not None and left <= 0]
+        for left in lefts.values():
+            limit = _shorter(limit, left)
+        return expired, limit
+
     def _expired(self, slot: int) -> bool:
         left = self._left(slot)
         return left is not None and left <= 0
@@ -439,13 +449,9 @@ class AsyncWorkerPool(WorkerPool):
         workers: list[AsyncEnvWorker] = self.workers  # type: ignore[assignment]
         while True:
             limit = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if self.step_timeout is not None or self.build_timeout is not None:
-                lefts = {slot: self._left(slot) for slot in self._pending}
-                expired = [slot for slot, left in lefts.items() if left is not None and left <= 0]
-                if expired:
-                    return [self._receive(slot, self._timed_out(slot)) for slot in expired]
-                for left in lefts.values():
-                    limit = _shorter(limit, left)
+            expired, limit = self._clock(limit)
+            if expired:
+                return [self._receive(slot, self._timed_out(slot)) for slot in expired]
             events = self._poller.poll(None if limit is None else limit * 1000)
             if events:
                 # Oldest command first among those ready: fair to slow envs.

@@ -18,6 +18,7 @@ flight answer with the fault, and the others answer their next step with it
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import multiprocessing
 import os
@@ -36,7 +37,7 @@ import cloudpickle
 import numpy as np
 
 from kit.rl._types import ENV_ERROR, RESET, STEPPED, TIMEOUT, EnvState
-from kit.rl.pool import WorkerPool, _shorter
+from kit.rl.pool import WorkerPool
 from kit.rl.workers import (
     DEFAULT_CONTEXT,
     BaseEnvWorker,
@@ -44,6 +45,7 @@ from kit.rl.workers import (
     _close_quietly,
     _kill,
     _seeds,
+    build_env,
     start_process,
 )
 
@@ -108,14 +110,7 @@ class _Views:
 def _serve_group(conn: Connection, payload: bytes, n: int, name: str) -> None:
     """Run one process of a :class:`SharedMemoryPool`: build ``n`` envs, answer batches."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the parent
-    factory: EnvFn = cloudpickle.loads(payload)
-
-    def build() -> tuple[Any, str | None]:
-        try:
-            return factory(), None
-        except Exception:
-            return None, traceback.format_exc()
-
+    build = functools.partial(build_env, cloudpickle.loads(payload))
     envs: list[Any] = []
     errors: list[str | None] = []
     for _ in range(n):
@@ -518,15 +513,11 @@ class SharedMemoryPool(WorkerPool):
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             limit = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if self.step_timeout is not None or self.build_timeout is not None:
-                lefts = {slot: self._left(slot) for slot in self._pending}
-                expired = [slot for slot, left in lefts.items() if left is not None and left <= 0]
-                if expired:
-                    slot = expired[0]
-                    group = workers[slot].group
-                    return self._restart(group, TIMEOUT, self._timed_out(slot).error or "", slot)
-                for left in lefts.values():
-                    limit = _shorter(limit, left)
+            expired, limit = self._clock(limit)
+            if expired:
+                slot = expired[0]
+                group = workers[slot].group
+                return self._restart(group, TIMEOUT, self._timed_out(slot).error or "", slot)
             events = self._poller.poll(None if limit is None else limit * 1000)
             out = []
             for fd, _ in events:

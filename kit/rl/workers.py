@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
 import multiprocessing
 import signal
 import threading
@@ -60,6 +61,14 @@ def run_command(env: Any, command: tuple[Any, ...]) -> EnvState:
         return EnvState(obs, float(reward), bool(terminated), bool(truncated), info, STEPPED)
     except Exception:
         return EnvState(None, status=ENV_ERROR, error=traceback.format_exc())
+
+
+def build_env(factory: EnvFn) -> tuple[Any, str | None]:
+    """Build an env: ``(env, None)``, or ``(None, traceback)`` when the factory raised."""
+    try:
+        return factory(), None
+    except Exception:
+        return None, traceback.format_exc()
 
 
 def _close_quietly(env: Any) -> None:
@@ -262,13 +271,7 @@ def _serve(conn: Connection, env_fn: EnvFn | bytes, in_process: bool) -> None:
         # leave its slot broken and print a traceback into the notebook.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     factory: EnvFn = cloudpickle.loads(env_fn) if isinstance(env_fn, bytes) else env_fn
-
-    def build() -> tuple[Any, str | None]:
-        try:
-            return factory(), None
-        except Exception:
-            return None, traceback.format_exc()
-
+    build = functools.partial(build_env, factory)
     env, build_error = build()
     try:
         if not _tell_ready(conn):
