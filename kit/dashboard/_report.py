@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import os
@@ -75,7 +76,8 @@ def write_report(output_dir: str | os.PathLike[str]) -> Path:
         state(event)
     title = f"Kit run {folder.name}"
     view = DashboardView(title)
-    view.update(state.snapshot())
+    # The run is over: its cluster, and the Dask dashboard the live view linked to, may be gone.
+    view.update(dataclasses.replace(state.snapshot(), dask_dashboard=None))
     result_path = folder / "result.json"
     result = json.loads(result_path.read_text()) if result_path.exists() else {}
     config_path = folder / "config.yaml"

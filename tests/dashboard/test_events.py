@@ -56,6 +56,10 @@ def test_events_of_a_known_run_add_up(mode: str, tmp_path: Path) -> None:
     stored = read_events(tmp_path / "events.jsonl")
     assert [type(e).__name__ for e in stored] == [type(e).__name__ for e in events]
     assert stored[1] == events[1]
+    if mode == "local":
+        # The live view links to the Dask dashboard; the report outlives the cluster: no link.
+        assert started.dashboard is not None
+        assert "Dask dashboard" not in (tmp_path / "report.html").read_text()
 
 
 def test_a_resumed_run_says_how_much_was_done(tmp_path: Path) -> None:
