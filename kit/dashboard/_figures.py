@@ -80,7 +80,7 @@ class DashboardView:
         require_bokeh()
         from bokeh.layouts import column, row
         from bokeh.models import ColumnDataSource, FactorRange, Range1d
-        from bokeh.models.annotations import Legend
+        from bokeh.models.annotations import Legend, Title
         from bokeh.models.widgets import DataTable, Div, TableColumn
         from bokeh.plotting import figure
 
@@ -151,10 +151,11 @@ class DashboardView:
             text_font_size="11px",
         )
 
+        self.metrics_title = Title(text="metrics")
         self.metrics = figure(
             height=220,
             width=width // 2,
-            title="metrics",
+            title=self.metrics_title,
             x_axis_label="items done (running mean) or step",
             toolbar_location=None,
             name="kit-metrics",
@@ -215,6 +216,11 @@ class DashboardView:
             "busy": busy,
             "busy_label": [f"{share:.0%} busy" for share in busy],
         }
+        if not snap.metrics and snap.done:
+            # Say why the plot stays empty, and how to fill it.
+            self.metrics_title.text = "metrics: none (records with a 'metrics' dict are plotted)"
+        elif snap.metrics:
+            self.metrics_title.text = "metrics"
         for name, (x, y) in snap.metrics.items():
             source = self._metric_sources.get(name)
             if source is None:

@@ -102,6 +102,21 @@ def test_the_bokeh_view_draws_a_snapshot() -> None:
     assert view.failures_source.data["index"] == ["3"]
     assert "Dask dashboard" in view.header.text and "40/40" in view.header.text
     assert list(view._metric_sources) == ["loss"]
+    assert view.metrics_title.text == "metrics"
+
+
+def test_a_run_without_metrics_says_how_to_plot_one() -> None:
+    pytest.importorskip("bokeh")
+    from kit.dashboard._figures import DashboardView
+
+    state = DashboardState()
+    state(RunStarted("r", total=10, resumed=0, workers=1))
+    view = DashboardView("demo")
+    view.update(state.snapshot())
+    assert view.metrics_title.text == "metrics"  # nothing done yet: nothing to explain
+    state(ChunkFinished("r", 0, 10, 0, "a", 0.5, 1.0, 10, 0, 10, ()))
+    view.update(state.snapshot())
+    assert "records with a 'metrics' dict are plotted" in view.metrics_title.text
 
 
 def test_the_dashboard_is_a_bokeh_document_and_a_server_app() -> None:

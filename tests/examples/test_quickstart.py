@@ -20,7 +20,7 @@ def test_quickstart_runs_on_the_local_cluster(
     assert code == 0, out
     assert "40 ok, 0 failed, 0 resumed" in out
     assert "worker 0:" in out and "worker 1:" in out
-    assert "summary: {'mean_y':" in out
+    assert "summary: {'min_y': -1.0, 'max_y': 1.0}" in out
     assert (tmp_path / "run" / "manifest.json").exists()
 
 
