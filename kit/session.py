@@ -234,6 +234,11 @@ class Session:
         if self.client is not None and not self.borrowed:
             self.client.close()
         if self.cluster is not None:
+            from kit._nanny import wait_for_restarts
+
+            # A worker killed by the last item may still be restarting: closing its nanny
+            # mid-start fails in distributed, so let the restart finish first.
+            wait_for_restarts(self.cluster)
             self.cluster.close()
 
     def describe(self) -> dict[str, Any]:

@@ -10,9 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 import kit
+from kit._nanny import _alive, restarting
 from tests.workloads import Affine, Crashy, ToyProvider, expected, lines, toy_config
 
 pytestmark = pytest.mark.slow
@@ -106,3 +108,29 @@ def test_the_scheduler_options_can_set_allowed_failures() -> None:
         assert session.client.run_on_scheduler(allowed_failures) == 3
     finally:
         session.close()
+
+
+def worker_processes() -> list[psutil.Process]:
+    """This process's live children, but multiprocessing's resource tracker."""
+    live = []
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if child.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(
+                child.cmdline()
+            ):
+                live.append(child)
+    return live
+
+
+def test_a_session_closed_while_a_killed_worker_restarts_closes_cleanly() -> None:
+    # As after a run whose last item killed its worker: the nanny is starting a new one.
+    before = {p.pid for p in worker_processes()}
+    session = kit.get_session({"env": "local", "n_workers": 1, "options": {"name": "restart"}})
+    victim = next(iter(session.client.run(os.getpid).values()))
+    os.kill(victim, signal.SIGKILL)
+    # A SIGKILLed process ends when the kernel next schedules it: late on a busy machine.
+    while _alive(victim):
+        time.sleep(0.01)
+    assert restarting(session.cluster) == ["0"]
+    session.close()
+    assert [p for p in worker_processes() if p.pid not in before] == []
