@@ -12,6 +12,8 @@ from typing import Any
 from distributed import Nanny
 from distributed.core import Status
 
+from kit._process import alive
+
 #: Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536`` so freed memory
 #: goes back to the system sooner. Setting it also turns off glibc's dynamic mmap
 #: threshold, so every allocation above 128 KiB becomes a fresh mmap and page faults:
@@ -37,19 +39,6 @@ class KitNanny(Nanny):
 RESTART_GRACE = 30.0
 
 
-def _alive(pid: int | None) -> bool:
-    # psutil, not the process object: polling it would reap the child under the
-    # thread that distributed has waiting for its exit code.
-    import psutil
-
-    if pid is None:
-        return False
-    try:
-        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
-        return False
-
-
 def restarting(cluster: Any) -> list[str]:
     """Names of ``cluster``'s workers whose process died and is not yet replaced.
 
@@ -71,7 +60,7 @@ def restarting(cluster: Any) -> list[str]:
         if worker is None:
             continue
         process = worker.process  # released once the exit is handled
-        if worker.status != Status.running or process is None or not _alive(process.pid):
+        if worker.status != Status.running or process is None or not alive(process.pid):
             names.append(str(name))
     return names
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import cloudpickle
 
 from kit._atomic import atomic_file
+from kit._process import alive
 from kit.events import ChunkFinished, Event, RunFinished, RunStarted
 from kit.result import (
     Index,
@@ -63,18 +64,6 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     except (FileNotFoundError, json.JSONDecodeError):
         return None
     return data
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs on this host (a zombie counts as gone)."""
-    import psutil
-
-    try:
-        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
-        return False
-    except psutil.AccessDenied:
-        return True
 
 
 def _start_time(pid: int) -> float | None:
@@ -126,7 +115,7 @@ class DriverIdentity:
         started = _start_time(self.pid)
         # create_time is read from /proc with a clock tick's resolution.
         return (
-            started is not None and abs(started - (self.created or 0.0)) < 0.05 and _alive(self.pid)
+            started is not None and abs(started - (self.created or 0.0)) < 0.05 and alive(self.pid)
         )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import kit
-from kit.detached import _alive
+from kit._process import alive
 from tests.kernels import start_kernel
 from tests.workloads import Affine, ToyProvider, expected, toy_config
 
@@ -73,9 +73,9 @@ def test_a_detached_run_survives_its_kernel_being_killed(tmp_path: Path) -> None
         assert time.monotonic() < deadline, "the detached run made no progress"
         time.sleep(0.05)
     manager.shutdown_kernel(now=True)  # kill the kernel mid-run
-    assert not _alive(kernel_pid)
+    assert not alive(kernel_pid)
     assert run.progress.done < 300, "the run ended before the kernel was killed"
-    assert _alive(driver_pid)
+    assert alive(driver_pid)
 
     # Attach from this process (another one than the kernel) and get everything.
     result = kit.attach(out).result(timeout=120)

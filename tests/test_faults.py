@@ -14,7 +14,8 @@ import psutil
 import pytest
 
 import kit
-from kit._nanny import _alive, restarting
+from kit._nanny import restarting
+from kit._process import alive
 from tests.workloads import Affine, Crashy, ToyProvider, expected, lines, toy_config
 
 pytestmark = pytest.mark.slow
@@ -129,7 +130,7 @@ def test_a_session_closed_while_a_killed_worker_restarts_closes_cleanly() -> Non
     victim = next(iter(session.client.run(os.getpid).values()))
     os.kill(victim, signal.SIGKILL)
     # A SIGKILLed process ends when the kernel next schedules it: late on a busy machine.
-    while _alive(victim):
+    while alive(victim):
         time.sleep(0.01)
     assert restarting(session.cluster) == ["0"]
     session.close()
