@@ -123,6 +123,16 @@ class Affine(Runner):
         return {"mean_y": sum(ys) / len(ys) if ys else None}
 
 
+class Scored(Affine):
+    """Affine with two metrics on scales ten times apart, as WER (0.0-0.08) and RTF (1-3)."""
+
+    @staticmethod
+    def forward(idx: int, model: Model, offset: int = 0) -> dict[str, Any]:
+        record = Affine.forward(idx, model, offset)
+        record["metrics"] = {"wer": (idx % 5) / 50, "rtf": 1.0 + idx % 3}
+        return record
+
+
 class BadSummary(Affine):
     """Every item runs; then summarize fails: an error Kit did not foresee."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import threading
 from concurrent.futures import Future
@@ -11,6 +12,7 @@ import ipywidgets as w
 
 import kit
 from kit.config import PARALLEL_ENVS, ParallelConfig, parallel_section
+from widgets._kernel import on_kernel_thread
 from widgets._style import TABLE_STYLE, error_html
 
 
@@ -74,6 +76,8 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         self.ready: Future[kit.Session] | None = None
         self.refresh_seconds = refresh_seconds
         self._stop = threading.Event()
+        #: Workers a Scale asked for, until they are there.
+        self._target: int | None = None
         self.env = w.Dropdown(
             options=list(PARALLEL_ENVS), value=self.parallel.env, description="env"
         )
@@ -169,15 +173,27 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         return ready
 
     def _start(self, parallel: ParallelConfig, ready: Future[kit.Session]) -> None:
+        # On a thread of its own (a cluster takes seconds to start); the widgets
+        # change on the kernel's thread. The future is set here: a cell waiting
+        # on it holds the kernel's thread, which would never get to set it.
         try:
             session = kit.get_session(parallel)
         except Exception as exc:
-            self.start_button.disabled = False
-            self._show_error(exc)
-            ready.set_exception(exc)
+            error = exc
+
+            def failed() -> None:
+                self.start_button.disabled = False
+                self._show_error(error)
+
+            on_kernel_thread(failed)
+            ready.set_exception(error)
             return
-        self.start_button.disabled = False
-        self.show(session)
+
+        def started() -> None:
+            self.start_button.disabled = False
+            self.show(session)
+
+        on_kernel_thread(started)
         ready.set_result(session)
 
     def stop(self) -> None:
@@ -194,6 +210,7 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         if self.session is None or self.session.cluster is None:
             raise RuntimeError("only a cluster Kit started can be scaled (not inline or remote)")
         self.session.cluster.scale(self.n_workers.value)
+        self._target = self.n_workers.value
         self._set_status(f"scaling to {self.n_workers.value} workers")
 
     def adapt(self) -> None:
@@ -206,16 +223,38 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
     def refresh(self) -> None:
         """Redraw the workers table now."""
         if self.session is not None and self.session.client is not None:
-            self.workers.value = workers_table(self.session.client.scheduler_info())
+            self._show_workers(self.session, self.session.client.scheduler_info())
 
     # ------------------------------------------------------------ drawing
+    def _show_workers(self, session: kit.Session, info: dict[str, Any]) -> None:
+        if session is not self.session:
+            return  # a cluster the panel no longer shows
+        self.workers.value = workers_table(info)
+        if self._target is not None and len(info.get("workers", {})) == self._target:
+            self._target = None  # scaled: "scaling to N workers" would read as still going on
+            self._set_status()
+
     def _watch(self) -> None:
+        # Asks the scheduler on this thread; the widgets change on the kernel's.
+        session = self.session
         while not self._stop.wait(self.refresh_seconds):
-            try:
-                self.refresh()
-            except Exception as exc:  # the cluster went away: say so, stop watching
-                self.status.value = error_html(repr(exc))
+            if session is None or session is not self.session:
                 return
+            if session.closed:  # closed elsewhere (kit.shutdown()): its links are dead
+                on_kernel_thread(self._closed_elsewhere)
+                return
+            try:
+                assert session.client is not None  # show() watches only clusters
+                info = session.client.scheduler_info()
+            except Exception as exc:  # the cluster went away: say so, stop watching
+                on_kernel_thread(functools.partial(self._show_error, exc))
+                return
+            on_kernel_thread(functools.partial(self._show_workers, session, info))
+
+    def _closed_elsewhere(self) -> None:
+        self.session = None
+        self.workers.value = ""
+        self._set_status()
 
     def _set_status(self, note: str = "") -> None:
         running = self.session is not None

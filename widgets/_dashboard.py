@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from bokeh.core.json_encoder import serialize_json
+from jupyter_bokeh.widgets import BokehModel
+
 from kit.dashboard import Dashboard
+from widgets._kernel import Painter
 
 
 def load_bokehjs() -> None:
@@ -21,27 +26,71 @@ def load_bokehjs() -> None:
     output_notebook(INLINE, hide_banner=True)
 
 
-def dashboard_widget(dashboard: Dashboard) -> Any:
+class DashboardWidget(BokehModel):  # type: ignore[misc]
+    """A notebook widget showing a live :class:`~kit.dashboard.Dashboard`.
+
+    Redraws run on the kernel's thread only (see ``widgets._kernel``), at
+    most once per the dashboard's ``interval``, as events come from any
+    thread; the kernel stays free. A front end that asks for the widget's
+    state again (a reloaded page, a second view of the notebook) gets the
+    current picture, not the one of when the widget was made.
+    """
+
+    def __init__(self, dashboard: Dashboard, **kwargs: Any) -> None:
+        load_bokehjs()
+        self.dashboard = dashboard
+        super().__init__(dashboard.layout, **kwargs)
+        self.painter = Painter(dashboard.refresh, dashboard.interval, urgent=_ended(dashboard))
+        dashboard.drive(self.painter.wake)
+
+    def _sync_model(self, _model: Any, content: dict[str, Any], _buffers: list[Any]) -> None:
+        """Take nothing back from the page: the dashboard only shows.
+
+        BokehJS sends each change it applies back to the kernel. Such an echo
+        of an earlier redraw, arriving after a later one, set the kernel's
+        models back (a metric's plot taken out of the layout again), and the
+        echoes of the later redraw then named models the kernel no longer had
+        ("can't resolve reference"). With no tools, no plot here has
+        anything to tell the kernel.
+        """
+
+    def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
+        """Return the widget's state; asked for whole (a page asking again), drawn anew first."""
+        state: dict[str, Any] = super().get_state(key, drop_defaults)
+        if key is None and "render_bundle" in state:
+            # Asked by a front end, so on the kernel's thread: safe to draw and read.
+            self.dashboard.refresh()
+            state["render_bundle"] = serialize_json(self._model_to_traits(self._model))
+        return state
+
+
+def _ended(dashboard: Dashboard) -> Callable[[], bool]:
+    # The final picture is drawn at once, not an interval later.
+    return lambda: dashboard.finished
+
+
+def dashboard_widget(dashboard: Dashboard) -> DashboardWidget:
     """Return an ipywidget showing ``dashboard`` that updates live.
 
-    Updates are pushed by the dashboard's own thread through the widget's
-    comm, so the kernel stays free (``push_notebook`` is not used: it does
-    nothing in JupyterLab 4 without an extension, nor in VS Code).
+    Updates are pushed through the widget's comm from the kernel's own
+    thread, so the kernel stays free (``push_notebook`` is not used: it
+    does nothing in JupyterLab 4 without an extension, nor in VS Code).
 
     Examples
     --------
     >>> from kit.dashboard import Dashboard
     >>> type(dashboard_widget(Dashboard())).__name__
-    'BokehModel'
+    'DashboardWidget'
     """
-    load_bokehjs()
-    from jupyter_bokeh.widgets import BokehModel
-
-    return BokehModel(dashboard.layout)
+    return DashboardWidget(dashboard)
 
 
-def show_dashboard(run: Any, *, interval: float = 0.5, title: str = "Kit run") -> Dashboard:
-    """Display a live dashboard of ``run`` (a RunHandle) in the notebook; return it.
+def show_dashboard(run: Any, *, interval: float = 0.5, title: str = "Kit run") -> None:
+    """Display a live dashboard of ``run`` (a RunHandle, or its EventStream) in the notebook.
+
+    It shows the whole run, even one that ended before the dashboard did.
+    Nothing is returned, so a cell ending with it prints nothing more; for
+    the dashboard object, make one and show it with :func:`dashboard_widget`.
 
     Examples
     --------
@@ -54,4 +103,3 @@ def show_dashboard(run: Any, *, interval: float = 0.5, title: str = "Kit run") -
     widget = dashboard_widget(dashboard)
     dashboard.follow(run)
     display(widget)  # type: ignore[no-untyped-call]
-    return dashboard

@@ -23,6 +23,7 @@ from kit.events import RunStarted
 from kit.result import Index
 from kit.runner import normalize_indices
 from widgets._dashboard import dashboard_widget, load_bokehjs
+from widgets._kernel import on_kernel_thread
 from widgets._style import TABLE_STYLE, error_html
 
 MAX_ROWS = 200
@@ -252,11 +253,16 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         self._show_status(handle)
         # The phase (starting cluster, running) here; counts are the dashboard's, live.
         handle.events.subscribe(
-            lambda event: self._show_status(handle) if isinstance(event, RunStarted) else None,
+            lambda event: (
+                on_kernel_thread(lambda: self._show_status(handle))
+                if isinstance(event, RunStarted)
+                else None
+            ),
             replay=False,
         )
         self.dashboard.follow(handle)
-        handle.add_done_callback(self._on_done)
+        # The engine's thread says the run ended; the widgets change on the kernel's.
+        handle.add_done_callback(lambda done: on_kernel_thread(lambda: self._on_done(done)))
         return handle
 
     def cancel(self) -> None:
@@ -349,7 +355,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         self.status.value = f"{status_html(progress.status)}: {progress.total:,} items…"
 
     def _on_done(self, handle: RunHandle) -> None:
-        # Runs on the engine's thread: any error is shown here, never lost.
+        # Any error is shown here, never lost.
         try:
             self._finish(handle)
         except Exception as exc:

@@ -9,6 +9,8 @@ from kit._format import FAILED_COLOR, duration, failed_html, number, status_html
 from kit.dashboard._state import Snapshot
 
 OK_COLOR = "#2b8a3e"
+#: Height of each metric's own plot.
+METRIC_HEIGHT = 180
 PALETTE = ("#1c7ed6", "#e8590c", "#7048e8", "#0ca678", "#d6336c", "#5c940d", "#f08c00")
 
 
@@ -72,15 +74,16 @@ class DashboardView:
     """The dashboard's bokeh layout; :meth:`update` redraws it from a snapshot.
 
     Plots: progress (ok and failed), throughput over time, items and busy
-    share per worker, a line per user metric (running mean over items done),
-    and a table of recent failures.
+    share per worker, a small plot per user metric with its own y axis (the
+    running mean over items done, from 0 to the run's size, or a logged
+    value over steps), and a table of recent failures.
     """
 
     def __init__(self, title: str = "Kit run", width: int = 900) -> None:
         require_bokeh()
         from bokeh.layouts import column, row
         from bokeh.models import ColumnDataSource, FactorRange, Range1d
-        from bokeh.models.annotations import Legend, Title
+        from bokeh.models.annotations import Title
         from bokeh.models.widgets import DataTable, Div, TableColumn
         from bokeh.plotting import figure
 
@@ -151,23 +154,22 @@ class DashboardView:
             text_font_size="11px",
         )
 
+        # One small plot per metric, each with its own y axis: a WER of 0.05 and a
+        # real-time factor of 3 on one axis would draw the WER as a flat line at 0.
         self.metrics_title = Title(text="metrics")
-        self.metrics = figure(
-            height=220,
-            width=width // 2,
+        self._metric_width = width // 2
+        self._placeholder = figure(
+            height=METRIC_HEIGHT,
+            width=self._metric_width,
             title=self.metrics_title,
-            x_axis_label="items done (running mean) or step",
             toolbar_location=None,
-            name="kit-metrics",
         )
-        # The legend goes below the plot: inside, it hides the newest (right) end of the curves.
-        self.metrics_legend = Legend(items=[], orientation="horizontal", location="center")
-        self.metrics.add_layout(self.metrics_legend, "below")
+        # An empty line: a plot without renderers is an error in bokeh's eyes.
+        self._placeholder.line(x=[], y=[])
+        self._placeholder.x_range.start = 0  # type: ignore[attr-defined]
+        self.metrics = column(self._placeholder, name="kit-metrics")
         self._metric_sources: dict[str, Any] = {}
-        # An empty line until the first metric arrives (a plot without renderers is an error
-        # in bokeh's eyes, and many runs report no metrics).
-        self.metrics.line(x=[], y=[])
-        self.metrics.x_range.start = 0  # type: ignore[attr-defined]
+        self._metric_figures: dict[str, Any] = {}
 
         self.failures_source = ColumnDataSource({"index": [], "message": []})
         self.failures = DataTable(
@@ -188,6 +190,29 @@ class DashboardView:
             row(self.metrics, self.failures),
             name="kit-dashboard",
         )
+
+    def _add_metric(self, name: str, by_step: bool) -> Any:
+        """Add a small plot for metric ``name`` under the others; return it."""
+        from bokeh.models import ColumnDataSource
+        from bokeh.plotting import figure
+
+        color = PALETTE[len(self._metric_figures) % len(PALETTE)]
+        plot = figure(
+            height=METRIC_HEIGHT,
+            width=self._metric_width,
+            title=name,
+            x_axis_label="step" if by_step else "items done",
+            toolbar_location=None,
+            name=f"kit-metric-{name}",
+            tooltips=[(name, "@y"), ("at", "@x")],
+        )
+        source = ColumnDataSource({"x": [], "y": []})
+        plot.line("x", "y", source=source, line_width=2, color=color)
+        plot.x_range.start = 0  # type: ignore[attr-defined]
+        self._metric_sources[name] = source
+        self._metric_figures[name] = plot
+        self.metrics.children = list(self._metric_figures.values())
+        return plot
 
     def update(self, snap: Snapshot) -> None:
         """Redraw from ``snap``."""
@@ -219,21 +244,16 @@ class DashboardView:
         if not snap.metrics and snap.done:
             # Say why the plot stays empty, and how to fill it.
             self.metrics_title.text = "metrics: none (records with a 'metrics' dict are plotted)"
-        elif snap.metrics:
-            self.metrics_title.text = "metrics"
         for name, (x, y) in snap.metrics.items():
-            source = self._metric_sources.get(name)
-            if source is None:
-                from bokeh.models import ColumnDataSource
-                from bokeh.models.annotations import LegendItem
-
-                source = ColumnDataSource({"x": [], "y": []})
-                color = PALETTE[len(self._metric_sources) % len(PALETTE)]
-                line: Any = self.metrics.line("x", "y", source=source, line_width=2, color=color)
-                item: Any = LegendItem(label=name, renderers=[line])
-                self.metrics_legend.items = [*self.metrics_legend.items, item]
-                self._metric_sources[name] = source
-            source.data = {"x": x, "y": y}
+            by_step = snap.metric_axis.get(name) == "step"
+            plot = self._metric_figures.get(name) or self._add_metric(name, by_step)
+            if not by_step:
+                # Items done, from 0 to the run's size: the curve's end shows how far it got.
+                plot.x_range.end = max(snap.total, 1)
+            latest = f" = {number(y[-1])}" if y else ""
+            what = "last value" if by_step else "running mean"
+            plot.title.text = f"{name} ({what}){latest}"
+            self._metric_sources[name].data = {"x": x, "y": y}
         self.failures_source.data = {
             "index": [str(index) for index, _ in reversed(snap.failures)],
             "message": [message for _, message in reversed(snap.failures)],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from kit.dashboard._figures import DashboardView, require_bokeh
@@ -14,11 +15,16 @@ from kit.result import RunStatus
 class Dashboard:
     """A live bokeh dashboard of a run, fed by its events.
 
-    The engine never waits for it: events only update plain-Python state,
-    and a background thread redraws the bokeh models every ``interval``
-    seconds when something changed. Show ``dashboard.layout`` in a notebook
-    with ``widgets.show_dashboard`` (jupyter_bokeh), serve it with
-    :meth:`server_app`, or put :meth:`document` in a page.
+    The engine never waits for it: events only update plain-Python state.
+    Who redraws the bokeh models from that state depends on where they are
+    shown, because a bokeh document must be changed by one thread only, the
+    one that serialises it. In a notebook, ``widgets.show_dashboard`` hands
+    redrawing to the kernel's own thread (:meth:`drive`); served by
+    :meth:`server_app`, each browser session redraws on its document's own
+    callbacks; on its own (:meth:`follow` without a driver) a background
+    thread redraws every ``interval`` seconds, for a layout nothing else
+    reads while the run goes on (a script, a test, :meth:`document` at the
+    end).
 
     Parameters
     ----------
@@ -53,10 +59,25 @@ class Dashboard:
         self._drawn = -1
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._wake: Callable[[], None] | None = None
 
     def __call__(self, event: Event) -> None:
         """Take one event (the dashboard is an event subscriber)."""
         self.state(event)
+        wake = self._wake
+        if wake is not None:
+            wake()
+
+    def drive(self, wake: Callable[[], None]) -> None:
+        """Hand redrawing to the caller: no thread of the dashboard's own touches the view.
+
+        ``wake`` is called after each event, on whatever thread the event
+        came from; it must arrange for :meth:`refresh` to run on the thread
+        that owns the view (the notebook widget schedules it on the kernel's
+        event loop).
+        """
+        self.stop()
+        self._wake = wake
 
     @property
     def layout(self) -> Any:
@@ -74,9 +95,12 @@ class Dashboard:
         progress = getattr(run, "progress", None)
         if progress is not None and progress.status == RunStatus.STARTING:
             self.state.starting()  # a cluster starting: say so rather than show blank plots
-        self.refresh()
-        if not self.finished:
-            self.start()
+        if self._wake is not None:
+            self._wake()
+        else:
+            self.refresh()
+            if not self.finished:
+                self.start()
         return self
 
     @property
@@ -93,7 +117,12 @@ class Dashboard:
         return self
 
     def start(self) -> None:
-        """Redraw on a background thread until the run ends (or :meth:`stop`)."""
+        """Redraw on a background thread until the run ends (or :meth:`stop`).
+
+        Not for a dashboard that someone else drives (:meth:`drive`).
+        """
+        if self._wake is not None:
+            return
         if self._thread is not None and self._thread.is_alive():
             return
         self._stop.clear()

@@ -93,6 +93,8 @@ class Snapshot:
     metrics: dict[str, tuple[list[float], list[float]]]
     metric_means: dict[str, float]
     summary: dict[str, Any] = field(default_factory=dict)
+    #: What each metric's x is: "items" (a running mean over items done) or "step" (logged).
+    metric_axis: dict[str, str] = field(default_factory=dict)
     #: What ended a run in error (its exception, one line).
     error: str | None = None
 
@@ -242,5 +244,8 @@ class DashboardState:
                     **self._latest,
                 },
                 summary=dict(self.summary),
+                metric_axis={
+                    k: "items" if k in self._metric_sums else "step" for k in self.metrics
+                },
                 error=self.error,
             )

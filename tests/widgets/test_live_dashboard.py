@@ -22,13 +22,18 @@ START = textwrap.dedent(
     """
     import sys
     sys.path.insert(0, {root!r})
+    from IPython.display import display
+
     import widgets
+    from kit.dashboard import Dashboard
     from tests.workloads import Affine, ToyProvider, toy_config
 
     runner = Affine(ToyProvider(toy_config(sleep=0.03)),
                     parallel={{"env": "local", "n_workers": 2}}, chunk_size=2)
     handle = runner.submit(range(300))
-    dash = widgets.show_dashboard(handle, interval=0.25)
+    dash = Dashboard(interval=0.25)
+    display(widgets.dashboard_widget(dash))
+    dash.follow(handle)
     """
 )
 
@@ -67,6 +72,21 @@ def test_updates_arrive_at_least_once_a_second_while_the_kernel_is_idle(tmp_path
         )
         assert final is not None and final["content"]["status"] == "ok"
         assert "".join(printed).split() == ["300", "completed"]
+        # The view is drawn on the kernel's thread once it is free: the final picture.
+        printed.clear()
+        client.execute_interactive(
+            "print(dash.view.header.text)",
+            timeout=60,
+            output_hook=lambda m: printed.append(m["content"].get("text", "")),
+        )
+        assert "completed" in "".join(printed) and "300/300" in "".join(printed)
+        # show_dashboard displays the view and returns nothing a cell would print.
+        messages = []
+        client.execute_interactive(
+            "widgets.show_dashboard(handle)", timeout=60, output_hook=messages.append
+        )
+        kinds = [m["msg_type"] for m in messages]
+        assert "display_data" in kinds and "execute_result" not in kinds, kinds
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
