@@ -31,7 +31,8 @@ class DashboardWidget(BokehModel):  # type: ignore[misc]
 
     Redraws run on the kernel's thread only (see ``widgets._kernel``), at
     most once per the dashboard's ``interval``, as events come from any
-    thread; the kernel stays free. A front end that asks for the widget's
+    thread; the kernel stays free. The final picture is sent whole, so a
+    view the page rendered late ends on it too. A front end that asks for the widget's
     state again (a reloaded page, a second view of the notebook) gets the
     current picture, not the one of when the widget was made.
     """
@@ -39,9 +40,20 @@ class DashboardWidget(BokehModel):  # type: ignore[misc]
     def __init__(self, dashboard: Dashboard, **kwargs: Any) -> None:
         load_bokehjs()
         self.dashboard = dashboard
+        self._bundled = -1
         super().__init__(dashboard.layout, **kwargs)
-        self.painter = Painter(dashboard.refresh, dashboard.interval, urgent=_ended(dashboard))
+        self.painter = Painter(self._paint, dashboard.interval, urgent=_ended(dashboard))
         dashboard.drive(self.painter.wake)
+
+    def _paint(self) -> None:
+        self.dashboard.refresh()
+        version = self.dashboard.state.version
+        if self.dashboard.finished and version != self._bundled:
+            # The page applies redraws as patches to what it rendered, and patches sent
+            # before it rendered the widget are lost (a short run ends before its view
+            # is on the page). The final picture goes whole, so every view ends on it.
+            self._bundled = version
+            self.render_bundle = self._model_to_traits(self._model)
 
     def _sync_model(self, _model: Any, content: dict[str, Any], _buffers: list[Any]) -> None:
         """Take nothing back from the page: the dashboard only shows.

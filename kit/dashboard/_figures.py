@@ -206,7 +206,8 @@ class DashboardView:
             name=f"kit-metric-{name}",
             tooltips=[(name, "@y"), ("at", "@x")],
         )
-        source = ColumnDataSource({"x": [], "y": []})
+        # Named, so a page (and a browser test) can find each metric's points.
+        source = ColumnDataSource({"x": [], "y": []}, name=f"kit-metric-points-{name}")
         plot.line("x", "y", source=source, line_width=2, color=color)
         plot.x_range.start = 0  # type: ignore[attr-defined]
         self._metric_sources[name] = source

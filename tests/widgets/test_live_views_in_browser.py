@@ -1,0 +1,166 @@
+"""Live views in a real JupyterLab: right every time, with nothing in the log console.
+
+The dashboard of each run started with the Run button ends on its final
+picture (every metric drawn to the last item), a reloaded page shows the
+finished run, and no traceback reaches JupyterLab's log console or the
+kernel's stderr on the way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser import browser
+from tests.jupyter import ROOT, Jupyter, Shots, jupyter_server, notebook, open_and_run_all
+
+pytestmark = pytest.mark.slow
+
+RUNS = 10
+ITEMS = 20
+APP = (
+    "import widgets\n"
+    "from tests.workloads import Scored, ToyProvider, toy_config\n"
+    "app = widgets.Experiment(\n"
+    "    toy_config(sleep=0.01, parallel={'env': 'local', 'n_workers': 2}), ToyProvider, Scored,\n"
+    f"    indices=range(100), runs_dir='runs/live', config_path='exp.yaml',\n"
+    ")\n"
+    f"app.run_panel.how_many.value = {ITEMS}\n"
+    "app"
+)
+#: The last point of each metric's line in the newest dashboard on the page (BokehJS's own models).
+METRIC_ENDS = """() => {
+    const doc = Bokeh.documents[Bokeh.documents.length - 1];
+    const ends = {};
+    for (const model of doc.all_models) {
+        const name = model.name || "";
+        if (name.startsWith("kit-metric-points-")) {
+            const xs = model.data.x;
+            ends[name.slice("kit-metric-points-".length)] = xs.length ? xs[xs.length - 1] : null;
+        }
+    }
+    return ends;
+}"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jupyter]:
+    with jupyter_server("lab", tmp_path_factory.mktemp("lab")) as server:
+        yield server
+
+
+@pytest.fixture
+def page(lab: Jupyter) -> Iterator[Any]:
+    with browser() as chromium:
+        context = chromium.new_context(viewport={"width": 1300, "height": 1100})
+        try:
+            yield context.new_page()
+        finally:
+            context.close()
+            lab.shut_down_kernels()
+
+
+def log_console_entries(page: Any) -> list[str]:
+    """Open JupyterLab's log console (View → Show Log Console) and return every entry."""
+    page.get_by_text("View", exact=True).first.click()
+    page.get_by_text("Show Log Console", exact=True).click()
+    panel = page.locator(".jp-LogConsolePanel").first
+    panel.wait_for(timeout=30_000)
+    # At its default level (warning) it shows stderr and errors: where tracebacks land.
+    texts: list[str] = panel.locator(".jp-OutputArea-output").all_text_contents()
+    return texts
+
+
+def kernel_stderr_tracebacks(log: Path) -> list[str]:
+    text = log.read_text(errors="replace")
+    return [line for line in text.splitlines() if "Traceback" in line or "Error" in line]
+
+
+def test_ten_button_runs_each_end_completed_with_every_metric_drawn_and_no_traceback(
+    lab: Jupyter, page: Any, tmp_path: Path
+) -> None:
+    shots = Shots(tmp_path / "screenshots")
+    open_and_run_all(page, lab, lab.write("live.ipynb", [APP]))
+    run = page.locator("button.widget-button", has_text=re.compile(r"^\s*Run\s*$")).first
+    run.wait_for(timeout=90_000)
+    rows = page.locator(".kit-history tr.kit-run-row[data-status='completed']")
+    for number in range(1, RUNS + 1):
+        page.wait_for_function("b => !b.disabled", arg=run.element_handle(), timeout=60_000)
+        run.click()
+        # The history gets its row when the run has ended and the panel has drawn its end.
+        page.wait_for_function(
+            "n => document.querySelectorAll("
+            "\".kit-history tr.kit-run-row[data-status='completed']\").length >= n",
+            arg=number,
+            timeout=120_000,
+        )
+        # The dashboard of this run (each run gets a new one), in BokehJS's shadow DOM.
+        header = page.locator(".kit-header").last
+        final = re.compile(rf"completed · {ITEMS}/{ITEMS} items")
+        page.locator(".kit-header", has_text=final).last.wait_for(timeout=60_000)
+        ends = page.evaluate(METRIC_ENDS)
+        assert ends == {"wer": ITEMS, "rtf": ITEMS}, (number, ends)
+        assert "running" not in (header.text_content() or ""), number
+    assert rows.count() == RUNS
+    shots(page, "tenth-run")
+    page.locator(".jp-WindowedPanel-outer").first.evaluate("e => e.scrollBy(0, 600)")
+    shots(page, "tenth-run-metrics")
+    entries = log_console_entries(page)
+    shots(page, "log-console")
+    assert entries == [], entries[:3]
+    assert kernel_stderr_tracebacks(lab.folder.parent / "lab.log") == []
+
+    # A reloaded page (the notebook saved, the kernel live) shows the finished run.
+    page.locator(".jp-Notebook").first.click()
+    page.keyboard.press("Control+s")
+    page.locator(".jp-mod-dirty").first.wait_for(state="detached", timeout=30_000)
+    page.reload()
+    page.locator(".kit-header", has_text="completed").last.wait_for(timeout=90_000)
+    header = page.locator(".kit-header").last.text_content() or ""
+    assert f"{ITEMS}/{ITEMS}" in header, header
+    assert page.evaluate(METRIC_ENDS) == {"wer": ITEMS, "rtf": ITEMS}
+    shots(page, "reloaded", focus=page.locator(".kit-header").last)
+
+
+def run_from(page: Any, cell: Any) -> None:
+    """Select ``cell`` and click Run → Run Selected Cell and All Below."""
+    cell.locator(".jp-InputPrompt").first.click()
+    page.get_by_text("Run", exact=True).first.click()
+    page.get_by_text("Run Selected Cell and All Below", exact=True).click()
+
+
+@pytest.mark.parametrize("mode", ["attendee", "teacher"])
+def test_the_workshop_dashboard_shows_the_run_it_follows(
+    lab: Jupyter, page: Any, tmp_path: Path, mode: str
+) -> None:
+    """Workshop 04's "watch the metric live" cell: a full progress bar and the metric's line."""
+    import nbformat
+
+    book = nbformat.read(ROOT / "notebooks" / "04_workshop.ipynb", as_version=4)
+    cells = [c.source for c in book.cells if c.cell_type == "code"]
+    if mode == "teacher":  # as `KIT_WORKSHOP_SOLUTIONS=1 make lab` would
+        cells.insert(0, "import os\nos.environ['KIT_WORKSHOP_SOLUTIONS'] = '1'")
+    name = f"workshop-{mode}.ipynb"
+    (lab.folder / name).write_text(nbformat.writes(nbformat.from_dict(notebook(cells))))
+    shots = Shots(tmp_path / "screenshots")
+    open_and_run_all(page, lab, name)
+    if mode == "attendee":
+        # Run All stops at each exercise left blank; the attendee runs its solution and goes on.
+        for number in (1, 2, 3):
+            stopped = page.locator(".jp-CodeCell", has_text=f"%%exercise {number}").first
+            stopped.locator(".jp-OutputArea-output", has_text="ExerciseNotDone").wait_for(
+                timeout=90_000
+            )
+            run_from(page, page.locator(".jp-CodeCell", has_text=f"%%solution {number}").first)
+    header = page.locator(".kit-header", has_text="completed · 300/300 items").first
+    header.wait_for(timeout=120_000)
+    shots(page, f"{mode}-dashboard", focus=header)
+    ends = page.evaluate(METRIC_ENDS)
+    assert ends == {"known_share": 300}, ends
+    dashboard_cell = page.locator(".jp-CodeCell", has_text="widgets.show_dashboard(handle)")
+    assert "Dashboard at 0x" not in (dashboard_cell.first.text_content() or "")
+    assert log_console_entries(page) == []
