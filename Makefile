@@ -27,13 +27,20 @@ quickstart: $(STAMP)
 
 # JupyterLab on the notebooks (as root too, as in most workshop containers), without
 # the "get notified about Jupyter news?" prompt over every attendee's first notebook.
+# Its terminals open in notebooks/ with the venv first on PATH, so the commands the
+# notebooks print (`kit submit ...`, `python -m kit.examples...`) run there as printed.
+# LAB_ARGS adds options (e.g. --no-browser --port=8890).
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
+LAB_ARGS ?=
 lab: $(STAMP)
 	mkdir -p $(LAB_SETTINGS)
 	test -e $(LAB_SETTINGS)/overrides.json || \
 	  echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}' \
 	  > $(LAB_SETTINGS)/overrides.json
-	$(BIN)/jupyter lab --ip=127.0.0.1 $$(test "$$(id -u)" = 0 && echo --allow-root) notebooks
+	cd notebooks && KIT_VENV="$(abspath $(VENV))" PATH="$(abspath $(BIN)):$$PATH" \
+	  "$(abspath $(BIN))/jupyter" lab --ip=127.0.0.1 \
+	  $$(test "$$(id -u)" = 0 && echo --allow-root) \
+	  --config=.kit-lab/jupyter_server_config.py $(LAB_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check kit widgets tests benchmarks

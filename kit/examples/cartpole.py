@@ -171,9 +171,18 @@ def train(cfg: DictConfig, log: TrainingLog | None = None, verbose: bool = True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Train with the packaged config and overrides from the command line."""
-    cfg = kit.load_config(CONFIG, list(sys.argv[1:] if argv is None else argv))
-    summary = train(cfg)
+    """Train with the packaged config and overrides from the command line.
+
+    Bad input (a mistyped key, a job queue without resources) is reported as
+    ``kit`` reports it: one message saying what and how to fix it, exit 2.
+    """
+    try:
+        cfg = kit.load_config(CONFIG, list(sys.argv[1:] if argv is None else argv))
+        summary = train(cfg)
+    except kit.KitError as exc:
+        print(f"cartpole: error: {exc}", file=sys.stderr)
+        kit.shutdown()
+        return 2
     weights = summary.pop("weights")
     print({k: round(v, 2) if isinstance(v, float) else v for k, v in summary.items()})
     print("weights:", np.round(weights, 3).tolist())

@@ -39,3 +39,19 @@ def test_the_policy_acts_row_by_row() -> None:
     both = policy(obs, rngs)
     alone = [policy([o], [np.random.default_rng(s)])[0] for o, s in zip(obs, (1, 2), strict=True)]
     assert both == alone
+
+
+@pytest.mark.parametrize(
+    ("overrides", "says"),
+    [
+        (["paralel.env=slurm"], "did you mean 'parallel.env'"),
+        (["parallel.env=slurm"], "parallel.options.cores"),
+    ],
+)
+def test_bad_input_is_one_message_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], overrides: list[str], says: str
+) -> None:
+    assert cartpole.main(overrides) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cartpole: error: ") and says in err, err
+    assert "Traceback" not in err
