@@ -99,7 +99,8 @@ def _status(args: argparse.Namespace) -> int:
         parallel = session.get("parallel", {})
         where = session.get("cluster") or parallel.get("env")
         print(f"  cluster: {where} ({parallel.get('env')}), scheduler {session.get('scheduler')}")
-        if session.get("dashboard"):
+        if session.get("dashboard") and status["state"] in ("starting", "running"):
+            # Only while the run goes on: its cluster, and the page, end with it.
             print(f"  dashboard: {session['dashboard']}")
     driver = status.get("driver") or {}
     if driver:

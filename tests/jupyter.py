@@ -87,8 +87,11 @@ class Jupyter:
 
 
 @contextmanager
-def jupyter_server(ui: str, tmp: Path) -> Iterator[Jupyter]:
-    """Start JupyterLab (``ui="lab"``) or Notebook 7 on 127.0.0.1 with a token."""
+def jupyter_server(ui: str, tmp: Path, *, as_make_lab: bool = False) -> Iterator[Jupyter]:
+    """Start JupyterLab (``ui="lab"``) or Notebook 7 on 127.0.0.1 with a token.
+
+    ``as_make_lab`` gives it make lab's terminals: bash with Kit's venv on PATH.
+    """
     folder = tmp / "served"
     folder.mkdir(parents=True)
     token, port = secrets.token_hex(16), free_port()
@@ -102,6 +105,11 @@ def jupyter_server(ui: str, tmp: Path) -> Iterator[Jupyter]:
         JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
     )
     module = "jupyterlab" if ui == "lab" else "notebook"
+    lab_config = []
+    if as_make_lab:
+        venv = Path(sys.executable).parent.parent
+        env.update(KIT_VENV=str(venv), PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}")
+        lab_config = [f"--config={ROOT / 'notebooks' / '.kit-lab' / 'jupyter_server_config.py'}"]
     log_path = tmp / f"{ui}.log"
     with log_path.open("w") as log:
         proc = subprocess.Popen(
@@ -115,6 +123,7 @@ def jupyter_server(ui: str, tmp: Path) -> Iterator[Jupyter]:
                 f"--IdentityProvider.token={token}",
                 f"--ServerApp.root_dir={folder}",
                 "--allow-root",
+                *lab_config,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

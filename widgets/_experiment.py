@@ -151,6 +151,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
             on_end=self._record,
             output_dir_for=self._next_run_dir,
             parallel_for=self.cluster.for_runs,
+            scale_out_dir=self.runs_dir,
         )
         self.editor.observe(self._config_changed, names="value")
         sections = w.Accordion(children=[self.editor, self.cluster])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import html
+import os
 import random
 import shlex
 import threading
@@ -99,6 +100,33 @@ def results_table(result: RunResult, max_rows: int = MAX_ROWS) -> str:
     )
 
 
+def copy_button(text: str) -> str:
+    """Return an HTML button that copies ``text`` to the clipboard.
+
+    The clipboard API needs a secure page (https, or 127.0.0.1 as make lab
+    serves); elsewhere the button selects the text for Ctrl+C instead.
+
+    Examples
+    --------
+    >>> "kit-copy" in copy_button("kit submit c.yaml")
+    True
+    """
+    script = (
+        "const t=this.dataset.text,b=this;"
+        "const done=()=>{b.textContent='Copied';setTimeout(()=>b.textContent='Copy',1500)};"
+        "const pick=()=>{const r=document.createRange();"
+        "r.selectNodeContents(b.previousElementSibling);"
+        "const s=getSelection();s.removeAllRanges();s.addRange(r);b.textContent='Ctrl+C'};"
+        "if(navigator.clipboard&&window.isSecureContext)"
+        "{navigator.clipboard.writeText(t).then(done,pick)}else{pick()}"
+    )
+    return (
+        "<button class='kit-copy jupyter-button' style='flex:none;width:auto;padding:0 12px' "
+        f"data-text='{html.escape(text, quote=True)}' "
+        f'onclick="{html.escape(script, quote=True)}">Copy</button>'
+    )
+
+
 class RunPanel(w.VBox):  # type: ignore[misc]
     """Run a runner over a few items from a cell, watch it live, read the results.
 
@@ -116,6 +144,11 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         All the items; the panel runs the first N or a random sample.
     base_config, config_path
         The config as loaded from ``config_path``, for the scale-out command.
+    scale_out_dir
+        Where Scale out saves the config file its command names, when that
+        file is neither beside the notebook nor below it (a config shipped
+        in a package, or one never written); default ``runs/scale-out``.
+        The Experiment app saves it in its runs folder.
     scale_out
         Overrides for the cluster, e.g. ``["parallel.env=slurm"]``.
     pool_source
@@ -160,6 +193,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         output_dir_for: Callable[[], Path | None] | None = None,
         parallel_for: Callable[[], ParallelConfig] | None = None,
         pool_source: str = "",
+        scale_out_dir: str | os.PathLike[str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -170,6 +204,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         self.base_config = base_config
         self.config_path = config_path
         self.scale_out_overrides = list(scale_out)
+        self.scale_out_dir = Path(scale_out_dir or Path("runs") / "scale-out")
         self.on_end = on_end
         self.output_dir_for = output_dir_for
         self.parallel_for = parallel_for
@@ -200,14 +235,15 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         self.run_button.on_click(lambda _: self._guarded(self.run))
         self.cancel_button.on_click(lambda _: self._guarded(self.cancel))
         self.scale_button.on_click(lambda _: self._guarded(self.show_scale_out))
+        self.command.add_class("kit-scale-out-box")
         self.children = [
             w.HBox([self.how_many, self.pool, self.how, self.seed]),
             w.HBox([self.run_button, self.cancel_button, self.scale_button]),
+            self.command,  # beside the button that shows it, not below the results
             self.status,
             self.error,
             self.dashboard_box,
             self.table,
-            self.command,
         ]
 
         self._show_pool()
@@ -319,32 +355,43 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         return " ".join(shlex.quote(word) for word in words)
 
     def _config_file(self, base: Any) -> str:
-        """Return the config file as a path from here, saved here first if it lives elsewhere."""
+        """Return the config file as a path from here, saved first if it is not below here.
+
+        A file beside the notebook (or below it) is named as it is. One that
+        lives elsewhere (an installed package, say) or was never written is
+        saved in :attr:`scale_out_dir`, never beside the notebook: the
+        notebooks' folder is often a repository's.
+        """
         path = Path(self.config_path)
-        here = Path.cwd()
-        if not path.is_absolute():
-            if not path.exists():  # named but never written: write it, or the command fails
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(OmegaConf.to_yaml(base))
-            return str(path)
-        try:
-            return str(path.resolve().relative_to(here.resolve()))
-        except ValueError:
-            pass  # elsewhere (an installed package, say): save a copy beside the notebook
+        here = Path.cwd().resolve()
+        if path.exists():
+            try:
+                return str(path.resolve().relative_to(here))
+            except ValueError:
+                pass
         text = OmegaConf.to_yaml(base)
-        copy_path = here / path.name
+        folder = self.scale_out_dir
+        copy_path = folder / path.name
         if copy_path.exists() and copy_path.read_text() != text:
-            copy_path = here / f"{path.stem}-{config_hash(base)[:8]}{path.suffix}"
+            copy_path = folder / f"{path.stem}-{config_hash(base)[:8]}{path.suffix}"
         if not copy_path.exists():
+            folder.mkdir(parents=True, exist_ok=True)
             copy_path.write_text(text)
-        return copy_path.name
+        try:
+            return str(copy_path.resolve().relative_to(here))
+        except ValueError:
+            return str(copy_path.resolve())
 
     def show_scale_out(self) -> None:
-        """Show the scale-out command in the panel."""
+        """Show the scale-out command under the Scale out button, with a Copy button."""
         command = self.scale_out_command()
         self.command.value = (
-            "<div>Run the same experiment on the cluster (from this notebook's folder):</div>"
-            f"<pre class='kit-scale-out'>{html.escape(command)}</pre>"
+            "<div>Run the same experiment on the cluster, in a terminal opened in this "
+            "notebook's folder with Kit's environment (a JupyterLab terminal of "
+            "<code>make lab</code> has both):</div>"
+            "<div style='display:flex;gap:6px;align-items:flex-start'>"
+            f"<pre class='kit-scale-out' style='margin:0;white-space:pre-wrap'>"
+            f"{html.escape(command)}</pre>{copy_button(command)}</div>"
         )
 
     # ------------------------------------------------------------ callbacks

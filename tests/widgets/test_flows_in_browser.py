@@ -265,7 +265,7 @@ def test_the_cluster_panel_is_the_cluster_runs_use(
 def test_scale_out_prints_a_command_that_names_the_local_config(
     jupyter: Jupyter, page: Any, shots: Shots
 ) -> None:
-    """Why 5: the command names exp.yaml (beside the notebook) and a job's resources."""
+    """Why 5: the command names exp.yaml (saved with the runs) and a job's resources."""
     cell = app_cell("", "ToyProvider", "Affine", 10, "runs/scale")
     open_and_run_all(page, jupyter, jupyter.write("scale.ipynb", [cell]))
     edit_config(page, "factor", "5")
@@ -274,7 +274,7 @@ def test_scale_out_prints_a_command_that_names_the_local_config(
     command.wait_for(timeout=30_000)
     shots(page, "scale-out", focus=command)
     assert (command.text_content() or "").strip() == (
-        "kit submit exp.yaml factor=5 +parallel.env=slurm "
+        "kit submit runs/scale/exp.yaml factor=5 +parallel.env=slurm "
         "+parallel.options.cores=1 +parallel.options.memory=2GB"
     )
 

@@ -115,13 +115,19 @@ def test_run_panel_shows_the_scale_out_command(
     )
     panel.scale_button.click()
     command = (
-        "kit submit exp.yaml factor=5 +beam=4 +parallel.env=slurm "
+        "kit submit runs/scale-out/exp.yaml factor=5 +beam=4 +parallel.env=slurm "
         "+parallel.options.cores=1 +parallel.options.memory=2GB"
     )
     assert panel.scale_out_command() == command
-    assert command in panel.command.value
-    # Named but never written: written now, or the command would not run.
-    assert kit.load_config(str(tmp_path / "exp.yaml")) == base
+    assert command in panel.command.value and "kit-copy" in panel.command.value
+    # Named but never written: written now (or the command would not run), with the
+    # runs, not beside the notebook (often a repository's folder).
+    assert kit.load_config(str(tmp_path / "runs" / "scale-out" / "exp.yaml")) == base
+    assert not (tmp_path / "exp.yaml").exists()
+    # A file beside the notebook is named as it is.
+    (tmp_path / "mine.yaml").write_text("factor: 2\noffset: 1\n")
+    panel.config_path = str(tmp_path / "mine.yaml")
+    assert panel.scale_out_command().startswith("kit submit mine.yaml factor=5")
 
 
 def test_the_scale_out_command_runs_as_printed_from_the_notebook_folder(
@@ -144,10 +150,11 @@ def test_the_scale_out_command_runs_as_printed_from_the_notebook_folder(
     )
     command = panel.scale_out_command()
     assert command == (
-        "kit submit decode.yaml factor=5 parallel.env=slurm "
+        "kit submit runs/scale-out/decode.yaml factor=5 parallel.env=slurm "
         "+parallel.options.cores=1 +parallel.options.memory=2GB"
     )
-    assert (notebook_folder / "decode.yaml").exists()  # saved beside the notebook
+    assert (notebook_folder / "runs" / "scale-out" / "decode.yaml").exists()
+    assert not (notebook_folder / "decode.yaml").exists()  # nothing new beside the notebook
     # As printed, from the notebook's folder (the job script shows what would be submitted).
     words = command.split()
     result = subprocess.run(
@@ -171,7 +178,7 @@ def test_run_panel_errors_are_shown_in_the_panel() -> None:
 def test_experiment_compares_runs(
     local: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)  # the notebook's folder, where Scale out writes exp.yaml
+    monkeypatch.chdir(tmp_path)  # the notebook's folder
     config = toy_config()
     config.parallel = local
     app = Experiment(
@@ -188,6 +195,7 @@ def test_experiment_compares_runs(
     assert [row["changes"] for row in app.history] == ["(first run)", "factor=4"]
     assert app.history[1]["mean_y"] == pytest.approx(sum(4 * i + 1 for i in range(10)) / 10)
     assert "factor=4" in app._history.value
+    # The config is saved in the app's runs folder (here the notebook's folder too).
     assert app.run_panel.scale_out_command() == (
         "kit submit exp.yaml factor=4 parallel.env=slurm +parallel.options.cores=1 "
         "+parallel.options.memory=2GB"

@@ -1,0 +1,134 @@
+"""Scale out as printed: copied from the page, run in a JupyterLab terminal, completed on SLURM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kit
+from tests.browser import browser
+from tests.jupyter import Jupyter, Shots, jupyter_server, open_and_run_all
+
+pytestmark = pytest.mark.slow
+
+APP = (
+    "import kit, widgets\n"
+    "from kit.examples.asr import DecodeProvider, DecodeRunner\n"
+    "from kit.examples.asr.decode import CONFIG_PATH\n"
+    "cfg = kit.load_config(CONFIG_PATH, ['data.root=data', 'decoder.engine=pocketsphinx',\n"
+    "                                    'items.stop=4', 'parallel.env=inline'])\n"
+    "app = widgets.Experiment(cfg, DecodeProvider, DecodeRunner, config_path=str(CONFIG_PATH))\n"
+    "app"
+)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jupyter]:
+    with jupyter_server("lab", tmp_path_factory.mktemp("lab"), as_make_lab=True) as server:
+        yield server
+
+
+async def terminal_screen(lab: Jupyter, name: str, until: str, timeout: float) -> str:
+    """What terminal ``name`` has printed (terminado replays it to a new client) once ``until``."""
+    from tornado.websocket import websocket_connect
+
+    url = f"{lab.base.replace('http://', 'ws://')}/terminals/websocket/{name}?token={lab.token}"
+    socket = await websocket_connect(url)
+    screen = ""
+    deadline = time.monotonic() + timeout
+    try:
+        while not re.search(until, screen) and time.monotonic() < deadline:
+            try:
+                message = await asyncio.wait_for(socket.read_message(), timeout=2)
+            except TimeoutError:
+                continue
+            if message is None:
+                break
+            kind, *rest = json.loads(message)
+            if kind == "stdout":
+                screen += rest[0]
+    finally:
+        socket.close()
+    return screen
+
+
+def screen_of(lab: Jupyter, name: str, until: str, timeout: float) -> str:
+    # On a thread of its own: playwright's sync API holds an event loop on this one.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, terminal_screen(lab, name, until, timeout)).result()
+
+
+def type_in_terminal(page: Any, text: str) -> None:
+    page.locator(".jp-Terminal").last.click()
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+
+
+def test_the_printed_command_runs_in_a_lab_terminal_and_completes_on_slurm(
+    lab: Jupyter, slurm: None, tmp_path: Path
+) -> None:
+    from kit.examples.asr import build_corpus
+
+    build_corpus(lab.folder / "data", n_sentences=2, n_digits=2, voices=("slt",))
+    shots = Shots(tmp_path / "screenshots")
+    with browser() as chromium:
+        context = chromium.new_context(viewport={"width": 1300, "height": 1100})
+        context.grant_permissions(["clipboard-read", "clipboard-write"])
+        page = context.new_page()
+        try:
+            open_and_run_all(page, lab, lab.write("scale.ipynb", [APP]))
+            section = page.locator(
+                ".jupyter-widget-Collapse-header", has_text=re.compile(r"^\s*decoder\s*$")
+            )
+            section.first.wait_for(timeout=90_000)
+            section.first.click()
+            beam = page.locator(
+                ".widget-inline-hbox", has=page.locator("label", has_text=re.compile("^beam_size$"))
+            ).locator("input")
+            beam.first.wait_for(timeout=90_000)
+            beam.first.fill("1")
+            beam.first.press("Enter")
+            page.locator("button.widget-button", has_text="Scale out").first.click()
+            command_box = page.locator(".kit-scale-out").first
+            command_box.wait_for(timeout=30_000)
+            shots(page, "scale-out-command", focus=command_box)
+            page.locator("button.kit-copy").first.click()
+            page.locator("button.kit-copy", has_text="Copied").first.wait_for(timeout=10_000)
+            command = page.evaluate("navigator.clipboard.readText()")
+            assert command == (command_box.text_content() or "").strip()
+            assert command.startswith("kit submit runs/decoderunner/decode.yaml ")
+            assert "decoder.beam_size=1" in command and "parallel.env=slurm" in command
+            # A terminal from the launcher, as a person opens one.
+            page.get_by_title(re.compile("^New Launcher")).first.click()
+            page.locator(".jp-LauncherCard", has_text="Terminal").first.click()
+            page.locator(".jp-Terminal").last.wait_for(timeout=30_000)
+            with urllib.request.urlopen(
+                f"{lab.base}/api/terminals?token={lab.token}", timeout=10
+            ) as answer:
+                name = json.load(answer)[-1]["name"]
+            type_in_terminal(page, command)
+            screen = screen_of(lab, name, r"output \S+\r?\n", 120)
+            shots(page, "submitted")
+            found = re.search(r"submitted 4 items: driver pid \d+, output (\S+)", screen)
+            assert found, screen[-2000:]
+            output = found.group(1)
+            result = kit.attach(lab.folder / output).result(timeout=300)
+            assert result.status == "completed" and result.stats.ok == 4
+            type_in_terminal(page, f"kit status {output}")
+            screen = screen_of(lab, name, r": completed", 60)
+            shots(page, "status-completed")
+            assert f"{output}: completed" in screen and "4/4 (100%) done" in screen
+            assert "command not found" not in screen and "Traceback" not in screen
+            assert "dashboard:" not in screen.split("kit status")[-1]  # its cluster is gone
+        finally:
+            context.close()
+            lab.shut_down_kernels()
