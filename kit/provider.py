@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -56,6 +56,11 @@ class EnvironmentProvider(abc.ABC):
     >>> provider.worker_setup_fn()()
     {'factor': 2}
     """
+
+    #: Sections of the config this provider reads, with their schemas (dataclasses
+    #: with ``choices`` and ``min`` metadata, as Kit's own): the config editor checks
+    #: them as you type, all at once (see :func:`kit.config.config_problems`).
+    config_schemas: ClassVar[Mapping[str, type]] = {}
 
     def __init__(self, config: DictConfig | Mapping[str, Any]) -> None:
         # A plain dict works too; it becomes a DictConfig, as configs are everywhere.

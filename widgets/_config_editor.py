@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import html
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import ipywidgets as w
@@ -11,7 +13,7 @@ import traitlets
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from kit.config import PARALLEL_ENVS, ConfigError, load_config, to_overrides
+from kit.config import PARALLEL_ENVS, ConfigError, config_problems, load_config, to_overrides
 from kit.config._overrides import encode_value
 from widgets._style import error_html
 
@@ -22,12 +24,73 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
+def parse_number(text: str, kind: type) -> int | float:
+    """Read ``text`` as an ``int`` or ``float`` exactly as typed, or raise ValueError saying why.
+
+    Examples
+    --------
+    >>> parse_number(" 42 ", int), parse_number("2.5", float), parse_number("1e3", float)
+    (42, 2.5, 1000.0)
+    >>> parse_number("2.5", int)
+    Traceback (most recent call last):
+    ...
+    ValueError: '2.5' is not a whole number
+    >>> parse_number("1e3", int)
+    Traceback (most recent call last):
+    ...
+    ValueError: '1e3' is not a whole number (write 1000)
+    """
+    typed = text.strip().replace("_", "")
+    if kind is int:
+        if re.fullmatch(r"[+-]?\d+", typed):
+            return int(typed)
+        hint = ""
+        try:
+            as_float = float(typed)
+            if as_float.is_integer() and abs(as_float) < 1e18:
+                hint = f" (write {int(as_float)})"
+        except ValueError:
+            pass
+        raise ValueError(f"{text.strip()!r} is not a whole number{hint}")
+    try:
+        return float(typed)
+    except ValueError:
+        raise ValueError(f"{text.strip()!r} is not a number") from None
+
+
+class _TextOrNumber(traitlets.Unicode):  # type: ignore[type-arg]
+    """Text; a number set from code is taken as the text it prints as."""
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = repr(value)
+        return super().validate(obj, value)
+
+
+class NumberText(w.Text):  # type: ignore[misc]
+    """A text box for a number: Kit reads what was typed (:func:`parse_number`).
+
+    ``field.value = 4`` from code works as typing ``4`` does.
+
+    Examples
+    --------
+    >>> box = NumberText(value="1")
+    >>> box.value = 4
+    >>> box.value
+    '4'
+    """
+
+    value = _TextOrNumber(help="The text typed").tag(sync=True)
+
+
 class ConfigEditor(w.VBox):  # type: ignore[misc]
     """Edit an OmegaConf config in a form; ``.value`` is the current DictConfig.
 
-    Widgets follow the values: a checkbox for a bool, a number box for an
-    int or float, a text box for a string, a dropdown for a Kit choice
-    (``parallel.env``), YAML text for a list, a collapsible group for a
+    Widgets follow the values: a checkbox for a bool, a text box read as
+    exactly the number typed for an int or float (``2.5`` in an integer
+    field is an error, never 25; no scroll-wheel edits), a text box for a
+    string, a dropdown for a Kit choice (``parallel.env``), YAML text for a
+    list, a collapsible group for a
     section. ``???`` fields are marked required; an interpolation is edited
     as its ``${...}`` text with the resolved value beside it. Every edit is
     applied as an override (``key=value``) with :func:`kit.load_config`, so
@@ -45,10 +108,21 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
 
     value = traitlets.Instance(DictConfig)
 
-    def __init__(self, cfg: DictConfig | dict[str, Any], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        cfg: DictConfig | dict[str, Any],
+        *,
+        schemas: Mapping[str, type] | None = None,
+        **kwargs: Any,
+    ) -> None:
         base = load_config(cfg)
         super().__init__(**kwargs)
         self.base = base
+        self.schemas = dict(schemas or {})
+        #: Every problem the checked sections have now (see kit.config.config_problems).
+        self.problems: list[ConfigError] = []
+        self._input_errors: dict[str, str] = {}
+        self._open: set[str] = set()
         self.fields: dict[str, w.Widget] = {}
         self.errors: dict[str, w.HTML] = {}
         self.resolved: dict[str, w.HTML] = {}
@@ -82,7 +156,8 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
         return to_overrides(self.base, self.value)
 
     def reset(self) -> None:
-        """Go back to the config as it was loaded."""
+        """Go back to the config as it was loaded (the sections open stay open)."""
+        self._input_errors.clear()
         self.value = self.base
         self._rebuild()
 
@@ -94,6 +169,13 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
         except ConfigError as exc:
             self._show_error(key, str(exc))
             return False
+        # A value its schema refuses (a beam size of -3) is refused as it is typed.
+        known = {problem.full_key for problem in self.problems}
+        for problem in config_problems(candidate, self.schemas):
+            where = problem.full_key or ""
+            if where not in known and (where == key or where.startswith(f"{key}.")):
+                self._show_error(key, f"{problem}\nthe value stays {self._current(key)!r}")
+                return False
         self._show_error(key, "")
         self.value = candidate
         return True
@@ -131,6 +213,8 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
     @traitlets.observe("value")
     def _refresh_views(self, change: Any) -> None:
         cfg = change["new"]
+        self.problems = config_problems(cfg, self.schemas)
+        self._draw_errors()
         self._yaml.value = f"<pre class='kit-yaml'>{html.escape(OmegaConf.to_yaml(cfg))}</pre>"
         lines = to_overrides(self.base, cfg)
         shown = "\n".join(lines) if lines else "(no changes)"
@@ -138,11 +222,18 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
         for key, label in self.resolved.items():
             label.value = self._resolved_text(cfg, key)
 
+    def _opened(self, section: str, change: Any) -> None:
+        if change["new"] is None:
+            self._open.discard(section)
+        else:
+            self._open.add(section)
+
     def _rebuild(self) -> None:
         self.fields.clear()
         self.errors.clear()
         self.resolved.clear()
         self._form.children = self._rows(self.value, "")
+        self._draw_errors()
 
     def _rows(self, node: DictConfig, prefix: str) -> list[w.Widget]:
         rows: list[w.Widget] = []
@@ -156,6 +247,9 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
                 group = w.Accordion(children=[w.VBox(self._rows(child, full))])
                 group.set_title(0, full)
                 group.add_class("kit-group")
+                # A rebuilt form (Reset, a key added) keeps open what the user opened.
+                group.selected_index = 0 if full in self._open else None
+                group.observe(functools.partial(self._opened, full), names="selected_index")
                 rows.append(group)
             else:
                 rows.append(self._field(node, key, full, raw_values[key]))
@@ -194,12 +288,19 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
         elif isinstance(raw, bool):
             widget = w.Checkbox(value=raw, description=description, indent=False)
             setter = self._value_setter(full)
-        elif isinstance(raw, int):
-            widget = w.IntText(value=raw, description=description, layout=layout, style=style)
-            setter = self._value_setter(full)
-        elif isinstance(raw, float):
-            widget = w.FloatText(value=raw, description=description, layout=layout, style=style)
-            setter = self._value_setter(full)
+        elif isinstance(raw, int | float):
+            # A text box read by Kit, not a number box: the browser's number input turned
+            # "2.5" into 25 and "1e3" into 13, and a scroll over it changed the value.
+            kind = int if isinstance(raw, int) else float
+            widget = NumberText(
+                value=repr(raw),
+                description=description,
+                layout=layout,
+                style=style,
+                continuous_update=False,  # on Enter or leaving the box, not mid-number
+            )
+            widget.add_class("kit-number")
+            setter = self._number_setter(full, kind)
         elif isinstance(raw, list) or isinstance(node._get_node(key), ListConfig):
             text = yaml.safe_dump(raw, default_flow_style=True).strip()
             widget = w.Text(value=text, description=description, layout=layout, style=style)
@@ -236,6 +337,20 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
 
         return on_change
 
+    def _number_setter(self, key: str, kind: type) -> Callable[[Any], None]:
+        def on_change(change: Any) -> None:
+            try:
+                number = parse_number(change["new"], kind)
+            except ValueError as exc:
+                self._show_error(key, f"{key}: {exc}; the value stays {self._current(key)!r}")
+                return
+            self.apply(f"{key}={encode_value(number)}")
+
+        return on_change
+
+    def _current(self, key: str) -> Any:
+        return OmegaConf.select(self.value, key, default=None)
+
     def _text_setter(self, key: str, allow_empty: bool) -> Callable[[Any], None]:
         def on_change(change: Any) -> None:
             text = change["new"]
@@ -260,11 +375,23 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
         return on_change
 
     def _show_error(self, key: str, message: str) -> None:
-        target = self.errors.get(key)
-        if target is not None:
+        """Show (or clear, with "") what was wrong with the input typed for ``key``."""
+        if message:
+            self._input_errors[key] = message
+        else:
+            self._input_errors.pop(key, None)
+        self._draw_errors()
+
+    def _draw_errors(self) -> None:
+        # Next to each field: what was typed into it and refused, else its problem in
+        # the config as it stands; all of them at once, before anything runs.
+        by_key = {problem.full_key or "": str(problem) for problem in self.problems}
+        for key, target in self.errors.items():
+            message = self._input_errors.get(key) or by_key.pop(key, "")
             target.value = error_html(message) if message else ""
-        elif message:
-            self._message.value = error_html(message)
+        elsewhere = [message for key, message in by_key.items() if key not in self.errors]
+        elsewhere += [m for k, m in self._input_errors.items() if k not in self.errors]
+        self._message.value = error_html("\n".join(elsewhere)) if elsewhere else ""
 
     @staticmethod
     def _resolved_text(cfg: DictConfig, key: str) -> str:

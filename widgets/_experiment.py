@@ -11,7 +11,7 @@ from typing import Any
 import ipywidgets as w
 from omegaconf import DictConfig, OmegaConf
 
-from kit import EnvironmentProvider, RunHandle, Runner, load_config
+from kit import ConfigError, EnvironmentProvider, RunHandle, Runner, load_config
 from kit._format import number, status_html
 from kit._from_config import items_of
 from widgets._cluster_panel import ClusterPanel
@@ -124,7 +124,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
         self.runs_dir = (
             Path(runs_dir) if runs_dir is not None else Path("runs") / (runner_cls.__name__.lower())
         )
-        self.editor = ConfigEditor(self.base)
+        self.editor = ConfigEditor(self.base, schemas=provider_cls.config_schemas)
         self.cluster = ClusterPanel(self.base.get("parallel") or {"env": "inline"})
         self.history: list[dict[str, Any]] = read_history(self.runs_dir)
         self._history = w.HTML(history_table(self.history))
@@ -152,6 +152,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
             output_dir_for=self._next_run_dir,
             parallel_for=self.cluster.for_runs,
             scale_out_dir=self.runs_dir,
+            check=self._check_config,
         )
         self.editor.observe(self._config_changed, names="value")
         sections = w.Accordion(children=[self.editor, self.cluster])
@@ -188,6 +189,15 @@ class Experiment(w.VBox):  # type: ignore[misc]
             self.run_panel.error.value = ""
         except Exception as exc:  # shown in the panel; the previous runner stays
             self.run_panel._show_error(exc)
+
+    def _check_config(self) -> None:
+        problems = self.editor.problems
+        if problems:
+            listed = "\n".join(f"  {str(p).splitlines()[0]}" for p in problems)
+            raise ConfigError(
+                f"the config has {len(problems)} problem{'s' if len(problems) > 1 else ''}, "
+                f"each shown next to its field above; fix them, then Run:\n{listed}"
+            )
 
     def _next_run_dir(self) -> Path:
         self._run_dir = new_run_dir(self.runs_dir)

@@ -149,6 +149,9 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         file is neither beside the notebook nor below it (a config shipped
         in a package, or one never written); default ``runs/scale-out``.
         The Experiment app saves it in its runs folder.
+    check
+        Called before each run; what it raises is shown and nothing runs
+        (the Experiment app refuses a config with problems this way).
     scale_out
         Overrides for the cluster, e.g. ``["parallel.env=slurm"]``.
     pool_source
@@ -194,6 +197,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         parallel_for: Callable[[], ParallelConfig] | None = None,
         pool_source: str = "",
         scale_out_dir: str | os.PathLike[str] | None = None,
+        check: Callable[[], None] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -205,6 +209,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         self.config_path = config_path
         self.scale_out_overrides = list(scale_out)
         self.scale_out_dir = Path(scale_out_dir or Path("runs") / "scale-out")
+        self.check = check
         self.on_end = on_end
         self.output_dir_for = output_dir_for
         self.parallel_for = parallel_for
@@ -269,6 +274,8 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         """Start a run over the selected items in the background; return its handle at once."""
         if self.handle is not None and not self.handle.done():
             raise RuntimeError("a run is going on: wait for it or cancel it first")
+        if self.check is not None:
+            self.check()
         items = self.selected()
         # A check on a few items is stored where the app says (its history), never in
         # the runner's own output_dir: that belongs to the full run (and would refuse

@@ -232,6 +232,47 @@ def check_sections(cfg: DictConfig, source_of: Provenance = _no_source) -> None:
             check_section(cfg, name, schema, source_of)
 
 
+def config_problems(
+    cfg: DictConfig, schemas: Mapping[str, type] | None = None, limit: int = 50
+) -> list[ConfigError]:
+    """Return every problem of ``cfg``'s checked sections at once (none: an empty list).
+
+    The sections are Kit's own and those in ``schemas`` (a provider's
+    :attr:`~kit.EnvironmentProvider.config_schemas`, say). Where
+    :func:`check_sections` stops at the first problem, this goes on past
+    each one (the key in error set aside), so a form can show them all next
+    to their fields before anything runs.
+
+    Examples
+    --------
+    >>> from omegaconf import OmegaConf
+    >>> cfg = OmegaConf.create({"parallel": {"env": "locl", "n_workers": 0}})
+    >>> [problem.full_key for problem in config_problems(cfg)]
+    ['parallel.env', 'parallel.n_workers']
+    """
+    problems: list[ConfigError] = []
+    container = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(container, dict)
+    for name, schema in {**SECTIONS, **(schemas or {})}.items():
+        if name not in container:
+            continue
+        section = OmegaConf.create({name: container[name]})
+        while len(problems) < limit:
+            try:
+                check_section(section, name, schema)
+                break
+            except ConfigError as exc:
+                problems.append(exc)
+                key = exc.full_key
+                if not key or key == name or OmegaConf.select(section, key, default=None) is None:
+                    break  # nothing smaller to set aside: the section itself is wrong
+                parent, _, leaf = key.rpartition(".")
+                node = OmegaConf.select(section, parent)
+                assert isinstance(node, DictConfig)
+                del node[leaf]
+    return problems
+
+
 def check_section(
     cfg: DictConfig, name: str, schema: type, source_of: Provenance = _no_source
 ) -> DictConfig:

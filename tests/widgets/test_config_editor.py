@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import ipywidgets as w
@@ -9,6 +10,7 @@ import pytest
 
 from kit import load_config
 from widgets import ConfigEditor
+from widgets._config_editor import NumberText
 
 CONFIG = {
     "lr": 0.1,
@@ -30,8 +32,8 @@ def editor() -> ConfigEditor:
 
 def test_widgets_follow_the_value_types(editor: ConfigEditor) -> None:
     f = editor.fields
-    assert isinstance(f["lr"], w.FloatText)
-    assert isinstance(f["epochs"], w.IntText)
+    assert isinstance(f["lr"], NumberText) and "kit-number" in f["lr"]._dom_classes
+    assert isinstance(f["epochs"], NumberText) and f["epochs"].value == "3"
     assert isinstance(f["name"], w.Text)
     assert isinstance(f["shuffle"], w.Checkbox)
     assert isinstance(f["parallel.env"], w.Dropdown) and "slurm" in f["parallel.env"].options
@@ -116,3 +118,59 @@ def test_a_yaml_file_loads(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("a: 1\nb: ${a}\n")
     assert ConfigEditor(load_config(path)).value.b == 1
+
+
+@pytest.mark.parametrize(
+    ("typed", "says"),
+    [
+        ("2.5", "'2.5' is not a whole number"),
+        ("1e3", "'1e3' is not a whole number (write 1000)"),
+        ("abc", "'abc' is not a whole number"),
+        ("-3", "decoder.beam_size: must be at least 1, got -3"),
+    ],
+)
+def test_a_number_box_takes_exactly_what_was_typed_or_says_why_not(typed: str, says: str) -> None:
+    from kit.examples.asr.decode import CONFIG_PATH, DecodeProvider
+
+    editor = ConfigEditor(load_config(CONFIG_PATH), schemas=DecodeProvider.config_schemas)
+    box = editor.fields["decoder.beam_size"]
+    box.value = typed
+    assert editor.value.decoder.beam_size == 5 and editor.overrides == []
+    shown = html.unescape(editor.errors["decoder.beam_size"].value)
+    assert says in shown and "the value stays 5" in shown
+    box.value = "3"  # fixed: taken, and the error is gone
+    assert editor.value.decoder.beam_size == 3 and editor.errors["decoder.beam_size"].value == ""
+
+
+def test_a_float_box_reads_exponents_and_code_may_set_numbers(editor: ConfigEditor) -> None:
+    editor.fields["lr"].value = "1e-3"
+    editor.fields["epochs"].value = 12  # from code, as a notebook cell does
+    assert editor.value.lr == 0.001 and editor.value.epochs == 12
+
+
+def test_every_schema_problem_is_listed_at_its_field_at_once() -> None:
+    from kit.examples.asr.decode import DecodeProvider
+
+    cfg = {"decoder": {"engine": "wisper", "beam_size": 0, "mode": "gramar"}, "other": 1}
+    editor = ConfigEditor(cfg, schemas=DecodeProvider.config_schemas)
+    assert [p.full_key for p in editor.problems] == [
+        "decoder.engine",
+        "decoder.beam_size",
+        "decoder.mode",
+    ]
+    shown = {key: html.unescape(box.value) for key, box in editor.errors.items()}
+    assert "did you mean 'whisper'" in shown["decoder.engine"]
+    assert "must be at least 1" in shown["decoder.beam_size"]
+    assert "did you mean 'grammar'" in shown["decoder.mode"]
+    editor.fields["decoder.engine"].value = "whisper"
+    assert [p.full_key for p in editor.problems] == ["decoder.beam_size", "decoder.mode"]
+    assert editor.errors["decoder.engine"].value == ""
+
+
+def test_reset_keeps_open_sections_open(editor: ConfigEditor) -> None:
+    groups = {g.get_title(0): g for g in editor._form.children if isinstance(g, w.Accordion)}
+    groups["model"].selected_index = 0
+    editor.fields["model.hidden"].value = 8
+    editor.reset_button.click()
+    groups = {g.get_title(0): g for g in editor._form.children if isinstance(g, w.Accordion)}
+    assert groups["model"].selected_index == 0 and groups["parallel"].selected_index is None

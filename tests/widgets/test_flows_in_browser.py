@@ -360,3 +360,56 @@ def test_an_exercise_filled_in_runs_and_its_solution_stays_out_of_the_way(
     skipped = page.locator(".jp-OutputArea-output", has_text="You finished exercise 1 yourself")
     skipped.first.wait_for(timeout=30_000)
     shots(page, "solution-1-skipped", focus=skipped.first)
+
+
+NUMBERS = (
+    "import kit, widgets\n"
+    "from kit.examples.asr import DecodeProvider, DecodeRunner\n"
+    "from kit.examples.asr.decode import CONFIG_PATH\n"
+    "app = widgets.Experiment(kit.load_config(CONFIG_PATH), DecodeProvider, DecodeRunner,\n"
+    "                         runs_dir='runs/numbers')\n"
+    "app"
+)
+
+
+def test_a_number_box_never_changes_what_was_typed(
+    jupyter: Jupyter, page: Any, shots: Shots
+) -> None:
+    """Typing 2.5, 1e3, abc or -3 into beam_size shows why and leaves the config as it was."""
+    open_and_run_all(page, jupyter, jupyter.write("numbers.ipynb", [NUMBERS]))
+    section = page.locator(
+        ".jupyter-widget-Collapse-header", has_text=re.compile(r"^\s*decoder\s*$")
+    ).first
+    section.wait_for(timeout=90_000)
+    section.click()
+    box = field_input(page, "beam_size")
+    box.wait_for(timeout=30_000)
+    cases = [
+        ("2.5", "'2.5' is not a whole number"),
+        ("1e3", "'1e3' is not a whole number (write 1000)"),
+        ("abc", "'abc' is not a whole number"),
+        ("-3", "must be at least 1, got -3"),
+    ]
+    for typed, says in cases:
+        box.fill(typed)
+        box.press("Enter")
+        error = page.locator(".kit-error", has_text=says).first
+        error.wait_for(timeout=30_000)
+        assert box.input_value() == typed  # the box keeps what was typed, as typed
+        assert "the value stays 5" in (error.text_content() or "")
+    shots(page, "number-refused", focus=box)
+    # A wheel over the focused box changes nothing either (it is no number input).
+    box.focus()
+    box.hover()
+    page.mouse.wheel(0, 300)
+    assert box.input_value() == "-3"
+    yaml_view = page.locator(".kit-overrides").first
+    assert "(no changes)" in (yaml_view.text_content() or "")
+    box.fill("3")
+    box.press("Enter")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.kit-overrides')]"
+        ".some(e => e.textContent.includes('decoder.beam_size=3'))",
+        timeout=30_000,
+    )
+    assert page.locator(".kit-error", has_text="beam_size").count() == 0

@@ -305,3 +305,15 @@ def test_items_given_twice_or_not_at_all_say_where_to_give_them(tmp_path: Path) 
         Experiment(toy_config(items={"stop": 3}), ToyProvider, Affine, indices=range(3))
     with pytest.raises(ValueError, match=r"no items: give indices= \(e\.g\. indices=range"):
         Experiment(toy_config(), ToyProvider, Affine, runs_dir=tmp_path)
+
+
+def test_run_refuses_a_config_with_problems_and_lists_them_all(tmp_path: Path) -> None:
+    from kit.examples.asr.decode import DecodeProvider, DecodeRunner
+
+    config = {"decoder": {"engine": "wisper", "beam_size": 0}, "data": {"root": "x"}}
+    app = Experiment(config, DecodeProvider, DecodeRunner, indices=range(3), runs_dir=tmp_path)
+    app.run_panel.run_button.click()
+    shown = html.unescape(app.run_panel.error.value)
+    assert "the config has 2 problems, each shown next to its field above" in shown
+    assert "decoder.engine: 'wisper'" in shown and "decoder.beam_size: must be at least 1" in shown
+    assert app.run_panel.handle is None and not list(tmp_path.iterdir())  # nothing ran

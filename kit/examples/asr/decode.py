@@ -13,14 +13,14 @@ import functools
 import json
 import time
 import wave
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf
 
 from kit import EnvironmentProvider, Runner
-from kit.examples.asr.recognizers import Recognizer, make_recognizer
+from kit.examples.asr.recognizers import DecoderConfig, Recognizer, make_recognizer
 from kit.examples.asr.wer import corpus_wer, score
 
 
@@ -120,6 +120,8 @@ def build_env(cfg: dict[str, Any]) -> dict[str, Any]:
 
 class DecodeProvider(EnvironmentProvider):
     """One recognizer (Whisper: about 0.4 s to load) and the dataset, per worker."""
+
+    config_schemas: ClassVar[Mapping[str, type]] = {"decoder": DecoderConfig}
 
     def _plain(self) -> dict[str, Any]:
         plain = OmegaConf.to_container(self.config, resolve=True)
