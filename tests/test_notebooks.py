@@ -88,7 +88,9 @@ def test_02_decoding_check(tmp_path: Path, asr_tools: None) -> None:
     assert "kit submit" in out and "decoder.engine=pocketsphinx" in out
     assert "parallel.env=slurm" in out
     table_cell = next(c for c in book.cells if "wer_table = " in c.source)
-    assert "wer" in table_cell.outputs[0]["data"]["text/plain"]
+    table = table_cell.outputs[0]["data"]["text/plain"]
+    assert "wer" in table and len(table.strip().splitlines()) == 4  # this notebook's 3 runs
+    assert "output_dir" not in table and "random 10 of 250, seed 1" in table
     summaries = {}
     for name in ("whisper", "greedy", "sphinx"):
         cell = next(c for c in book.cells if f"\n{name} = panel.wait" in c.source)

@@ -16,7 +16,7 @@ from kit._format import number, status_html
 from kit._from_config import items_of
 from widgets._cluster_panel import ClusterPanel
 from widgets._config_editor import ConfigEditor
-from widgets._history import new_run_dir, read_history, record_unstarted
+from widgets._history import new_run_dir, read_history, record_experiment, record_unstarted
 from widgets._run_panel import RunPanel
 from widgets._style import TABLE_STYLE
 
@@ -48,7 +48,11 @@ def history_table(rows: Sequence[dict[str, Any]]) -> str:
             text = status_html(str(value)) if c == "status" else html.escape(number(value))
             cells.append(f"<td>{text}</td>")
         status = html.escape(str(row.get("status", "")))
-        body.append(f"<tr class='kit-run-row' data-status='{status}'>{''.join(cells)}</tr>")
+        other = "not the items of" in str(row.get("sample", ""))
+        mark = " kit-other-items' style='color:#9c36b5" if other else ""
+        body.append(
+            f"<tr class='kit-run-row{mark}' data-status='{status}'>{''.join(cells)}</tr>"
+        )
     return (
         f"{TABLE_STYLE}<table class='kit-history kit-table'><tr>{head}</tr>{''.join(body)}</table>"
     )
@@ -129,6 +133,8 @@ class Experiment(w.VBox):  # type: ignore[misc]
         self.history: list[dict[str, Any]] = read_history(self.runs_dir)
         self._history = w.HTML(history_table(self.history))
         self._run_dir: Path | None = None
+        #: The runs this app started, oldest first (their folders' names in runs_dir).
+        self.runs: list[str] = []
         from_config = "items" in self.base
         if from_config and indices is not None:
             raise ValueError(
@@ -201,7 +207,23 @@ class Experiment(w.VBox):  # type: ignore[misc]
 
     def _next_run_dir(self) -> Path:
         self._run_dir = new_run_dir(self.runs_dir)
+        self.runs.append(self._run_dir.name)
+        record_experiment(self._run_dir, self.editor.value, self.run_panel.selection)
         return self._run_dir
+
+    def compare(self, runs: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Return the history rows of the runs this app started (or of ``runs``), to compare.
+
+        The history below the app lists every run stored in ``runs_dir``
+        (other notebooks' too); a comparison wants this experiment's own:
+        changes are against the first of them, and a run on other items than
+        that one says so in its ``sample``.
+
+        Examples
+        --------
+        >>> # pd.DataFrame(app.compare())[["run", "changes", "sample", "wer"]]
+        """
+        return read_history(self.runs_dir, list(runs) if runs is not None else self.runs)
 
     def _record(self, handle: RunHandle) -> None:
         session = handle.session

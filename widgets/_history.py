@@ -7,7 +7,9 @@ kernel restart, or in a colleague's notebook opened on the same folder.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,50 @@ def new_run_dir(runs_dir: Path) -> Path:
             n += 1
 
 
+#: What an Experiment writes in each run's folder before the run starts.
+EXPERIMENT_FILE = "experiment.json"
+
+
+def record_experiment(run_dir: Path, config: DictConfig, selection: dict[str, Any]) -> None:
+    """Store what the history compares: the config as edited (unresolved) and the items.
+
+    ``config.yaml``, which the run writes, is resolved (``${...}`` replaced
+    by values); changes are read from this one instead, so an interpolation
+    nobody edited is no change. ``selection`` says which items ran: their
+    ``count``, ``how`` ("first" or "random"), ``seed``, ``of`` (the pool's
+    size) and ``digest`` (a hash of the item list).
+    """
+    with atomic_file(run_dir / EXPERIMENT_FILE) as fh:
+        json.dump({"config": OmegaConf.to_yaml(config), "items": selection}, fh, indent=1)
+
+
+def items_digest(items: list[Any]) -> str:
+    """Return a short hash of an item list (the same items, in order, hash alike).
+
+    Examples
+    --------
+    >>> items_digest([1, 2, 3]) == items_digest([1, 2, 3]) != items_digest([1, 2])
+    True
+    """
+    return hashlib.sha256(json.dumps([str(i) for i in items]).encode()).hexdigest()[:16]
+
+
+def describe_items(selection: dict[str, Any]) -> str:
+    """Say which items ran, e.g. ``random 10 of 250, seed 1``.
+
+    Examples
+    --------
+    >>> describe_items({"count": 10, "how": "random", "seed": 1, "of": 250})
+    'random 10 of 250, seed 1'
+    >>> describe_items({"count": 5, "how": "first", "seed": 0, "of": 100})
+    'first 5 of 100'
+    """
+    text = f"{selection.get('how', '?')} {selection.get('count', '?')} of {selection.get('of', '?')}"
+    if selection.get("how") == "random":
+        text += f", seed {selection.get('seed')}"
+    return text
+
+
 def record_unstarted(
     run_dir: Path, config: DictConfig, status: str, error: str | None, items: int | None = None
 ) -> None:
@@ -61,26 +107,68 @@ def record_unstarted(
         json.dump({"status": status, "stats": stats, "summary": {}, "error": error}, fh, indent=1)
 
 
-def read_history(runs_dir: Path) -> list[dict[str, Any]]:
-    """Return one row per stored run, oldest first: changes, status, statistics, summary.
+def _where_output_goes(override: str) -> bool:
+    key = override.lstrip("+~").split("=", 1)[0]
+    return key == "output_dir" or key.endswith(".output_dir")
 
-    ``changes`` are the overrides from the first run's config to this one's.
-    A run still going (no ``result.json`` yet) reads as ``running``.
+
+def _stored(run_dir: Path) -> tuple[DictConfig, dict[str, Any]] | None:
+    """The run's config as edited and its item selection (``{}`` for runs of older Kits)."""
+    try:
+        stored = json.loads((run_dir / EXPERIMENT_FILE).read_text())
+        config = OmegaConf.create(stored["config"])
+        selection = dict(stored.get("items") or {})
+    except (OSError, ValueError, KeyError, TypeError):
+        config_path = run_dir / "config.yaml"
+        if not config_path.exists():
+            return None  # just made, its run not begun
+        config, selection = OmegaConf.load(config_path), {}
+    assert isinstance(config, DictConfig)
+    return config, selection
+
+
+def _sample(
+    name: str,
+    selection: dict[str, Any],
+    compared: dict[str, Any],
+    first: tuple[str, DictConfig, dict[str, Any]] | None,
+) -> str:
+    if not selection:
+        return ""
+    text = describe_items(selection)
+    if first is not None and first[0] != name and selection.get("digest") != compared.get("digest"):
+        text += f" · not the items of {first[0]}"
+    return text
+
+
+def read_history(runs_dir: Path, runs: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Return one row per stored run, oldest first: changes, items, status, statistics, summary.
+
+    ``changes`` are the overrides from the first run's config (as edited,
+    not resolved) to this one's, leaving out where the output went.
+    ``sample`` says which items ran; when they are not the first run's
+    items, it says so (its WER, say, is then not comparable as it is).
+    ``runs`` keeps only the runs named (``["003", "004"]``), compared with
+    the first of them. A run still going (no ``result.json`` yet) reads as
+    ``running``.
     """
     if not runs_dir.is_dir():
         return []
     rows: list[dict[str, Any]] = []
-    first: DictConfig | None = None
+    first: tuple[str, DictConfig, dict[str, Any]] | None = None
+    wanted = None if runs is None else set(runs)
     for run_dir in sorted(d for d in runs_dir.iterdir() if d.name.isdigit() and d.is_dir()):
-        config_path = run_dir / "config.yaml"
-        if not config_path.exists():
-            continue  # just made, its run not begun
-        config = OmegaConf.load(config_path)
-        assert isinstance(config, DictConfig)
+        if wanted is not None and run_dir.name not in wanted:
+            continue
+        stored = _stored(run_dir)
+        if stored is None:
+            continue
+        config, selection = stored
         if first is None:
-            first, changes = config, "(first run)"
+            first, changes = (run_dir.name, config, selection), "(first run)"
         else:
-            changes = " ".join(to_overrides(first, config)) or "(same config)"
+            edits = [o for o in to_overrides(first[1], config) if not _where_output_goes(o)]
+            changes = " ".join(edits) or "(same config)"
         try:
             result = json.loads((run_dir / "result.json").read_text())
         except FileNotFoundError:
@@ -91,11 +179,14 @@ def read_history(runs_dir: Path) -> list[dict[str, Any]]:
             "changes": changes,
             "status": result.get("status", "unknown"),
             "items": stats.get("items", ""),
+            "sample": _sample(run_dir.name, selection, first[2] if first else {}, first),
             "ok": stats.get("ok", ""),
             "failed": stats.get("failed", ""),
             "seconds": stats.get("wall_seconds", ""),
             "items/s": stats.get("items_per_second", ""),
         }
+        if not selection:
+            del row["sample"]  # a run stored without it: nothing to say
         row.update(result.get("summary") or {})
         if result.get("error"):
             row["error"] = str(result["error"]).splitlines()[0]

@@ -24,6 +24,7 @@ from kit.events import RunStarted
 from kit.result import Index
 from kit.runner import normalize_indices
 from widgets._dashboard import dashboard_widget, load_bokehjs
+from widgets._history import items_digest
 from widgets._kernel import on_kernel_thread
 from widgets._style import TABLE_STYLE, error_html
 
@@ -214,6 +215,8 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         self.output_dir_for = output_dir_for
         self.parallel_for = parallel_for
         self.handle: RunHandle | None = None
+        #: Which items the latest run took (count, how, seed, of, digest).
+        self.selection: dict[str, Any] = {}
         self._lock = threading.RLock()
         self.result: RunResult | None = None
         self._finished: RunHandle | None = None
@@ -277,6 +280,13 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         if self.check is not None:
             self.check()
         items = self.selected()
+        self.selection = {
+            "count": len(items),
+            "how": self.how.value,
+            "seed": self.seed.value,
+            "of": len(self.indices),
+            "digest": items_digest(items),
+        }
         # A check on a few items is stored where the app says (its history), never in
         # the runner's own output_dir: that belongs to the full run (and would refuse
         # a different item list).

@@ -327,7 +327,7 @@ def test_the_decoding_check_reaches_its_wer_table(
     table = page.locator(".jp-RenderedHTMLCommon table", has_text="rtf").last
     run_shipped("02_decoding_check.ipynb", table, "wer-table", 240_000, speech=True)
     head = table.locator("thead").text_content() or ""
-    assert all(column in head for column in ("changes", "items", "wer", "rtf"))
+    assert all(column in head for column in ("changes", "sample", "wer", "rtf"))
     assert table.locator("tbody tr").count() == 3  # Whisper, beam size 1, PocketSphinx
     assert "decoder.engine=pocketsphinx" in (table.text_content() or "")
     no_error_outputs(page)

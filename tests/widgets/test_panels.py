@@ -317,3 +317,41 @@ def test_run_refuses_a_config_with_problems_and_lists_them_all(tmp_path: Path) -
     assert "the config has 2 problems, each shown next to its field above" in shown
     assert "decoder.engine: 'wisper'" in shown and "decoder.beam_size: must be at least 1" in shown
     assert app.run_panel.handle is None and not list(tmp_path.iterdir())  # nothing ran
+
+
+def test_the_history_compares_like_with_like(tmp_path: Path) -> None:
+    config = {
+        "factor": 2,
+        "offset": 1,
+        "name": "x",
+        "tag": "${name}-t",  # resolved differently when name changes: no edit of its own
+        "output_dir": "runs/out/${name}",
+        "parallel": {"env": "inline"},
+    }
+    runs = tmp_path / "runs"
+    earlier = Experiment(config, ToyProvider, Affine, indices=range(20), runs_dir=runs)
+    earlier.run_panel.how_many.value = 3
+    earlier.run_panel.run_button.click()
+    earlier.run_panel.wait(timeout=30)
+    app = Experiment(config, ToyProvider, Affine, indices=range(20), runs_dir=runs)
+    panel = app.run_panel
+    panel.how_many.value = 5
+    panel.run_button.click()
+    panel.wait(timeout=30)
+    app.editor.fields["name"].value = "y"
+    panel.run_button.click()
+    panel.wait(timeout=30)
+    panel.how.value, panel.seed.value = "random", 3
+    panel.run_button.click()
+    panel.wait(timeout=30)
+    wait_for(lambda: len(app.history) == 4)
+    rows = app.compare()  # this app's runs, not the earlier notebook's
+    assert [row["run"] for row in rows] == ["002", "003", "004"]
+    assert [row["changes"] for row in rows] == ["(first run)", "name=y", "name=y"]
+    assert [row["sample"] for row in rows] == [
+        "first 5 of 20",
+        "first 5 of 20",
+        "random 5 of 20, seed 3 · not the items of 002",
+    ]
+    assert "kit-other-items" in app._history.value  # the table marks that row too
+    assert [row["run"] for row in app.compare(["001", "004"])] == ["001", "004"]
