@@ -18,7 +18,7 @@ from widgets._cluster_panel import ClusterPanel
 from widgets._config_editor import ConfigEditor
 from widgets._history import new_run_dir, read_history, record_experiment, record_unstarted
 from widgets._run_panel import RunPanel
-from widgets._style import TABLE_STYLE
+from widgets._style import TABLE_STYLE, scrolling
 
 
 def history_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -50,11 +50,9 @@ def history_table(rows: Sequence[dict[str, Any]]) -> str:
         status = html.escape(str(row.get("status", "")))
         other = "not the items of" in str(row.get("sample", ""))
         mark = " kit-other-items' style='color:#9c36b5" if other else ""
-        body.append(
-            f"<tr class='kit-run-row{mark}' data-status='{status}'>{''.join(cells)}</tr>"
-        )
-    return (
-        f"{TABLE_STYLE}<table class='kit-history kit-table'><tr>{head}</tr>{''.join(body)}</table>"
+        body.append(f"<tr class='kit-run-row{mark}' data-status='{status}'>{''.join(cells)}</tr>")
+    return TABLE_STYLE + scrolling(
+        f"<table class='kit-history kit-table'><tr>{head}</tr>{''.join(body)}</table>"
     )
 
 

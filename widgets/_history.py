@@ -82,7 +82,9 @@ def describe_items(selection: dict[str, Any]) -> str:
     >>> describe_items({"count": 5, "how": "first", "seed": 0, "of": 100})
     'first 5 of 100'
     """
-    text = f"{selection.get('how', '?')} {selection.get('count', '?')} of {selection.get('of', '?')}"
+    text = (
+        f"{selection.get('how', '?')} {selection.get('count', '?')} of {selection.get('of', '?')}"
+    )
     if selection.get("how") == "random":
         text += f", seed {selection.get('seed')}"
     return text
@@ -113,7 +115,7 @@ def _where_output_goes(override: str) -> bool:
 
 
 def _stored(run_dir: Path) -> tuple[DictConfig, dict[str, Any]] | None:
-    """The run's config as edited and its item selection (``{}`` for runs of older Kits)."""
+    """Return the run's config as edited and its item selection ({} from older Kits)."""
     try:
         stored = json.loads((run_dir / EXPERIMENT_FILE).read_text())
         config = OmegaConf.create(stored["config"])

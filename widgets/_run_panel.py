@@ -26,7 +26,7 @@ from kit.runner import normalize_indices
 from widgets._dashboard import dashboard_widget, load_bokehjs
 from widgets._history import items_digest
 from widgets._kernel import on_kernel_thread
-from widgets._style import TABLE_STYLE, error_html
+from widgets._style import TABLE_STYLE, error_html, scrolling
 
 MAX_ROWS = 200
 _ABSENT = object()
@@ -96,8 +96,8 @@ def results_table(result: RunResult, max_rows: int = MAX_ROWS) -> str:
             f"<tr class='kit-not-run'><td colspan='99'><i>{len(skipped):,} items not run "
             f"({html.escape(str(result.status))})</i></td></tr>"
         )
-    return (
-        f"{TABLE_STYLE}<table class='kit-results kit-table'><tr>{head}</tr>{''.join(rows)}</table>"
+    return TABLE_STYLE + scrolling(
+        f"<table class='kit-results kit-table'><tr>{head}</tr>{''.join(rows)}</table>"
     )
 
 

@@ -8,8 +8,21 @@ from kit._format import FAILED_COLOR
 TABLE_STYLE = (
     "<style>.kit-table{border-collapse:collapse;font-size:12px;margin:4px 0}"
     ".kit-table th,.kit-table td{border:1px solid #dee2e6;padding:2px 8px;text-align:left;"
-    "vertical-align:top}.kit-table th{background:#f1f3f5}</style>"
+    "vertical-align:top;min-width:3em;max-width:40em;overflow-wrap:anywhere}"
+    ".kit-table th{background:#f1f3f5;white-space:nowrap}"
+    ".kit-scroll{overflow-x:auto;max-width:100%}</style>"
 )
+
+
+def scrolling(table: str) -> str:
+    """Wrap a table so a wide one scrolls sideways instead of squeezing its words apart.
+
+    Examples
+    --------
+    >>> scrolling("<table></table>")
+    "<div class='kit-scroll'><table></table></div>"
+    """
+    return f"<div class='kit-scroll'>{table}</div>"
 
 
 def error_html(message: str) -> str:

@@ -52,7 +52,8 @@ def header_html(snap: Snapshot, title: str) -> str:
         parts.append(f"took {duration(snap.elapsed)}")
     if snap.resumed:
         parts.append(f"{snap.resumed:,} resumed from disk")
-    if snap.dask_dashboard:
+    if snap.dask_dashboard and snap.status == "running":
+        # Only while the run goes on: its cluster, and that page, may end with it.
         link = html.escape(snap.dask_dashboard, quote=True)
         parts.append(f"<a href='{link}' target='_blank'>Dask dashboard</a>")
     line = " · ".join(parts)

@@ -40,6 +40,38 @@ def _stats_html(result: dict[str, Any]) -> str:
     return f"<h3>Statistics ({status})</h3><table class='kit-stats'>{body}</table>"
 
 
+def _ran_html(folder: Path) -> str:
+    """Say what this run took: its items (from the manifest) and where it is stored.
+
+    The config below is the provider's, whose ``items`` and ``output_dir``
+    may say more than ran (an Experiment app's check on a few items).
+    """
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    spec = manifest.get("indices") or {}
+    count = manifest.get("n_items", "?")
+    if "list" in spec:
+        items = [str(i) for i in spec["list"]]
+        shown = ", ".join(items[:20]) + (f", … ({len(items) - 20} more)" if len(items) > 20 else "")
+    elif "range" in spec:
+        start, stop, step = spec["range"]
+        shown = f"range({start}, {stop}{f', {step}' if step != 1 else ''})"
+    else:
+        shown = ""
+    rows = [("items run", f"{count:,}" if isinstance(count, int) else str(count))]
+    if shown:
+        rows.append(("which", shown))
+    rows.append(("stored in", str(folder)))
+    body = "".join(
+        f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
+        f"<td>{html.escape(v)}</td></tr>"
+        for k, v in rows
+    )
+    return f"<h3>This run</h3><table class='kit-ran'>{body}</table>"
+
+
 def write_report(output_dir: str | os.PathLike[str]) -> Path:
     """Write ``output_dir/report.html`` from the run stored there; return its path.
 
@@ -84,6 +116,7 @@ def write_report(output_dir: str | os.PathLike[str]) -> Path:
     config = config_path.read_text() if config_path.exists() else "(no config stored)"
     details = Div(
         text=_stats_html(result)
+        + _ran_html(folder)
         + "<h3>Config</h3><pre class='kit-config' style='background:#f8f9fa;padding:8px'>"
         + html.escape(config)
         + "</pre>",

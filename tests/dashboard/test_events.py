@@ -79,7 +79,12 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
 
 def test_the_dask_dashboard_link_follows_the_link_template(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("bokeh")  # the Dask dashboard needs it
+    # distributed adds its defaults to dask's config when first imported. Imported inside
+    # the block below (this test first in a process), they were in a "distributed" key
+    # that set() had created, and removed on leaving it: every later cluster failed with
+    # KeyError: 'distributed'.
     import dask
+    import distributed  # noqa: F401
 
     import kit
 

@@ -115,3 +115,14 @@ def test_the_report_renders_in_chromium_without_network(run_dir: Path, tmp_path:
     assert header >= 1
     assert failures >= 1
     assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def test_the_report_says_which_items_this_run_took(tmp_path: Path) -> None:
+    # An Experiment's check on a few items: the provider's config says more than ran.
+    out = tmp_path / "check"
+    Decodeish(Env({"items": {"start": 0, "stop": 250}}), output_dir=out).run([4, 7, 11])
+    page = (out / "report.html").read_text()
+    assert "This run" in page and "items run" in page and "4, 7, 11" in page
+    assert str(out) in page
+    # One plot per metric, each with its own axis: a WER and an RTF never share one.
+    assert "kit-metric-wer" in page and "kit-metric-rtf" in page

@@ -101,6 +101,9 @@ def test_the_bokeh_view_draws_a_snapshot() -> None:
     assert view.progress_source.data["right"] == [38, 40]
     assert view.failures_source.data["index"] == ["3"]
     assert "Dask dashboard" in view.header.text and "40/40" in view.header.text
+    state(RunFinished("r", "completed", 40, 2, 40, 2.0))
+    view.update(state.snapshot())
+    assert "Dask dashboard" not in view.header.text  # the run is over: its cluster may be gone
     assert list(view._metric_sources) == ["loss"]
     assert view.metrics_title.text == "metrics"
 
