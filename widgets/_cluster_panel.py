@@ -141,6 +141,14 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             return session.parallel
         return self._current()
 
+    def set_parallel(self, parallel: ParallelConfig) -> None:
+        """Show ``parallel`` as the cluster to start (a config edit, say); not while one runs."""
+        if self.session is not None and not self.session.closed:
+            return  # runs use the running cluster, as the panel says
+        self.parallel = parallel
+        self.env.value = parallel.env
+        self.n_workers.value = parallel.n_workers
+
     def show(self, session: kit.Session) -> None:
         """Show ``session`` as this panel's cluster (one a run started, say)."""
         if self.session is session:

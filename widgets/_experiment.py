@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from kit import ConfigError, EnvironmentProvider, RunHandle, Runner, load_config
 from kit._format import number, status_html
 from kit._from_config import items_of
+from kit.config import parallel_section
 from widgets._cluster_panel import ClusterPanel
 from widgets._config_editor import ConfigEditor
 from widgets._history import new_run_dir, read_history, record_experiment, record_unstarted
@@ -185,6 +186,10 @@ class Experiment(w.VBox):  # type: ignore[misc]
         self._history.value = history_table(self.history)
 
     def _config_changed(self, change: Any) -> None:
+        old, new = change["old"], change["new"]
+        if old is not None and old.get("parallel") != new.get("parallel"):
+            # An edit of parallel.n_workers is the cluster the next run starts, as shown.
+            self.cluster.set_parallel(parallel_section(new.get("parallel") or {"env": "inline"}))
         try:
             runner = self.make_runner(change["new"])
             if "items" in self.base:

@@ -355,3 +355,31 @@ def test_the_history_compares_like_with_like(tmp_path: Path) -> None:
     ]
     assert "kit-other-items" in app._history.value  # the table marks that row too
     assert [row["run"] for row in app.compare(["001", "004"])] == ["001", "004"]
+
+
+def test_a_parallel_edit_is_the_cluster_the_next_run_starts(tmp_path: Path) -> None:
+    config = toy_config(parallel={"env": "local", "n_workers": 2})
+    app = Experiment(config, ToyProvider, Affine, indices=range(10), runs_dir=tmp_path)
+    app.editor.fields["parallel.n_workers"].value = "1"
+    assert app.cluster.for_runs().n_workers == 1 and app.cluster.n_workers.value == 1
+
+
+def test_the_cluster_panel_says_scaling_only_until_the_workers_are_there() -> None:
+    panel = ClusterPanel(
+        {"env": "local", "n_workers": 1, "options": {"name": "scaling"}}, refresh_seconds=0.2
+    )
+    panel.start_button.click()
+    panel.ready.result(timeout=120)  # type: ignore[union-attr]
+    try:
+        panel.n_workers.value = 2
+        panel.scale_button.click()
+        assert "scaling to 2 workers" in panel.status.value
+        wait_for(lambda: "scaling" not in panel.status.value)
+        assert "running" in panel.status.value and panel.workers.value.count("<tr") == 3
+        # Closed elsewhere (kit.shutdown() in another cell): no dead links left on show.
+        assert panel.session is not None
+        panel.session.close()
+        wait_for(lambda: "stopped" in panel.status.value)
+        assert "Dask dashboard" not in panel.status.value and panel.workers.value == ""
+    finally:
+        panel.stop()
