@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shutil
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ import pytest
 
 import kit
 from tests.browser import browser
-from tests.jupyter import Jupyter, Shots, jupyter_server, open_and_run_all
+from tests.jupyter import ROOT, Jupyter, Shots, jupyter_server, open_and_run_all
 
 pytestmark = pytest.mark.slow
 
@@ -124,11 +125,27 @@ def test_the_printed_command_runs_in_a_lab_terminal_and_completes_on_slurm(
             result = kit.attach(lab.folder / output).result(timeout=300)
             assert result.status == "completed" and result.stats.ok == 4
             type_in_terminal(page, f"kit status {output}")
-            screen = screen_of(lab, name, r": completed", 60)
+            screen = screen_of(lab, name, r"done, \d+ failed", 60)
             shots(page, "status-completed")
             assert f"{output}: completed" in screen and "4/4 (100%) done" in screen
             assert "command not found" not in screen and "Traceback" not in screen
             assert "dashboard:" not in screen.split("kit status")[-1]  # its cluster is gone
+
+            # Notebook 05's command, as its page shows it, in the same terminal.
+            shutil.copy(ROOT / "notebooks" / "05_rl_cartpole.ipynb", lab.folder / "rl.ipynb")
+            notebook = context.new_page()  # read in a tab of its own, as a person would
+            notebook.goto(lab.url("rl.ipynb"))
+            shown = notebook.locator(".jp-RenderedMarkdown pre", has_text="kit.examples.cartpole")
+            shown.first.wait_for(timeout=60_000)
+            printed = (shown.first.text_content() or "").strip()
+            notebook.close()
+            assert "parallel.env=slurm" in printed and "parallel.options.memory" in printed
+            type_in_terminal(page, printed)
+            screen = screen_of(lab, name, r"'solved': (True|False)", 600)
+            shots(page, "cartpole-on-slurm")
+            trained = screen.split("kit.examples.cartpole")[-1]
+            assert "'solved': True" in trained, trained[-2000:]
+            assert "Traceback" not in trained and "error" not in trained
         finally:
             context.close()
             lab.shut_down_kernels()
