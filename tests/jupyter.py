@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -12,6 +14,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +89,69 @@ class Jupyter:
             urllib.request.urlopen(delete, timeout=30).close()
 
 
+def wait_until_up(base: str, token: str, proc: subprocess.Popen[Any], log: Path) -> None:
+    """Wait (up to 2 minutes) until the Jupyter server at ``base`` answers."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2).close()
+            return
+        except OSError:
+            assert proc.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, f"Jupyter did not start: {log.read_text()[-2000:]}"
+            time.sleep(0.5)
+
+
+def open_terminal(base: str, token: str) -> str:
+    """Open a terminal as JupyterLab's launcher does (in the server's folder); return its name."""
+    request = urllib.request.Request(
+        f"{base}/api/terminals?token={token}",
+        data=b"{}",
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        name: str = json.load(answer)["name"]
+        return name
+
+
+async def _read_terminal(url: str, typed: str | None, until: str, timeout: float) -> str:
+    from tornado.websocket import websocket_connect
+
+    socket = await websocket_connect(url)
+    if typed is not None:
+        await socket.write_message(json.dumps(["stdin", typed + "\r"]))
+    screen = ""
+    deadline = time.monotonic() + timeout
+    try:
+        while not re.search(until, screen) and time.monotonic() < deadline:
+            try:
+                message = await asyncio.wait_for(socket.read_message(), timeout=2)
+            except TimeoutError:
+                continue
+            if message is None:
+                break
+            kind, *rest = json.loads(message)
+            if kind == "stdout":
+                screen += rest[0]
+    finally:
+        socket.close()
+    return screen
+
+
+def terminal_screen(
+    base: str, token: str, name: str, until: str, timeout: float, typed: str | None = None
+) -> str:
+    """Return what terminal ``name`` printed (a new client gets it replayed) once ``until``.
+
+    ``typed`` is typed first (with Enter). Runs on a thread of its own:
+    playwright's sync API may hold an event loop on this one.
+    """
+    url = f"{base.replace('http://', 'ws://')}/terminals/websocket/{name}?token={token}"
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _read_terminal(url, typed, until, timeout)).result()
+
+
 @contextmanager
 def jupyter_server(ui: str, tmp: Path, *, as_make_lab: bool = False) -> Iterator[Jupyter]:
     """Start JupyterLab (``ui="lab"``) or Notebook 7 on 127.0.0.1 with a token.
@@ -132,15 +198,7 @@ def jupyter_server(ui: str, tmp: Path, *, as_make_lab: bool = False) -> Iterator
         )
         base = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2).close()
-                    break
-                except OSError:
-                    assert proc.poll() is None, log_path.read_text()[-3000:]
-                    assert time.monotonic() < deadline, f"{module} did not start"
-                    time.sleep(0.5)
+            wait_until_up(base, token, proc, log_path)
             yield Jupyter(ui, base, token, folder)
         finally:
             proc.terminate()  # shuts the kernels down, which close their clusters

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,40 +32,61 @@ class DashboardWidget(BokehModel):  # type: ignore[misc]
 
     Redraws run on the kernel's thread only (see ``widgets._kernel``), at
     most once per the dashboard's ``interval``, as events come from any
-    thread; the kernel stays free. The final picture is sent whole, so a
-    view the page rendered late ends on it too. A front end that asks for the widget's
-    state again (a reloaded page, a second view of the notebook) gets the
-    current picture, not the one of when the widget was made.
+    thread; the kernel stays free. The page applies redraws as patches to
+    the view it rendered, and drops those that come before the view is
+    there: so redraws wait until the view speaks (BokehJS reports its
+    layout once rendered), or ``view_wait`` seconds at most. A view never
+    heard from by the end of the run gets the final picture whole. A front
+    end that asks for the widget's state again (a reloaded page, a second
+    view of the notebook) gets the current picture, not the one of when the
+    widget was made.
     """
+
+    #: Seconds redraws wait for the page to render the view before going out anyway.
+    view_wait = 5.0
 
     def __init__(self, dashboard: Dashboard, **kwargs: Any) -> None:
         load_bokehjs()
         self.dashboard = dashboard
-        self._bundled = -1
+        self._heard = False
+        self._blind = False  # redrawn before any view spoke: some patches may be lost
+        self._born = time.monotonic()
         super().__init__(dashboard.layout, **kwargs)
         self.painter = Painter(self._paint, dashboard.interval, urgent=_ended(dashboard))
         dashboard.drive(self.painter.wake)
 
     def _paint(self) -> None:
+        finished = self.dashboard.finished
+        if not self._heard and not finished and time.monotonic() - self._born < self.view_wait:
+            self.painter.wake()  # again in an interval: the view may not be on the page yet
+            return
+        self._blind = self._blind or not self._heard
         self.dashboard.refresh()
-        version = self.dashboard.state.version
-        if self.dashboard.finished and version != self._bundled:
-            # The page applies redraws as patches to what it rendered, and patches sent
-            # before it rendered the widget are lost (a short run ends before its view
-            # is on the page). The final picture goes whole, so every view ends on it.
-            self._bundled = version
+        if finished and not self._heard:
+            # Patches sent before the page rendered the view were lost (a short run can end
+            # before its view is on the page): the final picture goes whole. A view that
+            # spoke has them all, and is not drawn again from scratch.
+            self._heard = True
             self.render_bundle = self._model_to_traits(self._model)
 
     def _sync_model(self, _model: Any, content: dict[str, Any], _buffers: list[Any]) -> None:
-        """Take nothing back from the page: the dashboard only shows.
+        """Take nothing back from the page, but that a view is there: the dashboard only shows.
 
         BokehJS sends each change it applies back to the kernel. Such an echo
         of an earlier redraw, arriving after a later one, set the kernel's
         models back (a metric's plot taken out of the layout again), and the
         echoes of the later redraw then named models the kernel no longer had
         ("can't resolve reference"). With no tools, no plot here has
-        anything to tell the kernel.
+        anything to tell the kernel. Its first message says a view is on the
+        page, ready for redraws; one that came after redraws went out (a
+        busy machine, ``view_wait`` passed) gets the picture whole first, as
+        the patches it missed may have added plots.
         """
+        if not self._heard:
+            self._heard = True
+            if self._blind:
+                self.render_bundle = self._model_to_traits(self._model)
+            self.painter.wake()
 
     def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
         """Return the widget's state; asked for whole (a page asking again), drawn anew first."""

@@ -32,7 +32,9 @@ START = textwrap.dedent(
                     parallel={{"env": "local", "n_workers": 2}}, chunk_size=2)
     handle = runner.submit(range(300))
     dash = Dashboard(interval=0.25)
-    display(widgets.dashboard_widget(dash))
+    widget = widgets.dashboard_widget(dash)
+    widget.view_wait = 0  # no page renders a view here to say it is there: send at once
+    display(widget)
     dash.follow(handle)
     """
 )

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import shutil
-import time
 import urllib.request
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +14,14 @@ import pytest
 
 import kit
 from tests.browser import browser
-from tests.jupyter import ROOT, Jupyter, Shots, jupyter_server, open_and_run_all
+from tests.jupyter import (
+    ROOT,
+    Jupyter,
+    Shots,
+    jupyter_server,
+    open_and_run_all,
+    terminal_screen,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -36,36 +40,6 @@ APP = (
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jupyter]:
     with jupyter_server("lab", tmp_path_factory.mktemp("lab"), as_make_lab=True) as server:
         yield server
-
-
-async def terminal_screen(lab: Jupyter, name: str, until: str, timeout: float) -> str:
-    """What terminal ``name`` has printed (terminado replays it to a new client) once ``until``."""
-    from tornado.websocket import websocket_connect
-
-    url = f"{lab.base.replace('http://', 'ws://')}/terminals/websocket/{name}?token={lab.token}"
-    socket = await websocket_connect(url)
-    screen = ""
-    deadline = time.monotonic() + timeout
-    try:
-        while not re.search(until, screen) and time.monotonic() < deadline:
-            try:
-                message = await asyncio.wait_for(socket.read_message(), timeout=2)
-            except TimeoutError:
-                continue
-            if message is None:
-                break
-            kind, *rest = json.loads(message)
-            if kind == "stdout":
-                screen += rest[0]
-    finally:
-        socket.close()
-    return screen
-
-
-def screen_of(lab: Jupyter, name: str, until: str, timeout: float) -> str:
-    # On a thread of its own: playwright's sync API holds an event loop on this one.
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, terminal_screen(lab, name, until, timeout)).result()
 
 
 def type_in_terminal(page: Any, text: str) -> None:
@@ -115,9 +89,9 @@ def test_the_printed_command_runs_in_a_lab_terminal_and_completes_on_slurm(
             with urllib.request.urlopen(
                 f"{lab.base}/api/terminals?token={lab.token}", timeout=10
             ) as answer:
-                name = json.load(answer)[-1]["name"]
+                name = json.load(answer)[-1]["name"]  # the one the launcher opened
             type_in_terminal(page, command)
-            screen = screen_of(lab, name, r"output \S+\r?\n", 120)
+            screen = terminal_screen(lab.base, lab.token, name, r"output \S+\r?\n", 120)
             shots(page, "submitted")
             found = re.search(r"submitted 4 items: driver pid \d+, output (\S+)", screen)
             assert found, screen[-2000:]
@@ -125,7 +99,7 @@ def test_the_printed_command_runs_in_a_lab_terminal_and_completes_on_slurm(
             result = kit.attach(lab.folder / output).result(timeout=300)
             assert result.status == "completed" and result.stats.ok == 4
             type_in_terminal(page, f"kit status {output}")
-            screen = screen_of(lab, name, r"done, \d+ failed", 60)
+            screen = terminal_screen(lab.base, lab.token, name, r"done, \d+ failed", 60)
             shots(page, "status-completed")
             assert f"{output}: completed" in screen and "4/4 (100%) done" in screen
             assert "command not found" not in screen and "Traceback" not in screen
@@ -141,7 +115,7 @@ def test_the_printed_command_runs_in_a_lab_terminal_and_completes_on_slurm(
             notebook.close()
             assert "parallel.env=slurm" in printed and "parallel.options.memory" in printed
             type_in_terminal(page, printed)
-            screen = screen_of(lab, name, r"'solved': (True|False)", 600)
+            screen = terminal_screen(lab.base, lab.token, name, r"'solved': (True|False)", 600)
             shots(page, "cartpole-on-slurm")
             trained = screen.split("kit.examples.cartpole")[-1]
             assert "'solved': True" in trained, trained[-2000:]
