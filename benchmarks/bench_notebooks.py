@@ -4,9 +4,9 @@ For every notebook in ``notebooks/``: the seconds from asking for a fresh
 kernel to the last cell done ("run all"), and for notebook 02 the seconds from
 asking for the kernel to the WER table (the cell that builds ``wer_table``).
 The workshop notebook runs with ``KIT_WORKSHOP_SOLUTIONS=1``, as its teacher
-would. The spoken corpus is built once beforehand (``make demo`` does it too),
-so its synthesis is not counted. Each notebook runs in a fresh folder, so no
-run history or cluster is reused.
+would. Each notebook runs in a fresh folder, so no run history, cluster or
+spoken corpus is reused: notebook 02's time includes speaking its corpus
+(``make lab`` speaks it before Jupyter starts, so a workshop waits less).
 
 Results are printed and written to benchmarks/results/notebooks.{json,md}.
 """
@@ -30,8 +30,8 @@ from _machine import describe, machine_line, write_results
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-#: What a workshop can bear for the first WER table, from a cold kernel.
-WER_TABLE_TARGET = 60.0
+#: What a workshop can bear for the first WER table, from a cold kernel, corpus included.
+WER_TABLE_TARGET = 45.0
 #: And for any one notebook, run all.
 RUN_ALL_TARGET = 120.0
 
@@ -58,11 +58,8 @@ def run_all(path: Path) -> tuple[float, Any]:
 
 
 def main() -> int:
-    from kit.examples.asr import build_corpus
-
     machine = describe(("dask", "distributed", "jupyter_client", "ipykernel"))
     os.environ["KIT_WORKSHOP_SOLUTIONS"] = "1"
-    build_corpus(ROOT / "runs" / "asr-data")  # what notebook 02 reads; built once
     results: dict[str, Any] = {"machine": machine, "run_all_seconds": {}}
     for path in NOTEBOOKS:
         began, book = run_all(path)
@@ -83,7 +80,8 @@ def main() -> int:
         "|---|---|",
         *[f"| {name} | {s} |" for name, s in results["run_all_seconds"].items()],
         "",
-        f"Notebook 02, from asking for a kernel to the WER table: {to_table} s.",
+        f"Notebook 02, from asking for a kernel to the WER table, its corpus spoken on the way:"
+        f" {to_table} s.",
         "",
     ]
     checks = {

@@ -222,7 +222,13 @@ class Shots:
         The notebook scrolls inside the page, so a full-page shot would show no more.
         """
         if focus is not None:
-            focus.scroll_into_view_if_needed()
+            try:
+                focus.scroll_into_view_if_needed()
+            except Exception:
+                # A dashboard whose view missed updates is drawn again whole, once: the
+                # element found a moment ago may have just been replaced. Find it again.
+                focus.wait_for(timeout=30_000)
+                focus.scroll_into_view_if_needed()
         self.count += 1
         path = self.folder / f"{self.count}-{step}.png"
         page.screenshot(path=str(path))

@@ -358,7 +358,8 @@ def test_the_history_compares_like_with_like(tmp_path: Path) -> None:
 
 
 def test_a_parallel_edit_is_the_cluster_the_next_run_starts(tmp_path: Path) -> None:
-    config = toy_config(parallel={"env": "local", "n_workers": 2})
+    # A cluster of its own: the tests' shared one, running, is what runs would use.
+    config = toy_config(parallel={"env": "local", "n_workers": 2, "options": {"name": "edit"}})
     app = Experiment(config, ToyProvider, Affine, indices=range(10), runs_dir=tmp_path)
     app.editor.fields["parallel.n_workers"].value = "1"
     assert app.cluster.for_runs().n_workers == 1 and app.cluster.n_workers.value == 1
