@@ -8,6 +8,7 @@ kernel's stderr on the way.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,9 +76,30 @@ def log_console_entries(page: Any) -> list[str]:
     return texts
 
 
-def kernel_stderr_tracebacks(log: Path) -> list[str]:
-    text = log.read_text(errors="replace")
+def kernel_stderr_tracebacks(log: Path, since: int) -> list[str]:
+    """Lines of the server's log (where kernels' stderr goes) written since byte ``since``."""
+    with log.open("rb") as fh:
+        fh.seek(since)
+        text = fh.read().decode(errors="replace")
     return [line for line in text.splitlines() if "Traceback" in line or "Error" in line]
+
+
+def wait_for_metric_ends(page: Any, want: dict[str, int]) -> dict[str, Any]:
+    """Wait until the newest dashboard's metric lines end at ``want``; return where they end.
+
+    The header and each line are patched one after the other: "completed" can be on
+    the page a moment before the last points are.
+    """
+    with contextlib.suppress(Exception):  # the assertion after says where they ended
+        page.wait_for_function(
+            f"want => {{ const ends = ({METRIC_ENDS})();"
+            " return Object.keys(want).every(k => ends[k] === want[k])"
+            " && Object.keys(ends).length === Object.keys(want).length; }",
+            arg=want,
+            timeout=30_000,
+        )
+    ends: dict[str, Any] = page.evaluate(METRIC_ENDS)
+    return ends
 
 
 @pytest.mark.parametrize(
@@ -92,6 +114,8 @@ def test_button_runs_each_end_completed_with_every_metric_drawn_and_no_traceback
     lab: Jupyter, page: Any, tmp_path: Path, runs: int, view_wait: float | None
 ) -> None:
     shots = Shots(tmp_path / "screenshots")
+    server_log = lab.folder.parent / "lab.log"
+    log_start = server_log.stat().st_size  # this test's lines only: the server is the module's
     cells = [APP.format(runs_dir=f"runs/live-{runs}")]  # each test's own history
     if view_wait is not None:
         cells.insert(
@@ -117,7 +141,7 @@ def test_button_runs_each_end_completed_with_every_metric_drawn_and_no_traceback
         header = page.locator(".kit-header").last
         final = re.compile(rf"completed · {ITEMS}/{ITEMS} items")
         page.locator(".kit-header", has_text=final).last.wait_for(timeout=60_000)
-        ends = page.evaluate(METRIC_ENDS)
+        ends = wait_for_metric_ends(page, {"wer": ITEMS, "rtf": ITEMS})
         assert ends == {"wer": ITEMS, "rtf": ITEMS}, (number, ends)
         assert "running" not in (header.text_content() or ""), number
     assert rows.count() == runs
@@ -127,7 +151,7 @@ def test_button_runs_each_end_completed_with_every_metric_drawn_and_no_traceback
     entries = log_console_entries(page)
     shots(page, "log-console")
     assert entries == [], entries[:3]
-    assert kernel_stderr_tracebacks(lab.folder.parent / "lab.log") == []
+    assert kernel_stderr_tracebacks(server_log, since=log_start) == []
 
     if view_wait is not None:
         return
@@ -141,7 +165,7 @@ def test_button_runs_each_end_completed_with_every_metric_drawn_and_no_traceback
     shown.wait_for(timeout=90_000)
     header = shown.text_content() or ""
     assert f"{ITEMS}/{ITEMS}" in header, header
-    assert page.evaluate(METRIC_ENDS) == {"wer": ITEMS, "rtf": ITEMS}
+    assert wait_for_metric_ends(page, {"wer": ITEMS, "rtf": ITEMS}) == {"wer": ITEMS, "rtf": ITEMS}
     shots(page, "reloaded", focus=shown)
 
 
@@ -178,7 +202,7 @@ def test_the_workshop_dashboard_shows_the_run_it_follows(
     header = page.locator(".kit-header", has_text="completed · 300/300 items").first
     header.wait_for(timeout=120_000)
     shots(page, f"{mode}-dashboard", focus=header)
-    ends = page.evaluate(METRIC_ENDS)
+    ends = wait_for_metric_ends(page, {"known_share": 300})
     assert ends == {"known_share": 300}, ends
     dashboard_cell = page.locator(".jp-CodeCell", has_text="widgets.show_dashboard(handle)")
     assert "Dashboard at 0x" not in (dashboard_cell.first.text_content() or "")
