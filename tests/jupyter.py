@@ -236,14 +236,25 @@ class Shots:
 
 
 def open_and_run_all(page: Any, jupyter: Jupyter, name: str) -> None:
-    """Open a notebook as a person would and click Run → Run All Cells."""
+    """Open a notebook as a person would and click Run → Run All Cells.
+
+    A busy machine can show the "Select Kernel" dialog late, after Run All
+    was clicked and lost under it: so once clicked, the first cell must show
+    that it ran or runs ([*] or [1]); if it does not, the dialog is accepted
+    and Run All clicked again.
+    """
     page.goto(jupyter.url(name))
     page.locator(".jp-Notebook").wait_for(timeout=60_000)
     accept = page.locator(".jp-Dialog .jp-mod-accept")  # "Select Kernel", when it asks
-    try:
-        accept.wait_for(timeout=3_000)
-        accept.click()
-    except Exception:
-        pass
-    page.get_by_text("Run", exact=True).first.click()
-    page.get_by_text("Run All Cells", exact=True).click()
+    started = page.locator(".jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]")).first
+    for _ in range(3):
+        if accept.count():
+            accept.first.click()
+        page.get_by_text("Run", exact=True).first.click()
+        page.get_by_text("Run All Cells", exact=True).click()
+        try:
+            started.wait_for(timeout=30_000)
+            return
+        except Exception:
+            continue  # Run All went under a dialog, or before the notebook was ready
+    started.wait_for(timeout=30_000)
