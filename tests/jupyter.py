@@ -238,23 +238,36 @@ class Shots:
 def open_and_run_all(page: Any, jupyter: Jupyter, name: str) -> None:
     """Open a notebook as a person would and click Run → Run All Cells.
 
-    A busy machine can show the "Select Kernel" dialog late, after Run All
-    was clicked and lost under it: so once clicked, the first cell must show
-    that it ran or runs ([*] or [1]); if it does not, the dialog is accepted
-    and Run All clicked again.
+    A person clicks once the kernel is there: Run All before then makes
+    JupyterLab ask to "Select Kernel", and accepting that starts a second kernel
+    while the first one is still coming up. So the clicks wait until the
+    toolbar's kernel indicator says idle. Should the dialog show anyway, it is
+    accepted and the clicks are tried again until the first cell shows that it
+    ran or runs ([*] or [1]). Any other dialog is a finding: the test fails
+    with its text.
     """
     page.goto(jupyter.url(name))
     page.locator(".jp-Notebook").wait_for(timeout=60_000)
-    accept = page.locator(".jp-Dialog .jp-mod-accept")  # "Select Kernel", when it asks
+    idle = page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').first
+    idle.wait_for(timeout=120_000)
+    dialog = page.locator(".jp-Dialog")
     started = page.locator(".jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]")).first
-    for _ in range(3):
-        if accept.count():
-            accept.first.click()
-        page.get_by_text("Run", exact=True).first.click()
-        page.get_by_text("Run All Cells", exact=True).click()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if dialog.count():
+            text = dialog.first.inner_text()
+            if "Select Kernel" not in text:
+                raise AssertionError(f"{name}: JupyterLab showed a dialog: {text!r}")
+            dialog.locator(".jp-mod-accept").first.click(timeout=5_000)
+            continue
         try:
-            started.wait_for(timeout=30_000)
+            page.get_by_text("Run", exact=True).first.click(timeout=5_000)
+            page.get_by_text("Run All Cells", exact=True).click(timeout=5_000)
+            started.wait_for(timeout=20_000)
             return
         except Exception:
-            continue  # Run All went under a dialog, or before the notebook was ready
-    started.wait_for(timeout=30_000)
+            # A dialog came in between; a menu left open would take the next
+            # click, so it is closed first.
+            if not dialog.count():
+                page.keyboard.press("Escape")
+    started.wait_for(timeout=1_000)
