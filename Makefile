@@ -57,7 +57,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=30
 
 # System packages (SLURM, munge, openssl) via apt, and a single-node SLURM (as root).
 system-deps:
