@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,3 +53,27 @@ def closing() -> Iterator[list[dict[str, Any]]]:
         for session in kit.sessions():
             if session.parallel == parallel_section(parallel):
                 session.close()
+
+
+@pytest.fixture(scope="session")
+def spoken_corpus(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
+    """Notebooks 02 and 03's corpus, spoken once for the whole run (as ``make lab`` does).
+
+    Returns ``place(folder)``, which copies it to ``folder/runs/asr-data``, where
+    the notebooks' ``build_corpus("runs/asr-data")`` finds and reuses it. Speaking
+    it takes 15-30 s on this machine; its building is tested in tests/examples.
+    """
+    from kit.examples.asr import build_corpus
+
+    missing = [tool for tool in ("flite", "espeak-ng", "sox") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} missing (apt-get install flite espeak-ng sox)")
+    spoken = tmp_path_factory.mktemp("asr-data")
+    build_corpus(spoken)
+
+    def place(folder: Path) -> Path:
+        target = folder / "runs" / "asr-data"
+        shutil.copytree(spoken, target, dirs_exist_ok=True)
+        return target
+
+    return place

@@ -77,16 +77,22 @@ class Jupyter:
         (self.folder / name).write_text(json.dumps(notebook([PATH_CELL, *cells])))
         return name
 
+    def api(self, path: str, body: dict[str, Any] | None = None, method: str = "GET") -> Any:
+        """Call the server's REST API; return the answer's JSON (None when empty)."""
+        request = urllib.request.Request(
+            f"{self.base}/api/{path}?token={self.token}",
+            data=None if body is None else json.dumps(body).encode(),
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            text = answer.read()
+        return json.loads(text) if text else None
+
     def shut_down_kernels(self) -> None:
         """Stop every kernel (and the clusters they started) between tests."""
-        request = urllib.request.Request(f"{self.base}/api/kernels?token={self.token}")
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            kernels = json.load(answer)
-        for kernel in kernels:
-            delete = urllib.request.Request(
-                f"{self.base}/api/kernels/{kernel['id']}?token={self.token}", method="DELETE"
-            )
-            urllib.request.urlopen(delete, timeout=30).close()
+        for kernel in self.api("kernels"):
+            self.api(f"kernels/{kernel['id']}", method="DELETE")
 
 
 def wait_until_up(base: str, token: str, proc: subprocess.Popen[Any], log: Path) -> None:
@@ -235,30 +241,37 @@ class Shots:
         return path
 
 
+#: What shows a kernel connected and ready: JupyterLab's status bar ("Python 3
+#: (ipykernel) | Idle"), Notebook 7's kernel indicator (faded, with no words, once
+#: the kernel is idle or busy). Both read the page's own session, not the server's.
+KERNEL_READY = {
+    "lab": ".jp-StatusBar-TextItem:text-matches('\\| (Idle|Busy)$')",
+    "notebook": ".jp-NotebookKernelStatus-fade:not(.jp-NotebookKernelStatus-info)",
+}
+
+
 def open_and_run_all(page: Any, jupyter: Jupyter, name: str) -> None:
     """Open a notebook as a person would and click Run → Run All Cells.
 
-    A person clicks once the kernel is there: Run All before then makes
-    JupyterLab ask to "Select Kernel", and accepting that starts a second kernel
-    while the first one is still coming up. So the clicks wait until the
-    toolbar's kernel indicator says idle. Should the dialog show anyway, it is
-    accepted and the clicks are tried again until the first cell shows that it
-    ran or runs ([*] or [1]). Any other dialog is a finding: the test fails
+    A person clicks once the page shows its kernel ready: Run All before then
+    makes JupyterLab ask to "Select Kernel", and accepting that starts a second
+    kernel while the first is coming up. Should the dialog show anyway, it is
+    cancelled, and the clicks are tried again until the first cell shows that
+    it ran or runs ([*] or [1]). Any other dialog is a finding: the test fails
     with its text.
     """
     page.goto(jupyter.url(name))
     page.locator(".jp-Notebook").wait_for(timeout=60_000)
-    idle = page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').first
-    idle.wait_for(timeout=120_000)
+    page.locator(KERNEL_READY[jupyter.ui]).first.wait_for(state="attached", timeout=120_000)
     dialog = page.locator(".jp-Dialog")
     started = page.locator(".jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]")).first
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if dialog.count():
             text = dialog.first.inner_text()
             if "Select Kernel" not in text:
                 raise AssertionError(f"{name}: JupyterLab showed a dialog: {text!r}")
-            dialog.locator(".jp-mod-accept").first.click(timeout=5_000)
+            dialog.first.locator(".jp-mod-reject").first.click(timeout=5_000)
             continue
         try:
             page.get_by_text("Run", exact=True).first.click(timeout=5_000)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-import shutil
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +20,15 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 LOG_LINE = re.compile(r" - distributed(\.\w+)* - [A-Z]+ - ")
 
 
-def execute(name: str, folder: Path) -> tuple[Any, float]:
+def execute(name: str, folder: Path) -> Any:
+    """Run the notebook in ``folder`` with a fresh kernel; how long it takes is a benchmark's."""
     book = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = nbclient.NotebookClient(
         book, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
     )
-    began = time.monotonic()
     client.execute()
-    seconds = time.monotonic() - began
     assert_quiet(book)
-    return book, seconds
+    return book
 
 
 def assert_quiet(book: Any) -> None:
@@ -67,23 +65,16 @@ def test_every_notebook_is_tested() -> None:
 
 
 def test_01_quickstart(tmp_path: Path) -> None:
-    book, seconds = execute("01_quickstart.ipynb", tmp_path)
+    book = execute("01_quickstart.ipynb", tmp_path)
     out = text_of(book)
     assert "RunResult(status='completed', items=20, ok=20" in out
     assert "20 ok, 0 failed" in out
     assert "application/vnd.jupyter.widget-view+json" in str(book.cells[5].outputs)  # dashboard
-    assert seconds < 180
 
 
-@pytest.fixture
-def asr_tools() -> None:
-    missing = [tool for tool in ("flite", "espeak-ng", "sox") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} missing (apt-get install flite espeak-ng sox)")
-
-
-def test_02_decoding_check(tmp_path: Path, asr_tools: None) -> None:
-    book, seconds = execute("02_decoding_check.ipynb", tmp_path)
+def test_02_decoding_check(tmp_path: Path, spoken_corpus: Callable[[Path], Path]) -> None:
+    spoken_corpus(tmp_path)
+    book = execute("02_decoding_check.ipynb", tmp_path)
     out = text_of(book)
     assert "kit submit" in out and "decoder.engine=pocketsphinx" in out
     assert "parallel.env=slurm" in out
@@ -99,24 +90,23 @@ def test_02_decoding_check(tmp_path: Path, asr_tools: None) -> None:
     # PocketSphinx 25.5%; on 10 random utterances the order holds.
     assert summaries["whisper"]["wer"] < summaries["sphinx"]["wer"]
     assert all(s["utterances"] == 10 for s in summaries.values())
-    assert seconds < 180
 
 
-def test_03_scale_out(tmp_path: Path, asr_tools: None) -> None:
-    book, seconds = execute("03_scale_out.ipynb", tmp_path)
+def test_03_scale_out(tmp_path: Path, spoken_corpus: Callable[[Path], Path]) -> None:
+    spoken_corpus(tmp_path)
+    book = execute("03_scale_out.ipynb", tmp_path)
     out = text_of(book)
     assert "#SBATCH" in out
     assert "on SLURM: {'wer'" in out or "No SLURM is reachable from here" in out
     assert "remote: {'wer'" in out
     assert "completed {'wer'" in out
-    assert seconds < 180
 
 
 def test_04_workshop_runs_with_the_solutions_switch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KIT_WORKSHOP_SOLUTIONS", "1")  # the kernel inherits it
-    book, seconds = execute("04_workshop.ipynb", tmp_path)
+    book = execute("04_workshop.ipynb", tmp_path)
     out = text_of(book)
     assert "'known': 6, 'words': 6" in out  # every word of the first sentence is known
     assert "{'known_share': 0.6666666666666666}" in out  # 8 of 12 words
@@ -124,7 +114,6 @@ def test_04_workshop_runs_with_the_solutions_switch(
     assert out.count("exercise 1 skipped, its solution runs below") == 1
     dashboard_cell = next(c for c in book.cells if "show_dashboard(handle)" in c.source)
     assert "application/vnd.jupyter.widget-view+json" in str(dashboard_cell.outputs)
-    assert seconds < 180
 
 
 def test_04_workshop_ships_blanks_that_stop_run_all_clearly(
@@ -150,7 +139,7 @@ def test_04_workshop_ships_blanks_that_stop_run_all_clearly(
 
 
 def test_05_rl_cartpole(tmp_path: Path) -> None:
-    book, seconds = execute("05_rl_cartpole.ipynb", tmp_path)
+    book = execute("05_rl_cartpole.ipynb", tmp_path)
     out = text_of(book)
     assert "'solved': True" in out
     summary_cell = next(c for c in book.cells if "summary = train(" in c.source)
@@ -158,4 +147,3 @@ def test_05_rl_cartpole(tmp_path: Path) -> None:
     assert summary["best_eval_return"] > 195
     assert "application/vnd.jupyter.widget-view+json" in str(summary_cell.outputs)  # dashboard
     assert "greedy return over 20 episodes" in out
-    assert seconds < 180

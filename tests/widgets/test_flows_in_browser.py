@@ -95,18 +95,19 @@ def status(page: Any, word: str) -> Any:
 
 
 @pytest.fixture
-def run_shipped(page: Any, jupyter: Jupyter, shots: Shots) -> Callable[..., Any]:
+def run_shipped(
+    page: Any, jupyter: Jupyter, shots: Shots, request: pytest.FixtureRequest
+) -> Callable[..., Any]:
     """Run All of a notebook of notebooks/, as shipped; wait for a locator and shoot it.
 
     Call it as ``run_shipped(name, until, shot, timeout, speech=False)``; ``until`` is
-    a locator (lazy, so built before the run) and is returned.
+    a locator (lazy, so built before the run) and is returned. ``speech=True`` puts
+    the spoken corpus where the notebook looks for it first, as ``make lab`` does.
     """
 
     def run(name: str, until: Any, shot: str, timeout: int, *, speech: bool = False) -> Any:
-        tools = ("flite", "espeak-ng", "sox")
-        missing = [tool for tool in tools if shutil.which(tool) is None]
-        if speech and missing:
-            pytest.skip(f"{', '.join(missing)} missing (apt-get install flite espeak-ng sox)")
+        if speech:
+            request.getfixturevalue("spoken_corpus")(jupyter.folder)
         shutil.copy(ROOT / "notebooks" / name, jupyter.folder / name)
         open_and_run_all(page, jupyter, name)
         until.wait_for(timeout=timeout)
