@@ -29,6 +29,11 @@ APP = (
 )
 
 
+#: Notebooks 02 and 03 run long kernel work (Whisper, SLURM) that is the same under any UI:
+#: they are clicked through in JupyterLab, and run in a plain kernel by test_notebooks.py.
+LAB_ONLY = pytest.mark.parametrize("jupyter", ["lab"], indirect=True)
+
+
 def app_cell(config: str, provider: str, runner: str, items: int, runs: str) -> str:
     return APP.format(config=config, provider=provider, runner=runner, items=items, runs=runs)
 
@@ -293,6 +298,7 @@ def test_a_workshop_blank_stops_run_all_with_a_short_message(
     assert not page.get_by_text('return lambda: {"vocabulary"').first.is_visible()
 
 
+@LAB_ONLY
 def test_the_scale_out_notebook_shows_no_log_noise(
     jupyter: Jupyter, page: Any, shots: Shots, run_shipped: Callable[..., Any]
 ) -> None:
@@ -321,6 +327,7 @@ def test_a_solved_training_reads_completed(
     no_error_outputs(page)
 
 
+@LAB_ONLY
 def test_the_decoding_check_reaches_its_wer_table(
     jupyter: Jupyter, page: Any, shots: Shots, run_shipped: Callable[..., Any]
 ) -> None:
