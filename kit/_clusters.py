@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import shlex
@@ -317,6 +318,20 @@ def _check_address(address: str) -> None:
 ALLOWED_FAILURES = 0
 
 
+def _import_bokeh_first() -> None:
+    """Import bokeh on this thread before a local scheduler imports it on its loop's thread.
+
+    The scheduler's dashboard imports bokeh on the cluster's event-loop
+    thread. A Kit dashboard made on this thread meanwhile imports it too, and
+    two threads importing bokeh at once define its models twice ("Duplicate
+    qualified model definition"), leaving broken models behind. Without bokeh
+    installed there is nothing to import, and the scheduler runs without its
+    dashboard.
+    """
+    with contextlib.suppress(ImportError):
+        import bokeh.plotting  # noqa: F401  (imports bokeh.models and bokeh.layouts too)
+
+
 def _set_allowed_failures(kwargs: dict[str, Any]) -> None:
     """Give a LocalCluster's scheduler Kit's ``allowed_failures`` unless the options set one."""
     kwargs["scheduler_kwargs"] = {
@@ -348,6 +363,8 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
         }
         kwargs.update(options)
         _set_allowed_failures(kwargs)
+        if kwargs.get("dashboard_address"):
+            _import_bokeh_first()
         cluster = LocalCluster(**kwargs)  # type: ignore[no-untyped-call]
         return Client(cluster, set_as_default=False), cluster  # type: ignore[no-untyped-call]
     if env == "remote":

@@ -25,7 +25,7 @@ import cloudpickle
 
 from kit._atomic import atomic_file
 from kit._process import alive
-from kit.events import ChunkFinished, Event, RunFinished, RunStarted
+from kit.events import ChunkFinished, Event, EventStream, RunFinished, RunStarted
 from kit.result import (
     Index,
     ItemError,
@@ -269,6 +269,18 @@ class DetachedRun:
             "done": done,
             "failed": failed,
         }
+
+    @property
+    def events(self) -> EventStream:
+        """The run's events, read from its ``events.jsonl`` as the driver writes them.
+
+        A dashboard follows them as it follows a run in this process:
+        ``widgets.show_dashboard(kit.attach(out))``. Each access starts a new
+        reader, which ends with the run (or when its driver is gone).
+        """
+        from kit._follow import follow_events
+
+        return follow_events(self.output_dir / "events.jsonl", live=lambda: not self.done())
 
     @property
     def progress(self) -> Progress:

@@ -130,8 +130,16 @@ class Dashboard:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop redrawing."""
+        """Stop redrawing; once this returns, no redraw of this dashboard is under way.
+
+        Bokeh models are not safe to touch from two threads at once, even two
+        dashboards' models: a script that makes the next dashboard right after
+        stopping one must not race the last redraw of the one it stopped.
+        """
         self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
 
     def _loop(self) -> None:
         # Ends with the run it watches: no thread outlives it.

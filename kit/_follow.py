@@ -1,0 +1,88 @@
+"""Following a run's ``events.jsonl`` as another process writes it: a live event stream.
+
+A detached run's driver stores every event it emits; a view in another
+process (a notebook, after ``kit.attach``) reads them back as they are
+written, so its dashboard draws the run live and ends on the same picture
+as the driver's own would.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from kit.events import EventStream, RunFinished, event_from_dict
+
+#: Seconds between two looks at the file while nothing new is there.
+POLL = 0.25
+
+
+def follow_events(path: Path, live: Callable[[], bool], poll: float = POLL) -> EventStream:
+    """Return a stream of the events in ``path``: those there now, then each one appended.
+
+    A thread reads the file until it holds the run's end (``RunFinished``), or
+    ``live()`` says its writer has gone and nothing more came. Only whole
+    lines are read: a line being written is read once its newline is there,
+    and one that never gets it (a writer killed mid-line) is skipped.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from kit.events import EventLog, RunStarted
+    >>> path = Path(tempfile.mkdtemp()) / "events.jsonl"
+    >>> log = EventLog(path)  # what a run with an output_dir writes
+    >>> log(RunStarted("r1", total=2, resumed=0, workers=1))
+    >>> log(RunFinished("r1", "completed", 2, 0, 2, 0.1))
+    >>> stream = follow_events(path, live=lambda: False)
+    >>> stream.join(5)
+    >>> [type(e).__name__ for e in stream.history()]
+    ['RunStarted', 'RunFinished']
+    """
+    stream = _FollowedStream()
+    thread = threading.Thread(
+        target=_follow, args=(path, stream, live, poll), name="kit-follow-events", daemon=True
+    )
+    stream._thread = thread
+    thread.start()
+    return stream
+
+
+class _FollowedStream(EventStream):
+    """An :class:`EventStream` fed from a file; :meth:`join` waits until the file is read out."""
+
+    _thread: threading.Thread | None = None
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait until the run's end was read (or its writer went away)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+
+def _follow(path: Path, stream: EventStream, live: Callable[[], bool], poll: float) -> None:
+    offset = 0
+    pending = b""
+    stop = threading.Event()
+    while True:
+        writer_alive = live()  # asked before reading, so nothing written before it ends is missed
+        chunk = b""
+        if path.is_file():
+            if path.stat().st_size < offset:
+                offset, pending = 0, b""  # a new run started over the file: read it anew
+            with path.open("rb") as fh:
+                fh.seek(offset)
+                chunk = fh.read()
+            offset += len(chunk)
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            try:
+                event = event_from_dict(json.loads(line))
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn line, as read_events skips it
+            stream.emit(event)
+            if isinstance(event, RunFinished):
+                return
+        if not writer_alive and not chunk:
+            return
+        stop.wait(poll)
