@@ -272,3 +272,29 @@ def test_the_workshop_dashboard_shows_the_run_it_follows(
     assert "Dashboard at 0x" not in (dashboard_cell.first.text_content() or "")
     assert log_console_entries(page, ui) == []
     assert console == [], console[:3]
+
+
+DETACHED = (
+    "import kit\n"
+    "import widgets\n"
+    "from tests.workloads import Scored, ToyProvider, toy_config\n"
+    "runner = Scored(ToyProvider(toy_config(sleep=0.05)), output_dir='runs/detached')\n"
+    f"runner.submit(range({ITEMS}), detached=True)\n"
+    "widgets.show_dashboard(kit.attach('runs/detached'))"
+)
+
+
+@pytest.mark.parametrize("ui", ["lab", "notebook"])
+def test_a_detached_runs_dashboard_ends_on_the_whole_run(
+    lab: Jupyter, page: Any, console: list[str], tmp_path: Path, ui: str
+) -> None:
+    """A run driven by another process, shown from its directory, ends like the others."""
+    shots = Shots(tmp_path / "screenshots")
+    open_and_run_all(page, lab, lab.write("detached.ipynb", [DETACHED]))
+    header = page.locator(".kit-header", has_text=f"completed · {ITEMS}/{ITEMS} items").first
+    header.wait_for(timeout=120_000)
+    ends = wait_for_metric_ends(page, {"wer": ITEMS, "rtf": ITEMS})
+    shots(page, "detached-dashboard", focus=header)
+    assert ends == {"wer": ITEMS, "rtf": ITEMS}, ends
+    assert log_console_entries(page, ui) == []
+    assert console == [], console[:3]
