@@ -319,14 +319,14 @@ ALLOWED_FAILURES = 0
 
 
 def _import_bokeh_first() -> None:
-    """Import bokeh on this thread before a local scheduler imports it on its loop's thread.
+    """Import bokeh on this thread before a scheduler here imports it on its loop's thread.
 
-    The scheduler's dashboard imports bokeh on the cluster's event-loop
-    thread. A Kit dashboard made on this thread meanwhile imports it too, and
-    two threads importing bokeh at once define its models twice ("Duplicate
-    qualified model definition"), leaving broken models behind. Without bokeh
-    installed there is nothing to import, and the scheduler runs without its
-    dashboard.
+    A scheduler in this process (local, job queues) imports bokeh for its
+    dashboard on the cluster's event-loop thread. A Kit dashboard made on this
+    thread meanwhile imports it too, and two threads importing bokeh at once
+    define its models twice ("Duplicate qualified model definition"), leaving
+    broken models behind. Without bokeh installed there is nothing to import,
+    and the scheduler runs without its dashboard.
     """
     with contextlib.suppress(ImportError):
         import bokeh.plotting  # noqa: F401  (imports bokeh.models and bokeh.layouts too)
@@ -348,6 +348,7 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
     options = dict(parallel.options)
     if env != "remote":
         quiet_distributed()
+        _import_bokeh_first()  # this process's scheduler serves its dashboard
     if env == "local":
         from distributed import LocalCluster
 
@@ -363,8 +364,6 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
         }
         kwargs.update(options)
         _set_allowed_failures(kwargs)
-        if kwargs.get("dashboard_address"):
-            _import_bokeh_first()
         cluster = LocalCluster(**kwargs)  # type: ignore[no-untyped-call]
         return Client(cluster, set_as_default=False), cluster  # type: ignore[no-untyped-call]
     if env == "remote":

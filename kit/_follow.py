@@ -8,12 +8,12 @@ as the driver's own would.
 
 from __future__ import annotations
 
-import json
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kit.events import EventStream, RunFinished, event_from_dict
+from kit.events import EventStream, RunFinished, event_from_line
 
 #: Seconds between two looks at the file while nothing new is there.
 POLL = 0.25
@@ -40,30 +40,27 @@ def follow_events(path: Path, live: Callable[[], bool], poll: float = POLL) -> E
     >>> [type(e).__name__ for e in stream.history()]
     ['RunStarted', 'RunFinished']
     """
-    stream = _FollowedStream()
-    thread = threading.Thread(
-        target=_follow, args=(path, stream, live, poll), name="kit-follow-events", daemon=True
-    )
-    stream._thread = thread
-    thread.start()
-    return stream
+    return _FollowedStream(path, live, poll)
 
 
 class _FollowedStream(EventStream):
     """An :class:`EventStream` fed from a file; :meth:`join` waits until the file is read out."""
 
-    _thread: threading.Thread | None = None
+    def __init__(self, path: Path, live: Callable[[], bool], poll: float) -> None:
+        super().__init__()
+        self._thread = threading.Thread(
+            target=_follow, args=(path, self, live, poll), name="kit-follow-events", daemon=True
+        )
+        self._thread.start()
 
     def join(self, timeout: float | None = None) -> None:
         """Wait until the run's end was read (or its writer went away)."""
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._thread.join(timeout)
 
 
 def _follow(path: Path, stream: EventStream, live: Callable[[], bool], poll: float) -> None:
     offset = 0
     pending = b""
-    stop = threading.Event()
     while True:
         writer_alive = live()  # asked before reading, so nothing written before it ends is missed
         chunk = b""
@@ -76,13 +73,12 @@ def _follow(path: Path, stream: EventStream, live: Callable[[], bool], poll: flo
             offset += len(chunk)
         *lines, pending = (pending + chunk).split(b"\n")
         for line in lines:
-            try:
-                event = event_from_dict(json.loads(line))
-            except (ValueError, KeyError, TypeError):
+            event = event_from_line(line)
+            if event is None:
                 continue  # a torn line, as read_events skips it
             stream.emit(event)
             if isinstance(event, RunFinished):
                 return
         if not writer_alive and not chunk:
             return
-        stop.wait(poll)
+        time.sleep(poll)

@@ -132,17 +132,29 @@ class EventLog:
             fh.write(json.dumps(event_to_dict(event), default=repr) + "\n")
 
 
+def event_from_line(line: str | bytes) -> Event | None:
+    """Return the event of one line of ``events.jsonl``, or None for a torn or foreign line.
+
+    Examples
+    --------
+    >>> line = '{"event": "RunStarted", "run_id": "r1", "total": 3, "resumed": 0, "workers": 2}'
+    >>> event_from_line(line).total
+    3
+    >>> event_from_line('{"event": "RunStar') is None  # a crash mid-write
+    True
+    """
+    try:
+        return event_from_dict(json.loads(line))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def read_events(path: Path) -> list[Event]:
     """Read an ``events.jsonl`` file; a torn last line (a crash mid-write) is skipped."""
-    events: list[Event] = []
     if not path.exists():
-        return events
-    for line in path.read_text().splitlines():
-        try:
-            events.append(event_from_dict(json.loads(line)))
-        except (ValueError, KeyError, TypeError):
-            continue
-    return events
+        return []
+    events = (event_from_line(line) for line in path.read_text().splitlines())
+    return [event for event in events if event is not None]
 
 
 Subscriber = Callable[[Event], None]

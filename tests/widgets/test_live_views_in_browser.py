@@ -65,7 +65,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], 
 
 
 @pytest.fixture
-def lab(serve: Callable[[str], Jupyter], ui: str) -> Jupyter:
+def jupyter(serve: Callable[[str], Jupyter], ui: str) -> Jupyter:
     """The server of the test's ``ui`` ("lab" or "notebook")."""
     return serve(ui)
 
@@ -85,7 +85,7 @@ def console() -> list[str]:
 
 
 @pytest.fixture
-def page(lab: Jupyter, console: list[str]) -> Iterator[Any]:
+def page(jupyter: Jupyter, console: list[str]) -> Iterator[Any]:
     with browser() as chromium:
         context = chromium.new_context(viewport={"width": 1300, "height": 1100})
         try:
@@ -95,7 +95,7 @@ def page(lab: Jupyter, console: list[str]) -> Iterator[Any]:
             yield opened
         finally:
             context.close()
-            lab.shut_down_kernels()
+            jupyter.shut_down_kernels()
 
 
 def keep(console: list[str], error: str) -> None:
@@ -167,7 +167,7 @@ def save_and_reload(page: Any, notebook: Path) -> None:
     ],
 )
 def test_button_runs_each_end_completed_with_every_metric_drawn_and_no_traceback(
-    lab: Jupyter,
+    jupyter: Jupyter,
     page: Any,
     console: list[str],
     tmp_path: Path,
@@ -176,7 +176,7 @@ def test_button_runs_each_end_completed_with_every_metric_drawn_and_no_traceback
     view_wait: float | None,
 ) -> None:
     shots = Shots(tmp_path / "screenshots")
-    server_log = lab.folder.parent / f"{ui}.log"
+    server_log = jupyter.folder.parent / f"{ui}.log"
     log_start = server_log.stat().st_size  # this test's lines only: the server is the module's
     cells = [APP.format(runs_dir=f"runs/live-{runs}-{view_wait}")]  # each test's own history
     if view_wait is not None:
@@ -185,8 +185,8 @@ def test_button_runs_each_end_completed_with_every_metric_drawn_and_no_traceback
             "from widgets._dashboard import DashboardWidget\n"
             f"DashboardWidget.view_wait = {view_wait}",
         )
-    name = lab.write(f"live-{runs}-{view_wait}.ipynb", cells)
-    open_and_run_all(page, lab, name)
+    name = jupyter.write(f"live-{runs}-{view_wait}.ipynb", cells)
+    open_and_run_all(page, jupyter, name)
     run = page.locator("button.widget-button", has_text=re.compile(r"^\s*Run\s*$")).first
     run.wait_for(timeout=90_000)
     rows = page.locator(".kit-history tr.kit-run-row[data-status='completed']")
@@ -220,7 +220,7 @@ def test_button_runs_each_end_completed_with_every_metric_drawn_and_no_traceback
     if view_wait is not None:
         return
     # A reloaded page (the notebook saved, the kernel live) shows the finished run.
-    save_and_reload(page, lab.folder / name)
+    save_and_reload(page, jupyter.folder / name)
     # While the page restores the widgets, a view may be drawn and replaced: read the one shown.
     shown = page.locator(".kit-header:visible", has_text="completed").first
     shown.wait_for(timeout=90_000)
@@ -242,7 +242,7 @@ def run_from(page: Any, cell: Any) -> None:
     ("ui", "mode"), [("lab", "attendee"), ("lab", "teacher"), ("notebook", "attendee")]
 )
 def test_the_workshop_dashboard_shows_the_run_it_follows(
-    lab: Jupyter, page: Any, console: list[str], tmp_path: Path, ui: str, mode: str
+    jupyter: Jupyter, page: Any, console: list[str], tmp_path: Path, ui: str, mode: str
 ) -> None:
     """Workshop 04's "watch the metric live" cell: a full progress bar and the metric's line."""
     import nbformat
@@ -252,9 +252,9 @@ def test_the_workshop_dashboard_shows_the_run_it_follows(
     if mode == "teacher":  # as `KIT_WORKSHOP_SOLUTIONS=1 make lab` would
         cells.insert(0, "import os\nos.environ['KIT_WORKSHOP_SOLUTIONS'] = '1'")
     name = f"workshop-{mode}.ipynb"
-    (lab.folder / name).write_text(nbformat.writes(nbformat.from_dict(notebook(cells))))
+    (jupyter.folder / name).write_text(nbformat.writes(nbformat.from_dict(notebook(cells))))
     shots = Shots(tmp_path / "screenshots")
-    open_and_run_all(page, lab, name)
+    open_and_run_all(page, jupyter, name)
     if mode == "attendee":
         # Run All stops at each exercise left blank; the attendee runs its solution and goes on.
         for number in (1, 2, 3):
@@ -286,11 +286,11 @@ DETACHED = (
 
 @pytest.mark.parametrize("ui", ["lab", "notebook"])
 def test_a_detached_runs_dashboard_ends_on_the_whole_run(
-    lab: Jupyter, page: Any, console: list[str], tmp_path: Path, ui: str
+    jupyter: Jupyter, page: Any, console: list[str], tmp_path: Path, ui: str
 ) -> None:
     """A run driven by another process, shown from its directory, ends like the others."""
     shots = Shots(tmp_path / "screenshots")
-    open_and_run_all(page, lab, lab.write("detached.ipynb", [DETACHED]))
+    open_and_run_all(page, jupyter, jupyter.write("detached.ipynb", [DETACHED]))
     header = page.locator(".kit-header", has_text=f"completed · {ITEMS}/{ITEMS} items").first
     header.wait_for(timeout=120_000)
     ends = wait_for_metric_ends(page, {"wer": ITEMS, "rtf": ITEMS})

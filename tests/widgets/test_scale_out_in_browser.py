@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -86,10 +84,7 @@ def test_the_printed_command_runs_in_a_lab_terminal_and_completes_on_slurm(
             page.get_by_title(re.compile("^New Launcher")).first.click()
             page.locator(".jp-LauncherCard", has_text="Terminal").first.click()
             page.locator(".jp-Terminal").last.wait_for(timeout=30_000)
-            with urllib.request.urlopen(
-                f"{lab.base}/api/terminals?token={lab.token}", timeout=10
-            ) as answer:
-                name = json.load(answer)[-1]["name"]  # the one the launcher opened
+            name = lab.api("terminals")[-1]["name"]  # the one the launcher opened
             type_in_terminal(page, command)
             screen = terminal_screen(lab.base, lab.token, name, r"output \S+\r?\n", 120)
             shots(page, "submitted")
