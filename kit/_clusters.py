@@ -6,7 +6,9 @@ import contextlib
 import importlib
 import os
 import shlex
+import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -107,6 +109,35 @@ def job_class(base: type, submit_command: str | None, hook: SubmitHook | None) -
 def submit_failures(cluster: Any) -> list[str]:
     """Return what failed job submissions of a job-queue cluster Kit started printed."""
     return list(getattr(getattr(cluster, "job_cls", None), "submit_failures", ()))
+
+
+def job_states(cluster: Any) -> str:
+    """Say what the job queue says of the worker jobs of ``cluster`` (``""`` if nothing).
+
+    For SLURM each job's state and reason (``179 PENDING (Resources)``), so a
+    run that waits for workers says why; for other queues the job ids.
+    """
+    ids = [
+        str(job.job_id)
+        for job in getattr(cluster, "workers", {}).values()
+        if getattr(job, "job_id", None)
+    ]
+    if not ids:
+        return ""
+    if type(cluster).__name__ == "SLURMCluster" and shutil.which("squeue"):
+        try:
+            listing = subprocess.run(
+                ["squeue", "-h", "-j", ",".join(ids), "-o", "%i %T %R"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            listing = ""
+        if listing:
+            return "; ".join(listing.splitlines())
+    return "jobs " + ", ".join(ids)
 
 
 _IMPORT_LOCK = threading.Lock()

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import cloudpickle
 from omegaconf import DictConfig
 
-from kit._clusters import SubmitHook, submit_failures
+from kit._clusters import SubmitHook, job_states, submit_failures
 from kit._errors import KitError
 from kit.config import ParallelConfig, config_hash, parallel_section
 from kit.provider import (
@@ -217,9 +217,11 @@ class Session:
                 if self.cluster is not None
                 else "the scheduler"
             )
+            queue = job_states(self.cluster) if self.cluster is not None else ""
+            said = f"; the queue says: {queue}" if queue else ""
             raise TimeoutError(
-                f"no worker joined the cluster within {timeout:g} s (parallel.startup_timeout); "
-                f"check {where}"
+                f"no worker joined the cluster within {timeout:g} s (parallel.startup_timeout)"
+                f"{said}; check {where}"
             ) from None
 
     def close(self) -> None:

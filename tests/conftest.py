@@ -12,7 +12,7 @@ import pytest
 
 import kit
 from kit.config import parallel_section
-from tests.slurm import slurm_problem
+from tests.slurm import clear_queue, slurm_problem
 
 LOCAL = {"env": "local", "n_workers": 2}
 
@@ -36,12 +36,13 @@ def local_client(local: dict[str, Any]) -> Any:
 
 @pytest.fixture(scope="module")
 def slurm() -> None:
-    """Skip (fail in CI) unless the local SLURM is up."""
+    """Skip (fail in CI) unless the local SLURM is up; start with no earlier test's jobs."""
     problem = slurm_problem()
     if problem is not None:
         if os.environ.get("CI"):
             pytest.fail(f"SLURM must run in CI: {problem}")
         pytest.skip(problem)
+    clear_queue()
 
 
 @pytest.fixture

@@ -70,6 +70,20 @@ def test_a_refused_job_is_reported_at_once_with_the_queue_output(
 
 
 @pytest.mark.slow
+def test_waiting_for_workers_says_why_the_jobs_have_not_started(
+    slurm: None, tmp_path: Path, closing: list[dict[str, Any]]
+) -> None:
+    parallel = slurm_parallel(tmp_path, n_workers=1, startup_timeout=3)
+    parallel["options"]["job_extra_directives"] = ["--begin=now+3600"]
+    closing.append(parallel)
+    with pytest.raises(TimeoutError) as info:
+        kit.get_session(parallel).wait_for_workers(1)
+    message = str(info.value)
+    assert message.startswith("no worker joined the cluster within 3 s (parallel.startup_timeout)")
+    assert "PENDING (BeginTime)" in message, message
+
+
+@pytest.mark.slow
 def test_the_python_submit_hook_is_used(
     slurm: None, tmp_path: Path, closing: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
