@@ -9,11 +9,21 @@ Rows, each a number of trials on real processes:
   would) and one that calls ``os._exit``, on a 2-worker LocalCluster;
 - CLI fuzz: the corpus of bad inputs of tests/test_cli_fuzz.py, every case;
 - tampering: edited and dropped-in chunk files, a foreign job.pkl, driver.json
-  naming pid 1, -1, an unrelated process and another host.
+  naming pid 1, -1, an unrelated process and another host;
+- shared directory: what a writer of a run directory tries on its reader: a
+  manifest switched to pickle with a chunk and ledger line of theirs (read
+  with attach, iteration and resume), links planted where Kit writes (each
+  name, resumed and started over), a forged driver.json naming a process
+  of the user while a run holds the lock, and one others may change;
+- disk full: a real 1 MiB tmpfs filled to leave 1-48 pages free at two byte
+  offsets (every point the run can fail at, mid ledger line included), then
+  freed and resumed; what the run reports, what reading it back gives and
+  what ``kit status`` counts must all agree.
 
 Columns: items lost, items duplicated (run again after they were stored, or
-stored twice), code executed from the directory, processes wrongly
-signalled, Python tracebacks shown to the user, hangs, and worker deaths
+stored twice, or reported done but not read back), code executed from the
+directory, processes wrongly signalled, files outside the run destroyed or
+changed, Python tracebacks shown to the user, hangs, and worker deaths
 beyond ``retries + 2`` for a killing item. Target: all zero.
 Results go to benchmarks/results/reliability.{json,md}.
 """
@@ -46,8 +56,8 @@ from _machine import describe, machine_line, write_results  # noqa: E402
 
 import kit  # noqa: E402
 from kit import StoreError  # noqa: E402
-from kit.detached import attach, load_job  # noqa: E402
-from tests.workloads import Affine, ToyProvider, expected, toy_config  # noqa: E402
+from kit.detached import attach, load_job, read_result  # noqa: E402
+from tests.workloads import Affine, ToyProvider, Tripwire, expected, toy_config  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 COLUMNS = (
@@ -56,6 +66,7 @@ COLUMNS = (
     "duplicated",
     "executed",
     "signalled",
+    "destroyed",
     "tracebacks",
     "hangs",
     "excess deaths",
@@ -250,14 +261,6 @@ def cli_fuzz(folder: Path) -> dict[str, int]:
     return row(trials=cases, tracebacks=tracebacks, hangs=hangs)
 
 
-class Tripwire:
-    def __init__(self, marker: str) -> None:
-        self.marker = marker
-
-    def __reduce__(self) -> Any:
-        return (Path.touch, (Path(self.marker),))
-
-
 def tampering(folder: Path) -> dict[str, int]:
     folder.mkdir(parents=True)
     marker = folder / "executed"
@@ -276,7 +279,9 @@ def tampering(folder: Path) -> dict[str, int]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # StoreWarnings name each tampered file
             Affine(ToyProvider(toy_config()), output_dir=out, record_format=fmt).run(range(4))
-            kit.attach(out).result()
+            with contextlib.suppress(StoreError):
+                kit.attach(out).result()  # a pickle run is refused unless allowed
+            kit.attach(out, allow_pickle=fmt == "pickle").result()
         trials += 2
     job = folder / "job.pkl"
     job.write_bytes(pickle.dumps(Tripwire(str(marker))))
@@ -304,6 +309,129 @@ def tampering(folder: Path) -> dict[str, int]:
     return row(trials=trials, executed=int(marker.exists()), signalled=signalled)
 
 
+def shared_directory(folder: Path) -> dict[str, int]:
+    from kit._errors import KitError
+    from tests.test_shared_dir import plant_pickle
+
+    folder.mkdir(parents=True)
+    marker = folder / "executed"
+    trials = signalled = destroyed = 0
+    out = folder / "pickled"
+    Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10))
+    plant_pickle(out, marker)
+    for read in (
+        lambda: kit.attach(out).result(),
+        lambda: list(kit.attach(out)),
+        lambda: Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10)),
+    ):
+        with contextlib.suppress(StoreError):
+            read()
+        trials += 1
+    for name in (
+        ".lock",
+        "events.jsonl",
+        "ledger.jsonl",
+        "errors.jsonl",
+        "manifest.json",
+        "result.json",
+        "status.json",
+        "config.yaml",
+        "chunks",
+    ):
+        for resume in (True, False):
+            out = folder / f"link-{trials}"
+            Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10))
+            victim = folder / f"victim-{trials}"
+            victim.write_text("precious")
+            link = out / name
+            if link.is_dir():
+                import shutil
+
+                shutil.rmtree(link)
+            link.unlink(missing_ok=True)
+            link.symlink_to(victim)
+            runner = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5, resume=resume)
+            with contextlib.suppress(KitError), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                runner.run(range(10))
+            destroyed += victim.read_text() != "precious"
+            trials += 1
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    import psutil
+
+    for mode in (0o644, 0o666):
+        out = folder / f"forged-{trials}"
+        out.mkdir()
+        driver = {
+            "pid": bystander.pid,
+            "host": socket.gethostname(),
+            "created": psutil.Process(bystander.pid).create_time(),
+        }
+        (out / "driver.json").write_text(json.dumps(driver))
+        (out / "driver.json").chmod(mode)
+        live = kit.store.RunStore(out)
+        live.lock()
+        with contextlib.suppress(StoreError):
+            attach(out).cancel(timeout=1)
+        live.unlock()
+        trials += 1
+    signalled += bystander.poll() is not None
+    bystander.kill()
+    bystander.wait()
+    return row(
+        trials=trials, executed=int(marker.exists()), signalled=signalled, destroyed=destroyed
+    )
+
+
+def disk_full(folder: Path) -> dict[str, int]:
+    """Fill a real tmpfs so the run fails at each point it can, then free it and resume."""
+    if os.getuid() != 0:
+        return row()  # mounting a tmpfs needs root (CI runs as root)
+    folder.mkdir(parents=True)
+    trials = lost = duplicated = 0
+    for pages in range(1, 49):
+        for offset in (0, 2048):
+            mount = folder / f"disk-{trials}"
+            mount.mkdir()
+            subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], check=True
+            )
+            try:
+                stats = os.statvfs(mount)
+                free = stats.f_bavail * stats.f_frsize
+                (mount / "filler").write_bytes(b"\0" * (free - pages * 4096 - offset))
+                out = mount / "run"
+                with contextlib.suppress(StoreError, OSError), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(300))
+                (mount / "filler").unlink()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    again = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(
+                        range(300)
+                    )
+                    back = read_result(out)
+                want = expected(range(300))
+                lost += sum(a != b for a, b in zip(again.records, want, strict=True))
+                lost += sum(a != b for a, b in zip(back.records, want, strict=True))
+                lost += back.status != "completed"
+                lost += 300 - int(attach(out).status().get("done", 0))
+                duplicated += max(0, len(committed_lines(out)) - len(set(committed_lines(out))))
+            finally:
+                subprocess.run(["umount", "-l", str(mount)], check=False)
+            trials += 1
+    return row(trials=trials, lost=lost, duplicated=duplicated)
+
+
+def committed_lines(out: Path) -> list[str]:
+    """The chunk files the ledger names, one per line (a name twice is a chunk stored twice)."""
+    names = []
+    for line in (out / "ledger.jsonl").read_text().splitlines():
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            names.append(json.loads(line)["file"])
+    return names
+
+
 def main() -> int:
     machine = describe(("dask", "distributed"))
     rng = random.Random(15)
@@ -316,6 +444,8 @@ def main() -> int:
             "killing item, os._exit (1 of 20, 2 workers)": killing_item(5, "os_exit"),
             "CLI fuzz cases": cli_fuzz(Path(tmp) / "fuzz"),
             "tampering cases": tampering(Path(tmp) / "tamper"),
+            "shared directory attacks": shared_directory(Path(tmp) / "shared"),
+            "disk full, real tmpfs (96 fill levels)": disk_full(Path(tmp) / "full"),
         }
     kit.shutdown()
     total = {c: sum(r[c] for r in rows.values()) for c in COLUMNS if c != "trials"}

@@ -19,3 +19,13 @@ class KitError(Exception):
     >>> all(issubclass(e, KitError) for e in (RunError, StoreError))
     True
     """
+
+
+class StoreError(KitError, RuntimeError):
+    """An output directory cannot be used for this run; the message says why and what to do.
+
+    Examples
+    --------
+    >>> issubclass(StoreError, RuntimeError)
+    True
+    """

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from kit._files import open_file
 from kit.events import EventStream, RunFinished, event_from_line
 
 #: Seconds between two looks at the file while nothing new is there.
@@ -67,7 +68,7 @@ def _follow(path: Path, stream: EventStream, live: Callable[[], bool], poll: flo
         if path.is_file():
             if path.stat().st_size < offset:
                 offset, pending = 0, b""  # a new run started over the file: read it anew
-            with path.open("rb") as fh:
+            with open_file(path, "rb") as fh:
                 fh.seek(offset)
                 chunk = fh.read()
             offset += len(chunk)

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import cloudpickle
 
 from kit._atomic import atomic_file
+from kit._files import UnsafeFileError, open_file, open_private
 from kit._process import alive
 from kit.events import ChunkFinished, Event, EventStream, RunFinished, RunStarted
 from kit.result import (
@@ -59,11 +60,13 @@ def _write_json(path: Path, data: Mapping[str, Any], private: bool = False) -> N
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
+    """Return the JSON object in ``path``; None if missing, garbled, a link or no object."""
     try:
-        data: dict[str, Any] = json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+        with open_file(path) as fh:
+            data = json.load(fh)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, UnsafeFileError):
         return None
-    return data
+    return data if isinstance(data, dict) else None
 
 
 def _start_time(pid: int) -> float | None:
@@ -165,7 +168,7 @@ def start_driver(
         # The driver imports what this process could (user modules next to the notebook).
         env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), *sys.path] if p)
         started = time.time()
-        with (out / "driver.log").open("a") as log:
+        with open_file(out / "driver.log", "a") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "kit._driver", str(out)],
                 stdin=subprocess.DEVNULL,
@@ -217,8 +220,9 @@ class DetachedRun:
     (True, [0, 1, 4, 9])
     """
 
-    def __init__(self, output_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, output_dir: str | os.PathLike[str], *, allow_pickle: bool = False) -> None:
         self.output_dir = Path(output_dir)
+        self.allow_pickle = allow_pickle
         if (
             not (self.output_dir / "manifest.json").exists()
             and not (self.output_dir / "driver.json").exists()
@@ -261,8 +265,11 @@ class DetachedRun:
         done = sum(
             int(e.get("stop", 0)) - int(e.get("start", 0)) for e in store.ledger_entries().values()
         )
-        errors = self.output_dir / "errors.jsonl"
-        failed = len(errors.read_text().splitlines()) if errors.is_file() else 0
+        try:
+            with open_file(self.output_dir / "errors.jsonl", "rb") as fh:
+                failed = sum(1 for _ in fh)
+        except (FileNotFoundError, UnsafeFileError):
+            failed = 0
         return {
             "state": "running",
             "total": manifest.get("n_items", 0),
@@ -306,13 +313,30 @@ class DetachedRun:
         return self.status()["state"] in ended and not RunStore(self.output_dir).busy()
 
     def cancel(self, timeout: float = 60) -> None:
-        """Ask the driver to stop; completed chunks are kept and a later run resumes."""
-        driver = _read_json(self.output_dir / "driver.json")
-        if not driver:
+        """Ask the driver to stop; completed chunks are kept and a later run resumes.
+
+        Kit signals a process only when it can prove it is this run's driver:
+        ``driver.json`` is this user's and nobody else may change it, and the
+        process it names holds the run directory's lock (the kernel says who
+        does) and runs Kit's driver on this directory. Otherwise it refuses,
+        saying why, and signals nothing.
+        """
+        path = self.output_dir / "driver.json"
+        refused = "; nothing was signalled"
+        try:
+            with open_private(path, "r") as fh:
+                driver = json.load(fh)
+        except FileNotFoundError:
             return
+        except UnsafeFileError as exc:
+            raise StoreError(f"{exc}, so it may not name the driver Kit started{refused}") from None
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"cannot read {path}: {exc}{refused}") from None
+        if not isinstance(driver, dict) or not driver:
+            raise StoreError(f"{path} does not describe a driver{refused}")
         identity = DriverIdentity(driver)
         if identity.problem is not None:
-            raise StoreError(f"{self.output_dir}: {identity.problem}; nothing was signalled")
+            raise StoreError(f"{self.output_dir}: {identity.problem}{refused}")
         if not identity.here:
             raise StoreError(
                 f"the driver runs on host {identity.host}, not on this one; run "
@@ -320,6 +344,19 @@ class DetachedRun:
             )
         if not identity.running() or identity.pid is None:
             return  # it ended; whatever now has its pid is another process
+        holder = RunStore(self.output_dir).lock_holder()
+        if holder != identity.pid:
+            if holder is None and not RunStore(self.output_dir).busy():
+                return  # it let go of the directory: it is ending
+            raise StoreError(
+                f"process {identity.pid}, named by {path}, does not hold the run's lock "
+                f"(process {holder} does), so Kit cannot prove it is this run's driver{refused}"
+            )
+        if not _runs_driver_of(identity.pid, self.output_dir):
+            raise StoreError(
+                f"process {identity.pid} holds the run's lock but is not Kit's driver of "
+                f"{self.output_dir}{refused}"
+            )
         os.kill(identity.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while not self.done() and time.monotonic() < deadline:
@@ -357,7 +394,7 @@ class DetachedRun:
                 f"the driver (pid {status['driver'].get('pid')}) of {self.output_dir} ended "
                 f"without finishing; run again to resume. End of driver.log:\n{tail}"
             )
-        result = read_result(self.output_dir)
+        result = read_result(self.output_dir, allow_pickle=self.allow_pickle)
         if result.status is RunStatus.STOPPED:
             error = result.errors[0] if result.errors else None
             raise RunError(f"the run in {self.output_dir} stopped early", result, error)
@@ -389,18 +426,44 @@ def _ok_mask(result: RunResult) -> list[bool]:
     return [pos not in failed for pos in range(len(result.records))]
 
 
-def read_result(output_dir: str | os.PathLike[str]) -> RunResult:
-    """Rebuild a :class:`RunResult` from an output directory."""
+def _runs_driver_of(pid: int, output_dir: Path) -> bool:
+    """Whether process ``pid`` runs ``python -m kit._driver output_dir``."""
+    import psutil
+
+    try:
+        command: list[str] = psutil.Process(pid).cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+    return command[1:4] == ["-m", "kit._driver", str(output_dir)]
+
+
+def read_result(output_dir: str | os.PathLike[str], *, allow_pickle: bool = False) -> RunResult:
+    """Rebuild a :class:`RunResult` from an output directory.
+
+    Records stored as pickle files are read only with ``allow_pickle``
+    (unpickling runs code; see :meth:`RecordWriter.read_chunk`). A run whose
+    stored chunks do not cover every item (a chunk file lost or damaged
+    since) is not ``completed``, whatever ``result.json`` says.
+    """
     manifest = RunStore(output_dir).manifest()
     if manifest is None:
         raise FileNotFoundError(f"{output_dir} has no manifest.json")
-    store = RunStore(output_dir, RecordWriter(manifest.get("record_format", "data")))
+    if manifest.get("record_format") == "pickle" and not allow_pickle:
+        raise StoreError(
+            f"the records in {output_dir} are stored as pickle files, and reading them runs "
+            "code that whoever can write that folder may have put there; if you trust them, "
+            "read it with kit.attach(..., allow_pickle=True) (only your own files that nobody "
+            "else may change are read)"
+        )
+    store = RunStore(output_dir, RecordWriter("pickle" if allow_pickle else "data"))
     indices = indices_from_record(manifest["indices"])
     records: list[Any] = [None] * len(indices)
     errors: list[ItemError] = []
+    covered = 0
     for chunk in store.completed_chunks():
         records[chunk.start : chunk.stop] = chunk.records
         errors.extend(chunk.errors)
+        covered += chunk.stop - chunk.start
     errors.sort(key=lambda e: e.position)
     summary = _read_json(Path(output_dir) / "result.json") or {}
     raw = dict(summary.get("stats") or {})
@@ -411,20 +474,28 @@ def read_result(output_dir: str | os.PathLike[str]) -> RunResult:
         if raw
         else RunStats(len(indices), 0, 0, len(indices), 0, 0.0, 0.0, 0)
     )
+    status = RunStatus(summary.get("status", RunStatus.ERROR))
+    if status is RunStatus.COMPLETED and covered < len(indices):
+        status = RunStatus.ERROR  # what was stored is not all there (warned about above)
     return RunResult(
         indices=indices,
         records=records,
         errors=errors,
         stats=stats,
         # No result.json: the run did not end cleanly (its driver was killed, say).
-        status=RunStatus(summary.get("status", RunStatus.ERROR)),
+        status=status,
         output_dir=Path(output_dir),
         summary=summary.get("summary") or {},
     )
 
 
-def attach(output_dir: str | os.PathLike[str]) -> DetachedRun:
+def attach(output_dir: str | os.PathLike[str], *, allow_pickle: bool = False) -> DetachedRun:
     """Return a handle on the run in ``output_dir``, from any process.
+
+    Reading it never runs code from the directory: records a run stored as
+    pickle files (``runner.record_format=pickle``) are read only with
+    ``allow_pickle=True``, and then only your own files that nobody else may
+    change.
 
     Examples
     --------
@@ -434,7 +505,7 @@ def attach(output_dir: str | os.PathLike[str]) -> DetachedRun:
     ...
     FileNotFoundError: ... holds no Kit run (no manifest.json or driver.json); check the path
     """
-    return DetachedRun(output_dir)
+    return DetachedRun(output_dir, allow_pickle=allow_pickle)
 
 
 class StatusWriter:
@@ -494,18 +565,14 @@ def load_job(path: Path) -> dict[str, Any]:
     StoreError
         If the file belongs to another user or others may write it.
     """
-    info = path.stat()
-    if info.st_uid != os.getuid():
+    try:
+        fh = open_private(path)
+    except UnsafeFileError as exc:
         raise StoreError(
-            f"{path} belongs to user id {info.st_uid}, not to you ({os.getuid()}); Kit runs "
-            "only a job you submitted yourself: submit it again with `kit submit`"
-        )
-    if info.st_mode & 0o022:
-        raise StoreError(
-            f"{path} may be changed by other users (mode {info.st_mode & 0o777:o}); Kit "
-            "runs only a job nobody else could have edited: submit it again with `kit submit`"
-        )
-    with path.open("rb") as fh:
+            f"{exc}; Kit runs only a job you submitted yourself that nobody else could "
+            "have edited: submit it again with `kit submit`"
+        ) from None
+    with fh:
         job: dict[str, Any] = cloudpickle.load(fh)
     return job
 

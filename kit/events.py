@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kit._files import open_file, read_text
 from kit.result import RunStatus
 
 
@@ -128,7 +129,7 @@ class EventLog:
         elif not self._open:
             return
         mode = "w" if isinstance(event, RunStarted) else "a"
-        with self.path.open(mode) as fh:
+        with open_file(self.path, mode) as fh:
             fh.write(json.dumps(event_to_dict(event), default=repr) + "\n")
 
 
@@ -153,7 +154,7 @@ def read_events(path: Path) -> list[Event]:
     """Read an ``events.jsonl`` file; a torn last line (a crash mid-write) is skipped."""
     if not path.exists():
         return []
-    events = (event_from_line(line) for line in path.read_text().splitlines())
+    events = (event_from_line(line) for line in read_text(path).splitlines())
     return [event for event in events if event is not None]
 
 

@@ -26,6 +26,8 @@ can store chunks in any format.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -44,7 +46,8 @@ from omegaconf import DictConfig
 from kit import _records
 from kit._atomic import atomic_file, fsync_dir
 from kit._chunk import ChunkResult, drop_unpicklable, fail_records
-from kit._errors import KitError
+from kit._errors import StoreError as StoreError
+from kit._files import UnsafeFileError, open_file, open_private, refuse_links
 from kit.result import Index, ItemError, RunResult
 
 FORMAT_VERSION = 2
@@ -55,7 +58,7 @@ RECORD_FORMATS = ("data", "pickle")
 
 def _digest(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as fh:
+    with open_file(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -173,22 +176,33 @@ class RecordWriter:
         """Read back a chunk written by :meth:`write_chunk`.
 
         A pickle file is read only by a writer whose ``record_format`` is
-        ``pickle`` (what the run's manifest says).
+        ``pickle`` (the reader's choice, never the directory's), and only when
+        it is the reader's own file, in a folder of theirs, that nobody else
+        may change: unpickling runs code.
         """
         if path.suffix == ".pkl":
             if self.record_format != "pickle":
                 raise StoreError(
-                    f"{path} is a pickle file and this run stores records as data; "
-                    "Kit does not unpickle it (that would run code from the directory)"
+                    f"{path} is a pickle file and this reader reads records as data; Kit does "
+                    "not unpickle it (that would run code from the directory): if you trust "
+                    "whoever wrote it, read it with kit.attach(..., allow_pickle=True) or "
+                    "resume with runner.record_format=pickle"
                 )
-            with path.open("rb") as fh:
+            try:
+                fh = open_private(path)
+            except UnsafeFileError as exc:
+                raise StoreError(
+                    f"{exc}; Kit unpickles only your own files that nobody else may change "
+                    "(unpickling runs code)"
+                ) from None
+            with fh:
                 chunk = cloudpickle.load(fh)
             if not isinstance(chunk, ChunkResult):
                 raise StoreError(f"{path} does not hold a chunk of records")
             return chunk
         if path.suffix == ".arrow":
             return self._read_arrow(path)
-        with path.open() as fh:
+        with open_file(path) as fh:
             header = json.loads(fh.readline())
             records: list[Any] = []
             errors: list[ItemError] = []
@@ -206,8 +220,8 @@ class RecordWriter:
     @staticmethod
     def _read_arrow(path: Path) -> ChunkResult:
         pa = _pyarrow()
-        with pa.memory_map(str(path)) as source:
-            table = pa.ipc.open_file(source).read_all()
+        with open_file(path, "rb") as fh:
+            table = pa.ipc.open_file(pa.py_buffer(fh.read())).read_all()
         header = json.loads(table.schema.metadata[b"kit_chunk"])
         records: list[Any] = []
         errors: list[ItemError] = []
@@ -277,16 +291,6 @@ def _config_hash(config: DictConfig) -> str:
     return config_hash(config)
 
 
-class StoreError(KitError, RuntimeError):
-    """An output directory cannot be used for this run; the message says why and what to do.
-
-    Examples
-    --------
-    >>> issubclass(StoreError, RuntimeError)
-    True
-    """
-
-
 class StoreWarning(UserWarning):
     """Something in an output directory was skipped; the message names it.
 
@@ -302,6 +306,22 @@ class StoreWarning(UserWarning):
 
 #: The committed chunk files, one JSON line each: name, positions, size, sha256.
 LEDGER = "ledger.jsonl"
+#: What Kit writes in a run directory: none of these may be a symbolic link.
+KIT_NAMES = (
+    ".lock",
+    "chunks",
+    "manifest.json",
+    "config.yaml",
+    LEDGER,
+    "errors.jsonl",
+    "result.json",
+    "events.jsonl",
+    "report.html",
+    "status.json",
+    "driver.json",
+    "driver.log",
+    "job.pkl",
+)
 _CHUNK_NAME = re.compile(r"[0-9]{10}-[0-9]{10}\.(jsonl|arrow|pkl)")
 
 
@@ -336,7 +356,8 @@ class RunStore:
             )
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            fh = (self.path / ".lock").open("a+")
+            refuse_links(self.path, KIT_NAMES)
+            fh = open_file(self.path / ".lock", "a")
         except OSError as exc:
             raise StoreError(
                 f"cannot write to output_dir {self.path}: {exc.strerror or exc}; choose an "
@@ -345,17 +366,14 @@ class RunStore:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "unknown"
             fh.close()
+            # Who holds it is asked of the kernel: the file is empty (nothing written
+            # there can fail on a full disk, or be forged).
+            holder = self.lock_holder() or "unknown"
             raise StoreError(
                 f"another run is writing to {self.path} (pid {holder}); wait for it to end, "
                 "cancel it, or choose another output_dir"
             ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
         self._lock = fh
 
     def busy(self) -> bool:
@@ -365,13 +383,34 @@ class RunStore:
             return True
         if not path.exists():
             return False
-        with path.open("a") as fh:
+        with open_file(path, "a") as fh:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return True
             fcntl.flock(fh, fcntl.LOCK_UN)
         return False
+
+    def lock_holder(self) -> int | None:
+        """Return the pid of the process holding the directory's lock (the kernel says), or None.
+
+        Read from ``/proc/locks`` (Linux), never from a file in the directory,
+        which anyone who can write there could edit.
+        """
+        try:
+            with open_file(self.path / ".lock") as fh:
+                info = os.fstat(fh.fileno())
+            with open("/proc/locks") as locks:
+                table = locks.read().splitlines()
+        except (OSError, UnsafeFileError):
+            return None
+        device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+        for line in table:
+            fields = line.split()
+            # "1: FLOCK  ADVISORY  WRITE 4242 00:2f:1234 0 EOF" (a "->" marks a waiter)
+            if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == device:
+                return int(fields[4])
+        return None
 
     @property
     def locked(self) -> bool:
@@ -391,7 +430,8 @@ class RunStore:
         path = self.path / "manifest.json"
         if not path.is_file():
             return None
-        data: dict[str, Any] = json.loads(path.read_text())
+        with open_file(path) as fh:
+            data: dict[str, Any] = json.load(fh)
         return data
 
     def completed_chunks(self) -> list[ChunkResult]:
@@ -450,7 +490,7 @@ class RunStore:
         if not path.is_file():
             return {}
         entries: dict[str, dict[str, Any]] = {}
-        with path.open() as fh:
+        with open_file(path) as fh:
             for line in fh:
                 try:
                     entry = json.loads(line)
@@ -523,6 +563,7 @@ class RunStore:
         old = self.manifest()
         if old is not None and resume:
             self._check_same(old, manifest, config)
+            self._drop_torn_ledger_line()
             done = self.completed_chunks()
         else:
             if self.chunks_dir.exists():
@@ -627,13 +668,35 @@ class RunStore:
         }
         ledger = self.path / LEDGER
         new = not ledger.exists()
-        with ledger.open("a") as fh:
-            fh.write(json.dumps(entry) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        line = (json.dumps(entry) + "\n").encode()
+        with open_file(ledger, "ab") as fh:
+            fd = fh.fileno()
+            end = os.lseek(fd, 0, os.SEEK_END)
+            try:
+                # One write of the whole line; a short one (disk full) is undone, so
+                # the ledger never keeps half a line for the next one to be glued to.
+                if os.write(fd, line) != len(line):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                os.fsync(fd)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, end)
+                raise
         if new:
             fsync_dir(self.path)
         return path
+
+    def _drop_torn_ledger_line(self) -> None:
+        """Cut a last ledger line that a crash left without its end (its chunk runs again)."""
+        path = self.path / LEDGER
+        if not path.is_file():
+            return
+        with open_file(path, "rb+") as fh:
+            data = fh.read()
+            if data and not data.endswith(b"\n"):
+                fh.truncate(data.rfind(b"\n") + 1)
+                fh.flush()
+                os.fsync(fh.fileno())
 
     def write_errors(self, errors: Sequence[ItemError]) -> None:
         """Rewrite ``errors.jsonl`` with ``errors`` (at the start and the end of a run)."""
@@ -647,7 +710,7 @@ class RunStore:
         Appending keeps a run with many failures linear; the chunk files stay
         the source of truth and :meth:`finish` rewrites the file in order.
         """
-        with (self.path / "errors.jsonl").open("a") as fh:
+        with open_file(self.path / "errors.jsonl", "a") as fh:
             for err in errors:
                 fh.write(json.dumps(err.to_dict()) + "\n")
 

@@ -22,7 +22,15 @@ import pytest
 from kit import RecordWriter, Runner, StoreError, StoreWarning
 from kit._atomic import current_umask
 from kit.store import RunStore
-from tests.workloads import Affine, EmptyEnv, Exits, ToyProvider, expected, toy_config
+from tests.workloads import (
+    Affine,
+    EmptyEnv,
+    Exits,
+    ToyProvider,
+    Tripwire,
+    expected,
+    toy_config,
+)
 
 
 class Mixed(Runner):
@@ -88,16 +96,6 @@ def test_a_truncated_chunk_is_run_again_with_a_warning_naming_it(tmp_path: Path)
     with pytest.warns(StoreWarning, match=rf"chunk file {torn} has \d+ bytes where \d+ were"):
         again = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10))
     assert again.records == expected(range(10)) and again.stats.resumed == 5
-
-
-class Tripwire:
-    """Unpickling it leaves a file behind: proof that code from the directory ran."""
-
-    def __init__(self, marker: str) -> None:
-        self.marker = marker
-
-    def __reduce__(self) -> Any:
-        return (Path.touch, (Path(self.marker),))
 
 
 @pytest.mark.parametrize("record_format", ["data", "pickle"])

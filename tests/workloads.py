@@ -336,3 +336,25 @@ class LoggedSleeps(Runner):
 def env_var(name: str) -> str | None:
     """For ``client.run``: an environment variable of the worker process."""
     return os.environ.get(name)
+
+
+class Tripwire:
+    """Unpickling it leaves a file behind: proof that code from the directory ran."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> Any:
+        return (Path.touch, (Path(self.marker),))
+
+
+class Padded(Runner):
+    """Records of about 2 kB, so a few hundred fill a small disk."""
+
+    @staticmethod
+    def forward(idx: int) -> dict[str, Any]:
+        return {"idx": idx, "pad": "x" * 2000}
+
+    @staticmethod
+    def expected(indices: Any) -> list[dict[str, Any]]:
+        return [{"idx": i, "pad": "x" * 2000} for i in indices]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kit._atomic import atomic_file
+from kit._files import UnsafeFileError, read_text
 from kit.dashboard._figures import DashboardView, require_bokeh
 from kit.dashboard._state import DashboardState
 from kit.events import Event, RunFinished, RunStarted, read_events
@@ -47,8 +48,8 @@ def _ran_html(folder: Path) -> str:
     may say more than ran (an Experiment app's check on a few items).
     """
     try:
-        manifest = json.loads((folder / "manifest.json").read_text())
-    except (OSError, ValueError):
+        manifest = json.loads(read_text(folder / "manifest.json"))
+    except (OSError, ValueError, UnsafeFileError):
         return ""
     spec = manifest.get("indices") or {}
     count = manifest.get("n_items", "?")
@@ -111,9 +112,9 @@ def write_report(output_dir: str | os.PathLike[str]) -> Path:
     # The run is over: its cluster, and the Dask dashboard the live view linked to, may be gone.
     view.update(dataclasses.replace(state.snapshot(), dask_dashboard=None))
     result_path = folder / "result.json"
-    result = json.loads(result_path.read_text()) if result_path.exists() else {}
+    result = json.loads(read_text(result_path)) if result_path.exists() else {}
     config_path = folder / "config.yaml"
-    config = config_path.read_text() if config_path.exists() else "(no config stored)"
+    config = read_text(config_path) if config_path.exists() else "(no config stored)"
     details = Div(
         text=_stats_html(result)
         + _ran_html(folder)

@@ -1,0 +1,132 @@
+"""Files of a run directory others may share: never followed through a link.
+
+A run directory may be writable by colleagues. Whoever can write it can plant
+a symbolic link where Kit writes (``ledger.jsonl -> ~/.bashrc``) or a file
+Kit would unpickle. So every file Kit opens there is opened with
+``O_NOFOLLOW`` and must be a regular file, and a file that would run code
+when read (a pickle) is read only when the reader asked for it and the file
+is the reader's own and nobody else may change it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import IO, Any
+
+from kit._errors import StoreError
+
+
+class UnsafeFileError(StoreError):
+    """A file in a run directory is a link, not a regular file, or not trusted enough to read.
+
+    A :class:`kit.StoreError`, so code that handles those handles it.
+
+    Examples
+    --------
+    >>> issubclass(UnsafeFileError, StoreError)
+    True
+    """
+
+
+def _opener(path: str, flags: int) -> int:
+    # O_NONBLOCK: opening a planted FIFO must not hang; it is refused just below.
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeFileError(
+                f"{path} is not a regular file; Kit reads and writes only regular files in a "
+                "run directory: remove it, or choose another output_dir"
+            )
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_file(path: str | os.PathLike[str], mode: str = "r") -> IO[Any]:
+    """``open(path, mode)`` that refuses a symbolic link or anything but a regular file.
+
+    Raises
+    ------
+    UnsafeFileError
+        If ``path`` is a link (its target is never touched) or not a regular file.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> (folder / "victim").write_text("precious")
+    8
+    >>> (folder / "ledger.jsonl").symlink_to(folder / "victim")
+    >>> open_file(folder / "ledger.jsonl", "a")
+    Traceback (most recent call last):
+    ...
+    kit._files.UnsafeFileError: .../ledger.jsonl is a symbolic link; Kit does not follow ...
+    >>> (folder / "victim").read_text()
+    'precious'
+    """
+    try:
+        return open(path, mode, opener=_opener)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _link_error(Path(path)) from None
+        raise
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """Return the text of ``path``, opened as :func:`open_file` opens it."""
+    with open_file(path) as fh:
+        text: str = fh.read()
+    return text
+
+
+def _link_error(path: Path) -> UnsafeFileError:
+    return UnsafeFileError(
+        f"{path} is a symbolic link; Kit does not follow links in a run directory (one planted "
+        "there could make Kit write over another file): remove it, or choose another output_dir"
+    )
+
+
+def refuse_links(folder: Path, names: tuple[str, ...]) -> None:
+    """Raise :class:`UnsafeFileError` if any of ``names`` in ``folder`` is a symbolic link."""
+    for name in names:
+        if (folder / name).is_symlink():
+            raise _link_error(folder / name)
+
+
+def open_private(path: str | os.PathLike[str], mode: str = "rb") -> IO[Any]:
+    """:func:`open_file` for a file whose reading may run code: it must be this user's own.
+
+    Raises
+    ------
+    UnsafeFileError
+        If the file opened belongs to another user or others may change it
+        (checked on the open file, so it cannot be swapped in between).
+
+    Examples
+    --------
+    >>> import os, pathlib, tempfile
+    >>> job = pathlib.Path(tempfile.mkdtemp()) / "job.pkl"
+    >>> _ = job.write_bytes(b"")
+    >>> job.chmod(0o666)
+    >>> open_private(job)
+    Traceback (most recent call last):
+    ...
+    kit._files.UnsafeFileError: .../job.pkl may be changed by other users (mode 666)
+    """
+    fh = open_file(path, mode)
+    info = os.fstat(fh.fileno())
+    problem = None
+    if info.st_uid != os.getuid():
+        problem = f"{path} belongs to user id {info.st_uid}, not to you ({os.getuid()})"
+    elif info.st_mode & 0o022:
+        problem = f"{path} may be changed by other users (mode {info.st_mode & 0o777:o})"
+    if problem is not None:
+        fh.close()
+        raise UnsafeFileError(problem)
+    return fh
