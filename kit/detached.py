@@ -316,10 +316,11 @@ class DetachedRun:
         """Ask the driver to stop; completed chunks are kept and a later run resumes.
 
         Kit signals a process only when it can prove it is this run's driver:
-        ``driver.json`` is this user's and nobody else may change it, and the
-        process it names holds the run directory's lock (the kernel says who
-        does) and runs Kit's driver on this directory. Otherwise it refuses,
-        saying why, and signals nothing.
+        ``driver.json`` is this user's and nobody else may change it, the
+        process it names started when the driver did and runs Kit's driver on
+        this directory, and no other process holds the directory's lock (the
+        kernel says who does). Otherwise it refuses, saying why, and signals
+        nothing.
         """
         path = self.output_dir / "driver.json"
         refused = "; nothing was signalled"
@@ -345,16 +346,15 @@ class DetachedRun:
         if not identity.running() or identity.pid is None:
             return  # it ended; whatever now has its pid is another process
         holder = RunStore(self.output_dir).lock_holder()
-        if holder != identity.pid:
-            if holder is None and not RunStore(self.output_dir).busy():
-                return  # it let go of the directory: it is ending
+        # No holder: a driver still starting (it locks once its job is loaded).
+        if holder is not None and holder != identity.pid:
             raise StoreError(
                 f"process {identity.pid}, named by {path}, does not hold the run's lock "
                 f"(process {holder} does), so Kit cannot prove it is this run's driver{refused}"
             )
         if not _runs_driver_of(identity.pid, self.output_dir):
             raise StoreError(
-                f"process {identity.pid} holds the run's lock but is not Kit's driver of "
+                f"process {identity.pid}, named by {path}, is not Kit's driver of "
                 f"{self.output_dir}{refused}"
             )
         os.kill(identity.pid, signal.SIGTERM)
@@ -427,14 +427,17 @@ def _ok_mask(result: RunResult) -> list[bool]:
 
 
 def _runs_driver_of(pid: int, output_dir: Path) -> bool:
-    """Whether process ``pid`` runs ``python -m kit._driver output_dir``."""
+    """Whether process ``pid`` runs ``python -m kit._driver`` on the folder ``output_dir``."""
     import psutil
 
     try:
-        command: list[str] = psutil.Process(pid).cmdline()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        process = psutil.Process(pid)
+        command: list[str] = process.cmdline()
+        if command[1:3] != ["-m", "kit._driver"] or len(command) < 4:
+            return False
+        return os.path.samefile(Path(process.cwd()) / command[3], output_dir)
+    except (psutil.Error, OSError):
         return False
-    return command[1:4] == ["-m", "kit._driver", str(output_dir)]
 
 
 def read_result(output_dir: str | os.PathLike[str], *, allow_pickle: bool = False) -> RunResult:

@@ -142,7 +142,12 @@ def test_cancel_refuses_a_forged_driver_that_does_not_hold_the_runs_lock(
     out = tmp_path / "run"
     completed_run(out)
     forged_driver(out, bystander.pid)
-    kit.attach(out).cancel(timeout=1)  # nobody holds the lock: no run goes on, nothing to stop
+    with pytest.raises(StoreError) as info:
+        kit.attach(out).cancel(timeout=1)
+    assert str(info.value) == (
+        f"process {bystander.pid}, named by {out / 'driver.json'}, is not Kit's driver of {out}; "
+        "nothing was signalled"
+    )
     live = RunStore(out)
     live.lock()  # as a run of this process would
     try:
