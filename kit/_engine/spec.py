@@ -10,6 +10,7 @@ from omegaconf import DictConfig
 
 from kit._chunk import BatchBy
 from kit._inject import ForwardSpec
+from kit._version import code_digest, keyword_digests
 from kit.config import ParallelConfig, RunnerConfig
 from kit.provider import EnvironmentProvider
 from kit.result import Index
@@ -59,6 +60,11 @@ class RunSpec:
             "batch_size": self.job.batch_size,
             "chunk_size": self.options.chunk_size,
             "indices": self.job.indices,
+            "version": {
+                "forward_code": code_digest(self.job.forward),
+                "batch_by_code": code_digest(self.job.batch_by.size) if self.job.batch_by else None,
+                "keywords": keyword_digests(self.job.explicit),
+            },
         }
 
     @property
