@@ -248,12 +248,15 @@ def metric_sums(records: Sequence[Any]) -> dict[str, tuple[float, int]]:
 
     A record reports metrics when it is a dict with a ``"metrics"`` dict of
     numbers, e.g. ``{"hyp": "...", "metrics": {"wer": 0.25, "rtf": 0.1}}``.
-    Other records, and values that are not numbers, are left out.
+    Other records, and values that are not numbers (or too large for a
+    float, such as ``10**400``), are left out.
 
     Examples
     --------
     >>> metric_sums([{"metrics": {"wer": 0.5}}, {"metrics": {"wer": 0.0, "x": "no"}}, 3])
     {'wer': (0.5, 2)}
+    >>> metric_sums([{"metrics": {"n": 10**400}}])
+    {}
     """
     sums: dict[str, list[float]] = {}
     for record in records:
@@ -264,7 +267,11 @@ def metric_sums(records: Sequence[Any]) -> dict[str, tuple[float, int]]:
             continue
         for name, value in metrics.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
+                try:
+                    number = float(value)
+                except OverflowError:
+                    continue
                 total = sums.setdefault(str(name), [0.0, 0])
-                total[0] += value
+                total[0] += number
                 total[1] += 1
     return {name: (total, int(count)) for name, (total, count) in sums.items()}

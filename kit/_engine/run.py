@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from kit._chunk import ChunkResult
 from kit._engine.dask import DaskDispatcher
 from kit._engine.inline import InlineDispatcher
+from kit._errors import SchedulerLostError
 from kit._plan import ChunkPlanner
 from kit.events import ChunkFinished, RunFinished, RunStarted
 from kit.result import RunError, RunResult, RunStatus
@@ -22,6 +23,10 @@ from kit.session import Session, SetupCancelled, get_session, session_for_client
 
 if TYPE_CHECKING:
     from kit._engine.handle import RunHandle
+
+
+#: Metric names a run sums and draws; the rest are ignored with one warning.
+MAX_METRICS = 200
 
 
 class Run:
@@ -35,6 +40,8 @@ class Run:
         self.started = time.perf_counter()
         self.setup_seconds = 0.0
         self.began = False  # the store was opened by this run
+        self.metric_names: set[str] = set()
+        self.metrics_warned = False
         self.finished_emitted = False
 
     def drive(self) -> tuple[RunResult, BaseException | None]:
@@ -88,7 +95,13 @@ class Run:
                     spec.options.backups,
                     session.parallel.startup_timeout,
                 )
-            dispatcher.run()
+            try:
+                dispatcher.run()
+            except SchedulerLostError:
+                if not session.borrowed:
+                    # Else its client keeps trying to reconnect, and logging it, for 30 s.
+                    session.close()
+                raise
             status = self.ledger.final_status()
             result = self._conclude(status)
             return result, self._stop_error(result)
@@ -137,6 +150,7 @@ class Run:
         if self.ledger.accept(chunk) == 0:
             return  # a copy of a chunk already in
         progress = self.ledger.progress()
+        metrics = self._bounded_metrics(chunk.metrics)
         self.events.emit(
             ChunkFinished(
                 self.spec.run_id,
@@ -150,9 +164,33 @@ class Run:
                 progress.failed,
                 progress.total,
                 tuple((e.index, f"{e.type}: {e.message}") for e in chunk.errors[:5]),
-                chunk.metrics,
+                metrics,
             )
         )
+
+    def _bounded_metrics(
+        self, metrics: dict[str, tuple[float, int]]
+    ) -> dict[str, tuple[float, int]]:
+        """Keep the first :data:`MAX_METRICS` metric names of the run; warn once of the rest.
+
+        Each name is a curve in every view and a column in the report: a
+        record that names its metrics after its item would make thousands.
+        """
+        for name in metrics:
+            if name in self.metric_names:
+                continue
+            if len(self.metric_names) < MAX_METRICS:
+                self.metric_names.add(name)
+            elif not self.metrics_warned:
+                self.metrics_warned = True
+                warnings.warn(
+                    f"kit: this run reports more than {MAX_METRICS} metric names; {name!r} and "
+                    "the others after them are not summed or drawn: name metrics by what they "
+                    "measure, not by item",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+        return {name: value for name, value in metrics.items() if name in self.metric_names}
 
     def _conclude(self, status: RunStatus, exc: BaseException | None = None) -> RunResult:
         """Build the result, store it and emit ``RunFinished``, whatever ended the run."""
