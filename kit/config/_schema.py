@@ -7,6 +7,7 @@ user (their provider, model, data) and is left alone.
 from __future__ import annotations
 
 import dataclasses
+import os
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -427,4 +428,33 @@ def parallel_section(cfg: DictConfig | Mapping[str, Any] | None) -> ParallelConf
             fix="fill in the missing values",
         ) from None
     assert isinstance(obj, ParallelConfig)
+    limit = max_workers(obj.env)
+    if obj.n_workers > limit:
+        where = "this machine's cores" if obj.env == "local" else "one run"
+        raise error(
+            f"{obj.n_workers} workers is more than Kit starts for env {obj.env!r} "
+            f"(at most {limit}, for {where})",
+            full_key="parallel.n_workers",
+            expected=f"an integer from 1 to {limit}",
+            fix=f"set it with `parallel.n_workers={min(limit, 4)}`",
+        )
     return obj
+
+
+#: Worker processes per core a local cluster may have (I/O-bound work wants a few).
+LOCAL_WORKERS_PER_CORE = 8
+#: Jobs (or remote workers to wait for) in one run.
+MAX_JOBS = 10_000
+
+
+def max_workers(env: str) -> int:
+    """Return the largest ``parallel.n_workers`` Kit accepts for ``env``.
+
+    Examples
+    --------
+    >>> max_workers("slurm")
+    10000
+    """
+    if env == "local":
+        return max(16, LOCAL_WORKERS_PER_CORE * (os.cpu_count() or 1))
+    return MAX_JOBS

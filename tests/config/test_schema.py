@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,17 @@ def test_parallel_section_gives_typed_defaults() -> None:
     section = parallel_section({"env": "remote", "address": "tcp://127.0.0.1:8786"})
     assert section == ParallelConfig(env="remote", n_workers=1, address="tcp://127.0.0.1:8786")
     assert parallel_section(None).env == "inline"
+
+
+@pytest.mark.parametrize(
+    ("env", "limit"), [("local", max(16, 8 * (os.cpu_count() or 1))), ("slurm", 10_000)]
+)
+def test_n_workers_is_bounded_for_the_kind_of_cluster(env: str, limit: int) -> None:
+    parallel_section({"env": env, "n_workers": limit})
+    with pytest.raises(ConfigError) as info:
+        parallel_section({"env": env, "n_workers": 100_000_000})
+    where = "this machine's cores" if env == "local" else "one run"
+    assert str(info.value).splitlines()[0] == (
+        f"parallel.n_workers: 100000000 workers is more than Kit starts for env {env!r} "
+        f"(at most {limit}, for {where})"
+    )
