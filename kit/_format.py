@@ -3,8 +3,27 @@
 from __future__ import annotations
 
 import html
+import re
 
 from kit.result import RunStatus
+
+# C0 controls but tab and newline, DEL, and C1 controls (0x9b is a one-byte CSI).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: object) -> str:
+    r"""Return ``text`` safe for a terminal: control characters shown escaped, not obeyed.
+
+    Text that comes from a record, an error message or a file in a run
+    directory may hold escape sequences that recolour, retitle or rewrite a
+    terminal; Kit prints them as ``\x1b`` instead. Newlines and tabs stay.
+
+    Examples
+    --------
+    >>> print(printable("item 3: \x1b]0;pwned\x07bad\r\tinput"))
+    item 3: \x1b]0;pwned\x07bad\x0d	input
+    """
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
 def duration(seconds: float | None, compact: bool = False) -> str:

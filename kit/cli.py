@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from kit._errors import KitError
+from kit._format import printable
 from kit.config import load_config, resolve_config, to_overrides
 from kit.provider import ProviderSetupError
 from kit.result import RunError, RunResult
@@ -41,20 +43,25 @@ def _load(args: argparse.Namespace) -> DictConfig:
     return cfg
 
 
+def _say(*parts: object, file: Any = None, end: str = "\n") -> None:
+    """Print, with control characters escaped: what Kit prints may come from records or files."""
+    print(*(printable(part) for part in parts), file=file, end=end)
+
+
 def _print_result(result: RunResult) -> int:
     stats = result.stats
-    print(
+    _say(
         f"{stats.ok} ok, {stats.failed} failed, {stats.not_run} not run"
         f" ({stats.resumed} read back from earlier runs) in {stats.wall_seconds:.1f} s"
     )
     if result.output_dir is not None:
-        print(f"results: {result.output_dir}")
+        _say(f"results: {result.output_dir}")
     for error in result.errors[:5]:
-        print(f"  {error}")
+        _say(f"  {error}")
     if len(result.errors) > 5:
-        print(f"  ... {len(result.errors) - 5} more in {result.output_dir or 'result.errors'}")
+        _say(f"  ... {len(result.errors) - 5} more in {result.output_dir or 'result.errors'}")
     if result.summary:
-        print(f"summary: {result.summary}")
+        _say(f"summary: {result.summary}")
     return EXIT_OK if stats.failed == 0 and stats.not_run == 0 else EXIT_ITEMS_FAILED
 
 
@@ -66,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         result = runner.run(indices, on_event=TerminalProgress())
     except RunError as exc:
-        print(f"kit: {str(exc).splitlines()[0]}", file=sys.stderr)
+        _say(f"kit: {str(exc).splitlines()[0]}", file=sys.stderr)
         return _print_result(exc.result) or EXIT_ITEMS_FAILED
     return _print_result(result)
 
@@ -77,10 +84,10 @@ def _submit(args: argparse.Namespace) -> int:
     runner, indices = build_runner(_load(args))
     run = runner.submit(indices, detached=True)
     pid = run.status()["driver"].get("pid")
-    print(f"submitted {len(indices)} items: driver pid {pid}, output {run.output_dir}")
-    print(f"  progress:  kit status {run.output_dir}")
-    print(f"  stop:      kit cancel {run.output_dir}")
-    print(f"  in Python: kit.attach({str(run.output_dir)!r}).result()")
+    _say(f"submitted {len(indices)} items: driver pid {pid}, output {run.output_dir}")
+    _say(f"  progress:  kit status {run.output_dir}")
+    _say(f"  stop:      kit cancel {run.output_dir}")
+    _say(f"  in Python: kit.attach({str(run.output_dir)!r}).result()")
     return EXIT_OK
 
 
@@ -90,23 +97,23 @@ def _status(args: argparse.Namespace) -> int:
     status = attach(args.output_dir).status()
     done, total, failed = status.get("done", 0), status.get("total", 0), status.get("failed", 0)
     percent = f" ({100 * done // total}%)" if total else ""
-    print(f"{args.output_dir}: {status['state']}")
-    print(f"  items:   {done}/{total}{percent} done, {failed} failed")
+    _say(f"{args.output_dir}: {status['state']}")
+    _say(f"  items:   {done}/{total}{percent} done, {failed} failed")
     if status.get("items_per_second"):
-        print(f"  rate:    {status['items_per_second']:.1f} items/s")
+        _say(f"  rate:    {status['items_per_second']:.1f} items/s")
     session = status.get("session") or {}
     if session:
         parallel = session.get("parallel", {})
         where = session.get("cluster") or parallel.get("env")
-        print(f"  cluster: {where} ({parallel.get('env')}), scheduler {session.get('scheduler')}")
+        _say(f"  cluster: {where} ({parallel.get('env')}), scheduler {session.get('scheduler')}")
         if session.get("dashboard") and status["state"] in ("starting", "running"):
             # Only while the run goes on: its cluster, and the page, end with it.
-            print(f"  dashboard: {session['dashboard']}")
+            _say(f"  dashboard: {session['dashboard']}")
     driver = status.get("driver") or {}
     if driver:
-        print(f"  driver:  pid {driver.get('pid')} on {driver.get('host')}")
+        _say(f"  driver:  pid {driver.get('pid')} on {driver.get('host')}")
     for index, message in status.get("recent_failures") or []:
-        print(f"  failed:  item {index!r}: {message}")
+        _say(f"  failed:  item {index!r}: {message}")
     return EXIT_OK
 
 
@@ -115,11 +122,11 @@ def _cancel(args: argparse.Namespace) -> int:
 
     run = attach(args.output_dir)
     if run.done():
-        print(f"{args.output_dir}: nothing to cancel ({run.status()['state']})")
+        _say(f"{args.output_dir}: nothing to cancel ({run.status()['state']})")
         return EXIT_OK
     run.cancel()
     state = run.status()["state"]
-    print(f"{args.output_dir}: {state}; completed chunks are kept, run again to resume")
+    _say(f"{args.output_dir}: {state}; completed chunks are kept, run again to resume")
     return EXIT_OK
 
 
@@ -135,7 +142,7 @@ def _cluster_script(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from kit.dashboard import write_report
 
-    print(write_report(args.output_dir))
+    _say(write_report(args.output_dir))
     return EXIT_OK
 
 
@@ -214,18 +221,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except KeyboardInterrupt:
-        print("kit: interrupted; completed chunks are kept, run again to resume", file=sys.stderr)
+        _say("kit: interrupted; completed chunks are kept, run again to resume", file=sys.stderr)
         return EXIT_ITEMS_FAILED
     except (ProviderSetupError, RunError) as exc:  # the work failed, not the input
-        print(f"kit: error: {exc}", file=sys.stderr)
+        _say(f"kit: error: {exc}", file=sys.stderr)
         return EXIT_ITEMS_FAILED
     except (KitError, FileNotFoundError, ImportError) as exc:
-        print(f"kit: error: {exc}", file=sys.stderr)
+        _say(f"kit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:
         if args.debug:
             raise
-        print(
+        _say(
             f"kit: error: {type(exc).__name__}: {exc} (`kit --debug ...` shows the traceback)",
             file=sys.stderr,
         )

@@ -190,3 +190,24 @@ def test_ctrl_c_ends_kit_run_with_a_message_not_a_traceback(config: Path, tmp_pa
     assert proc.returncode == 1, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert "completed chunks are kept" in err
+
+
+def test_terminal_escapes_from_items_are_printed_escaped(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    config = tmp_path / "job.yaml"
+    config.write_text(
+        CONFIG.replace("tests.workloads.Affine", "tests.workloads.Escapes")
+        .replace("stop: 50", "stop: 3")
+        .replace("env: local", "env: inline")
+        .format(out=out)
+    )
+    ran = kit_cli("run", str(config))
+    # What a detached driver (or anyone who can write the folder) leaves in status.json.
+    status = json.loads((out / "status.json").read_text()) if (out / "status.json").exists() else {}
+    status.update(state="running\x1b[2J", recent_failures=[[1, "\x1b]0;pwned\x07"]])
+    (out / "status.json").write_text(json.dumps(status))
+    shown = kit_cli("status", str(out))
+    for printed in (ran.stdout, ran.stderr, shown.stdout, shown.stderr):
+        assert not any(c in printed for c in "\x1b\x07\x9b"), printed
+    assert "\\x1b]0;pwned\\x07\\x1b[31mred\\x9b2J" in ran.stdout
+    assert "failed:  item 1: \\x1b]0;pwned\\x07" in shown.stdout

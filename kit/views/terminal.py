@@ -6,7 +6,7 @@ import sys
 import time
 from typing import TextIO
 
-from kit._format import duration
+from kit._format import duration, printable
 from kit.events import ChunkFinished, Event, RunFinished, RunStarted
 
 
@@ -42,6 +42,7 @@ class TerminalProgress:
         return f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} {percent}%"
 
     def _write(self, line: str, final: bool = False) -> None:
+        line = printable(line)  # failures and summaries come from records and errors
         if self.tty:
             self.stream.write("\r" + line + ("\n" if final else ""))
         else:
