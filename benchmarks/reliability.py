@@ -15,6 +15,11 @@ Rows, each a number of trials on real processes:
   with attach, iteration and resume), links planted where Kit writes (each
   name, resumed and started over), a forged driver.json naming a process
   of the user while a run holds the lock, and one others may change;
+- lost scheduler: a remote scheduler (the ``dask scheduler`` program) SIGKILLed
+  mid-run: the run must end (not hang) with the completed chunks kept, and a
+  resume against a new scheduler must finish it;
+- other version: a resume after ``run(..., scale=)`` changed, or ``forward``
+  edited under the same class name, must be refused (a mix counts as lost);
 - disk full: a real 1 MiB tmpfs filled to leave 1-48 pages free at two byte
   offsets (every point the run can fail at, mid ledger line included), then
   freed and resumed; what the run reports, what reading it back gives and
@@ -423,6 +428,73 @@ def disk_full(folder: Path) -> dict[str, int]:
     return row(trials=trials, lost=lost, duplicated=duplicated)
 
 
+def lost_scheduler(folder: Path, trials: int) -> dict[str, int]:
+    import psutil
+
+    from kit.events import ChunkFinished
+    from tests.servers import dask_cluster
+
+    lost = hangs = duplicated = 0
+    for trial in range(trials):
+        out = folder / f"run-{trial}"
+        config = toy_config(sleep=0.1, log_dir=str(folder / f"logs-{trial}"), log_calls=True)
+        first, second = folder / f"first-{trial}", folder / f"second-{trial}"
+        for made in (first, second, Path(config.log_dir)):
+            made.mkdir(parents=True)
+        with dask_cluster(first) as address:
+            scheduler = next(
+                p
+                for p in psutil.process_iter(["cmdline"])
+                if str(first / "scheduler.json") in (p.info["cmdline"] or [])
+                and "scheduler" in (p.info["cmdline"] or [])
+            )
+
+            def kill(event: object, scheduler: Any = scheduler) -> None:
+                if isinstance(event, ChunkFinished) and event.done >= 6 and scheduler.is_running():
+                    scheduler.send_signal(signal.SIGKILL)
+
+            parallel = {"env": "remote", "address": address, "startup_timeout": 10}
+            runner = Affine(ToyProvider(config), parallel=parallel, output_dir=out, chunk_size=3)
+            handle = runner.submit(range(60), on_event=kill)
+            try:
+                handle.result(timeout=120)
+            except TimeoutError:
+                hangs += 1
+                handle.cancel()
+            except ConnectionError:
+                pass
+        stored = committed_positions(out)
+        with dask_cluster(second) as address:
+            parallel = {"env": "remote", "address": address}
+            result = Affine(
+                ToyProvider(config), parallel=parallel, output_dir=out, chunk_size=3
+            ).run(range(60))
+        lost += sum(a != b for a, b in zip(result.records, expected(range(60)), strict=True))
+        counted = calls(Path(config.log_dir))
+        duplicated += sum(1 for i in stored if counted[i] > 1)
+    return row(trials=trials, lost=lost, duplicated=duplicated, hangs=hangs)
+
+
+def other_version(folder: Path) -> dict[str, int]:
+    from tests.test_version import Affine2
+    from tests.workloads import Scaled
+
+    lost = 0
+    out = folder / "keywords"
+    Scaled(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10), scale=1.0)
+    with contextlib.suppress(StoreError):
+        Scaled(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10), scale=2.0)
+        lost += 1  # accepted: records of both versions mixed
+    out = folder / "code"
+    Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10))
+    edited = type("Affine", (kit.Runner,), {"forward": Affine2.__dict__["forward"]})
+    edited.__module__, edited.__qualname__ = Affine.__module__, Affine.__qualname__
+    with contextlib.suppress(StoreError):
+        edited(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10))
+        lost += 1
+    return row(trials=2, lost=lost)
+
+
 def committed_lines(out: Path) -> list[str]:
     """The chunk files the ledger names, one per line (a name twice is a chunk stored twice)."""
     names = []
@@ -445,6 +517,10 @@ def main() -> int:
             "CLI fuzz cases": cli_fuzz(Path(tmp) / "fuzz"),
             "tampering cases": tampering(Path(tmp) / "tamper"),
             "shared directory attacks": shared_directory(Path(tmp) / "shared"),
+            "lost scheduler (remote, SIGKILL mid-run) + resume": lost_scheduler(
+                Path(tmp) / "scheduler", 3
+            ),
+            "resume by another version (keywords, code)": other_version(Path(tmp) / "version"),
             "disk full, real tmpfs (96 fill levels)": disk_full(Path(tmp) / "full"),
         }
     kit.shutdown()

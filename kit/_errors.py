@@ -29,3 +29,16 @@ class StoreError(KitError, RuntimeError):
     >>> issubclass(StoreError, RuntimeError)
     True
     """
+
+
+class SchedulerLostError(KitError, ConnectionError):
+    """The Dask scheduler a run used went away and did not come back in time.
+
+    The chunks completed before are stored (with an ``output_dir``): run
+    again to resume.
+
+    Examples
+    --------
+    >>> issubclass(SchedulerLostError, ConnectionError)
+    True
+    """

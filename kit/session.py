@@ -7,9 +7,11 @@ clusters it started itself, never a remote scheduler it merely connected to.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import functools
+import logging
 import os
 import threading
 import time
@@ -234,7 +236,10 @@ class Session:
             _close_quietly(env)
         self.local_envs.clear()
         if self.client is not None and not self.borrowed:
-            self.client.close()
+            if self.client.status == "connecting":
+                _close_lost_client(self.client)
+            else:
+                self.client.close()
         if self.cluster is not None:
             from kit._nanny import wait_for_restarts
 
@@ -390,6 +395,29 @@ def _make(
         started = replace(parallel, options={**parallel.options, "log_directory": logs})
     client, cluster = start(started, hook)
     return Session(key, parallel, client=client, cluster=cluster, submit_hook=hook, job_logs=logs)
+
+
+class _ReconnectCancelled(logging.Filter):
+    """Drop distributed's ERROR for a reconnect cancelled because Kit closes the client."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kind = record.exc_info[0] if record.exc_info else None
+        return not (kind is not None and issubclass(kind, asyncio.CancelledError))
+
+
+def _close_lost_client(client: Any) -> None:
+    """Close a client that is trying to reconnect to a scheduler that went away.
+
+    Closing cancels its reconnect attempt, which distributed logs as an
+    error with a traceback; the run already said the scheduler went away.
+    """
+    logger = logging.getLogger("distributed.client")
+    quiet = _ReconnectCancelled()
+    logger.addFilter(quiet)
+    try:
+        client.close()
+    finally:
+        logger.removeFilter(quiet)
 
 
 def get_session(

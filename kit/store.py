@@ -48,6 +48,7 @@ from kit._atomic import atomic_file, fsync_dir
 from kit._chunk import ChunkResult, drop_unpicklable, fail_records
 from kit._errors import StoreError as StoreError
 from kit._files import UnsafeFileError, open_file, open_private, refuse_links
+from kit._version import version_difference
 from kit.result import Index, ItemError, RunResult
 
 FORMAT_VERSION = 2
@@ -346,6 +347,7 @@ class RunStore:
         self.writer = writer or RecordWriter()
         self.chunks_dir = self.path / "chunks"
         self._lock: IO[str] | None = None
+        self._identity: tuple[int, int] | None = None  # (device, inode) of the locked folder
 
     # -------------------------------------------------------------- locking
     def lock(self) -> None:
@@ -374,6 +376,8 @@ class RunStore:
                 f"another run is writing to {self.path} (pid {holder}); wait for it to end, "
                 "cancel it, or choose another output_dir"
             ) from None
+        info = os.stat(self.path)
+        self._identity = (info.st_dev, info.st_ino)
         self._lock = fh
 
     def busy(self) -> bool:
@@ -511,9 +515,15 @@ class RunStore:
         batch_size: int | None,
         chunk_size: int | str,
         indices: Sequence[Index],
+        version: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Return the manifest of a run: what was asked, so a resume does only the same work."""
+        """Return the manifest of a run: what was asked, so a resume does only the same work.
+
+        ``version`` holds digests of the code and keywords that make the
+        records (see :mod:`kit._version`).
+        """
         return {
+            **(version or {}),
             "format": FORMAT_VERSION,
             "config_hash": None if config is None else _config_hash(config),
             "provider": provider,
@@ -618,6 +628,12 @@ class RunStore:
                 f"stores them as {new['record_format']}; set runner.record_format="
                 f"{old.get('record_format')} to resume it, or {how.split(', ', 1)[0]}"
             )
+        changed = version_difference(old, new)
+        if changed is not None:
+            raise StoreError(
+                f"{self.path} holds records another version of this run made: {changed}; "
+                f"resuming would mix records of both versions; {how}"
+            )
         if old.get("batch_size") != new["batch_size"]:
             raise StoreError(
                 f"{self.path} holds a run with batch_size={old.get('batch_size')}, "
@@ -656,7 +672,25 @@ class RunStore:
                 "fix the directory) and run again to resume"
             ) from exc
 
+    def _still_there(self) -> bool:
+        """Whether the folder at ``path`` is still the one this store locked."""
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        return (info.st_dev, info.st_ino) == self._identity
+
+    def _check_still_there(self) -> None:
+        """Raise if the locked folder was deleted, moved or replaced since the run began."""
+        if self._identity is not None and not self._still_there():
+            raise StoreError(
+                f"the output directory {self.path} was deleted, moved or replaced while the run "
+                "wrote to it; the chunks it held are wherever it went: stop whatever removes "
+                "it, then run again (into it, if you moved it back, to resume)"
+            )
+
     def _commit(self, chunk: ChunkResult) -> Path:
+        self._check_still_there()
         stem = self.chunks_dir / f"{chunk.start:010d}-{chunk.stop:010d}"
         path = self.writer.write_chunk(stem, chunk)
         entry = {
@@ -719,6 +753,8 @@ class RunStore:
 
         ``error`` says what ended a run that did not complete (one line).
         """
+        if self._identity is not None and not self._still_there():
+            return  # the folder went away: writing would make a new one holding only these
         self.write_errors(result.errors)
         summary = {
             "status": result.status,

@@ -106,3 +106,43 @@ def test_classes_defined_in_main_run_on_a_cluster(mode: str, remote: str, tmp_pa
     first, second = result.stdout.splitlines()[:2]
     assert json.loads(first) == [i + 100 for i in range(20)]
     assert json.loads(second) == [i + 100 for i in range(5)]
+
+
+def test_a_killed_scheduler_ends_the_run_and_a_resume_finishes_it(tmp_path: Path) -> None:
+    import signal
+
+    import psutil
+
+    from kit._errors import SchedulerLostError
+    from kit.events import ChunkFinished
+
+    out = tmp_path / "run"
+    config = toy_config(sleep=0.2)
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+    with dask_cluster(tmp_path / "first") as address:
+        scheduler = next(
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if "scheduler" in (p.info["cmdline"] or [])
+            and str(tmp_path / "first" / "scheduler.json") in (p.info["cmdline"] or [])
+        )
+        parallel = {"env": "remote", "address": address, "startup_timeout": 5}
+        runner = Affine(ToyProvider(config), parallel=parallel, output_dir=out, chunk_size=2)
+
+        def kill_the_scheduler(event: object) -> None:
+            if isinstance(event, ChunkFinished) and event.done >= 4 and scheduler.is_running():
+                scheduler.send_signal(signal.SIGKILL)
+
+        handle = runner.submit(range(60), on_event=kill_the_scheduler)
+        with pytest.raises(SchedulerLostError) as info:
+            handle.result(timeout=120)
+        handle.cancel()  # a no-op now, not distributed's ClosedClientError
+    assert str(info.value).startswith(f"the scheduler at {address} went away during the run")
+    kept = kit.attach(out).status()["done"]
+    assert kept >= 4
+    with dask_cluster(tmp_path / "second") as address:
+        parallel = {"env": "remote", "address": address}
+        again = Affine(ToyProvider(config), parallel=parallel, output_dir=out, chunk_size=2)
+        result = again.run(range(60))
+    assert result.records == expected(range(60)) and result.stats.resumed == kept

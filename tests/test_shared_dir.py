@@ -260,3 +260,32 @@ def test_a_disk_filling_at_a_random_point_loses_no_committed_record(
     back = read_result(out)
     assert back.status == "completed" and back.records == again.records
     assert kit.attach(out).status()["done"] == 300
+
+
+@pytest.mark.parametrize("how", ["deleted", "renamed"])
+def test_a_run_dir_that_vanishes_mid_run_ends_the_run(tmp_path: Path, how: str) -> None:
+    import shutil
+
+    from kit.events import ChunkFinished
+
+    out = tmp_path / "run"
+
+    def pull_the_rug(event: object) -> None:
+        if isinstance(event, ChunkFinished) and event.start == 0:
+            if how == "deleted":
+                shutil.rmtree(out)
+            else:
+                out.rename(tmp_path / "elsewhere")
+
+    runner = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5)
+    with pytest.raises(StoreError) as info:
+        runner.run(range(20), on_event=pull_the_rug)
+    assert str(info.value).startswith(
+        f"the output directory {out} was deleted, moved or replaced while the run wrote to it"
+    )
+    assert not out.exists(), "a new folder was made in its place"
+    if how == "renamed":
+        # Moved back, it resumes from the chunk it holds.
+        (tmp_path / "elsewhere").rename(out)
+        again = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(20))
+        assert again.records == expected(range(20)) and again.stats.resumed == 5

@@ -358,3 +358,65 @@ class Padded(Runner):
     @staticmethod
     def expected(indices: Any) -> list[dict[str, Any]]:
         return [{"idx": i, "pad": "x" * 2000} for i in indices]
+
+
+def numpy_record(idx: int) -> Any:
+    """Item ``idx``'s record: one of the numpy kinds that must come back as they went in."""
+    import numpy as np
+
+    table = np.array(
+        [(idx, 2.5, "ab"), (3, 4.0, "cd")], dtype=[("n", "<i4"), ("x", "<f8"), ("s", "<U2")]
+    )
+    kinds = [
+        table,
+        table[0],
+        table.view(np.recarray),
+        np.ma.masked_array([idx, 2, 3], mask=[0, 1, 0], fill_value=7),
+        np.asmatrix([[idx, 2], [3, 4]]),
+        np.array([idx, 2], dtype=">i2"),
+        np.zeros(2, dtype=[("v", "<f4", (2,)), ("inner", [("z", "<i2")])]),
+    ]
+    return {"value": kinds[idx % len(kinds)]}
+
+
+class NumpyKinds(Runner):
+    @staticmethod
+    def forward(idx: int) -> Any:
+        return numpy_record(idx)
+
+
+class BadRecords(Runner):
+    """Item 1 holds itself, item 2 nests 400 deep, item 3 reports a metric of 10**400."""
+
+    @staticmethod
+    def forward(idx: int) -> Any:
+        if idx == 1:
+            loop: list[Any] = [idx]
+            loop.append(loop)
+            return loop
+        if idx == 2:
+            deep: list[Any] = [idx]
+            for _ in range(400):
+                deep = [deep]
+            return deep
+        if idx == 3:
+            return {"metrics": {"huge": 10**400, "wer": 0.5}}
+        return {"metrics": {"wer": 0.5}}
+
+
+class ManyMetrics(Runner):
+    """Each item reports a metric named after itself (what the name bound is for)."""
+
+    @staticmethod
+    def forward(idx: int) -> Any:
+        return {"metrics": {f"item-{idx}": 1.0, "wer": 0.5}}
+
+
+class Escapes(Runner):
+    """Item 1 fails with a message full of terminal escapes (a retitle, a colour, a bell)."""
+
+    @staticmethod
+    def forward(idx: int) -> Any:
+        if idx == 1:
+            raise ValueError("\x1b]0;pwned\x07\x1b[31mred\x9b2J\x1b[2K")
+        return {"note": "\x1b[1mbold"}

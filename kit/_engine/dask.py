@@ -9,6 +9,7 @@ lost and run again.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import time
 from collections import deque
@@ -18,6 +19,7 @@ from typing import Any
 
 from kit._chunk import ChunkResult
 from kit._engine.spec import ChunkJob
+from kit._errors import SchedulerLostError
 from kit._plan import ChunkPlanner
 from kit.result import ItemError
 
@@ -82,6 +84,10 @@ class DaskDispatcher:
         self.no_worker_timeout = no_worker_timeout
         # When the cluster was last seen without a single worker (None: it has some).
         self._empty_since: float | None = None
+        # When the client lost its scheduler (None: connected), and the chunks the
+        # loss cancelled, sent again as they were once it is back.
+        self._lost_since: float | None = None
+        self.requeued: deque[tuple[int, int, int, bool]] = deque()
         self.env_name = env_name
         self.job = job
         self.planner = planner
@@ -113,11 +119,20 @@ class DaskDispatcher:
             self._loop()
         finally:
             if self.in_flight:
-                self.client.cancel([f.future for f in self.in_flight.values()])
+                # A client whose scheduler is gone refuses; its futures are void anyway.
+                with contextlib.suppress(Exception):
+                    self.client.cancel([f.future for f in self.in_flight.values()])
 
     def _loop(self) -> None:
         arrival = False
         while True:
+            if self.client.status != "running":
+                if self.should_stop():
+                    return
+                self._wait_for_scheduler()
+                continue
+            while self.requeued:
+                self.launch(*self.requeued.popleft())
             if self.isolated:
                 if not self.in_flight and not self.should_stop():
                     self.launch(*self.isolated.popleft(), alone=True)
@@ -126,6 +141,7 @@ class DaskDispatcher:
                 if arrival and self.planned_all and self.backups == "auto":
                     self.back_up()
             arrival = False
+            self._lost_since = None
             if not self.in_flight or self.should_stop():
                 return
             waiting = time.perf_counter()
@@ -145,6 +161,39 @@ class DaskDispatcher:
             for flight, chunk in zip(flights, self._gather(flights), strict=True):
                 self._arrive(flight, chunk)
             self._time_arrivals(len(flights))
+
+    def _wait_for_scheduler(self) -> None:
+        """Wait one step for a lost scheduler to come back; raise once it will not.
+
+        Distributed cancels every future when its client loses the scheduler,
+        and tries to reconnect for its connect timeout before closing. The
+        chunks it cancelled are sent again once it is back; until then nothing
+        is sent. A closed client, or ``no_worker_timeout`` seconds without a
+        scheduler, ends the run: completed chunks are stored already.
+        """
+        now = time.perf_counter()
+        if self._lost_since is None:
+            self._lost_since = now
+        gone = now - self._lost_since
+        limit = self.no_worker_timeout
+        if self.client.status in ("closing", "closed") or (limit is not None and gone >= limit):
+            address = getattr(self.client.scheduler, "address", None) or "its address"
+            raise SchedulerLostError(
+                f"the scheduler at {address} went away during the run (no connection for "
+                f"{gone:.0f} s); the chunks completed before are kept: start the scheduler "
+                "again (or check its machine and network), then run again to resume"
+            )
+        try:
+            futures = [self.arrived.get(timeout=WAIT_STEP)]
+        except queue.Empty:
+            return
+        while not self.arrived.empty():
+            futures.append(self.arrived.get_nowait())
+        for future in futures:
+            flight = self.in_flight.get(future.key)
+            if flight is not None:
+                self._settle(future.key)
+                self.requeued.append((flight.start, flight.stop, flight.attempt, flight.alone))
 
     def _fill(self) -> None:
         """Send chunks until about two per worker thread are out."""
@@ -252,7 +301,11 @@ class DaskDispatcher:
             self.planner.observe(len(outcome.records), outcome.busy_seconds)
             self.complete(outcome)
         elif not twin_out:
-            self.lost(flight, outcome)
+            if outcome is None and self.client.status != "running":
+                # Cancelled by the client losing its scheduler: no worker died.
+                self.requeued.append((flight.start, flight.stop, flight.attempt, flight.alone))
+            else:
+                self.lost(flight, outcome)
 
     def _time_arrivals(self, arrivals: int) -> None:
         """Keep the planner told how long this thread is busy per chunk (send, take back)."""

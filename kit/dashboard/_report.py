@@ -160,6 +160,8 @@ class ReportWriter:
             self._started = True
         elif isinstance(event, RunFinished) and self._started:
             self._started = False
+            if not (self.output_dir / "manifest.json").is_file():
+                return  # the folder went away mid-run: the run's error says so
             try:
                 write_report(self.output_dir)
             except ImportError:
