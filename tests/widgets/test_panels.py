@@ -44,7 +44,7 @@ def test_cluster_panel_drives_the_session_runners_use() -> None:
         wait_for(lambda: panel.workers.value.count("<td>running</td>") == 2)
         assert (
             "Dask dashboard" in panel.status.value
-            or "scheduler tcp://127.0.0.1" in panel.status.value
+            or "scheduler tls://127.0.0.1" in panel.status.value
         )
     finally:
         panel.stop_button.click()
