@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,9 @@ def build_runner(cfg: DictConfig) -> tuple[Any, Sequence[Index]]:
     return runner, items_of(cfg)
 
 
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
 def items_of(cfg: DictConfig) -> Sequence[Index]:
     """Return the indices of ``cfg.items``: a range, or the lines of a file."""
     if "items" not in cfg:
@@ -83,11 +87,20 @@ def items_of(cfg: DictConfig) -> Sequence[Index]:
                 "    fix: give a file with one index per line",
                 full_key="items.file",
             )
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"items.file: {path} is not UTF-8 text (byte {exc.start}: {exc.reason})\n"
+                "    full_key: items.file\n    fix: give a text file with one index per line",
+                full_key="items.file",
+            ) from None
         out: list[Index] = []
-        for line in path.read_text().splitlines():
+        for line in lines:
             text = line.strip()
             if text and not text.startswith("#"):
-                out.append(int(text) if text.lstrip("-").isdigit() else text)
+                # Only ASCII digits make a number: "²" or "--5" stay ids (str).
+                out.append(int(text) if _INTEGER.fullmatch(text) else text)
         return out
     if items.get("stop") is None:
         raise ConfigError(

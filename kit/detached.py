@@ -221,7 +221,7 @@ class DetachedRun:
     """
 
     def __init__(self, output_dir: str | os.PathLike[str], *, allow_pickle: bool = False) -> None:
-        self.output_dir = Path(output_dir)
+        self.output_dir = Path(output_dir).expanduser()
         self.allow_pickle = allow_pickle
         if (
             not (self.output_dir / "manifest.json").exists()
@@ -244,9 +244,10 @@ class DetachedRun:
                 else self._directory_status()
             )
         result = _fresh(_read_json(self.output_dir / "result.json"), "finished", driver)
+        status = _well_formed(status)
         status["driver"] = driver
         if result is not None:
-            status["state"] = result["status"]
+            status["state"] = str(result.get("status"))
         elif not driver and status["state"] == "running" and not RunStore(self.output_dir).busy():
             status["state"] = "incomplete"  # its process ended without writing result.json
         elif (
@@ -410,6 +411,38 @@ class DetachedRun:
     def __repr__(self) -> str:
         p = self.progress
         return f"<DetachedRun {self.output_dir} {self.status()['state']}: {p.done}/{p.total} items>"
+
+
+def _well_formed(status: dict[str, Any]) -> dict[str, Any]:
+    """Return ``status`` with each field Kit reads of the type Kit writes (else a default).
+
+    ``status.json`` may have been edited, or written by another version: a
+    reader shows what it can instead of failing on a wrong type.
+
+    Examples
+    --------
+    >>> _well_formed({"state": 3, "done": "x", "total": 10, "recent_failures": 5})
+    {'state': '3', 'done': 0, 'total': 10, 'recent_failures': [], 'failed': 0, 'session': {}}
+    """
+    out = dict(status)
+    out["state"] = str(status.get("state", "unknown"))
+    for key in ("done", "total", "failed"):
+        value = status.get(key, 0)
+        out[key] = value if type(value) is int and value >= 0 else 0
+    rate = status.get("items_per_second")
+    if rate is not None:
+        out["items_per_second"] = float(rate) if type(rate) in (int, float) else None
+    failures = status.get("recent_failures")
+    out["recent_failures"] = (
+        [f for f in failures if isinstance(f, list) and len(f) == 2]
+        if isinstance(failures, list)
+        else []
+    )
+    session = status.get("session")
+    out["session"] = session if isinstance(session, dict) else {}
+    if not isinstance(out["session"].get("parallel", {}), dict):
+        out["session"] = dict(out["session"], parallel={})
+    return out
 
 
 def _fresh(

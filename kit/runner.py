@@ -140,7 +140,8 @@ class Runner:
         self.parallel = (
             parallel if isinstance(parallel, ParallelConfig) else parallel_section(parallel)
         )
-        self.output_dir = Path(output_dir) if output_dir is not None else None
+        # "~/runs/x" from a config or a widget means the home folder, not a folder named "~".
+        self.output_dir = Path(output_dir).expanduser() if output_dir is not None else None
         self.writer = writer
         if client is not None:
             check_client(client)

@@ -211,3 +211,21 @@ def test_terminal_escapes_from_items_are_printed_escaped(tmp_path: Path) -> None
         assert not any(c in printed for c in "\x1b\x07\x9b"), printed
     assert "\\x1b]0;pwned\\x07\\x1b[31mred\\x9b2J" in ran.stdout
     assert "failed:  item 1: \\x1b]0;pwned\\x07" in shown.stdout
+
+
+@pytest.mark.parametrize(
+    "garbled",
+    [
+        {"state": ["x"], "done": "many", "total": None, "failed": -3},
+        {"session": "local", "recent_failures": [[1]], "items_per_second": "fast"},
+        {"session": {"parallel": "local"}, "recent_failures": "none"},
+    ],
+)
+def test_kit_status_reads_a_garbled_status_file(tmp_path: Path, garbled: dict) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "status.json").write_text(json.dumps(garbled))
+    (out / "manifest.json").write_text("{}")
+    shown = kit_cli("status", str(out))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(f"{out}: ")

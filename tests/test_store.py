@@ -232,3 +232,36 @@ def test_errors_file_lists_each_failure_once_also_after_resume(tmp_path: Path) -
     Affine(ToyProvider(cfg), output_dir=out, chunk_size=2).run(range(10))
     final = [json.loads(line)["index"] for line in (out / "errors.jsonl").read_text().splitlines()]
     assert final == [1, 5, 8]
+
+
+def test_an_output_dir_under_tilde_is_in_the_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kit
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    Affine(ToyProvider(toy_config()), output_dir="~/runs/x").run(range(3))
+    assert (tmp_path / "home" / "runs" / "x" / "manifest.json").is_file()
+    assert not (tmp_path / "~").exists()
+    assert kit.attach("~/runs/x").result().records == expected(range(3))
+
+
+def test_a_secret_from_the_environment_is_not_written_to_the_run_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kit import load_config
+
+    monkeypatch.setenv("KIT_TEST_SECRET", "s3cr3t-t0ken")
+    cfg = load_config(
+        {"factor": 2, "offset": 1, "token": "${oc.env:KIT_TEST_SECRET}", "auth": "Bearer ${token}"}
+    )
+    out = tmp_path / "run"
+    Affine(ToyProvider(cfg), output_dir=out).run(range(3))
+    written = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert "config.yaml" in written and "report.html" in written
+    assert not [name for name, data in written.items() if b"s3cr3t-t0ken" in data]
+    assert "${oc.env:KIT_TEST_SECRET}" in written["config.yaml"].decode()
+    # The same config resumes: what is stored still names the same values.
+    again = Affine(ToyProvider(cfg), output_dir=out).run(range(3))
+    assert again.stats.resumed == 3

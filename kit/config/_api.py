@@ -6,7 +6,7 @@ import copy
 import hashlib
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,15 @@ def load_config(source: ConfigSource, overrides: Iterable[str] = ()) -> DictConf
     {'b': [1, 2]}
     """
     provenance: Provenance = {}
-    cfg = _load_source(source, provenance)
+    try:
+        cfg = _load_source(source, provenance)
+    except RecursionError:
+        where = str(source) if isinstance(source, (str, os.PathLike)) else "the config"
+        raise error(
+            f"{where} nests too deep to read (lists or mappings hundreds of levels deep)",
+            source=where if isinstance(source, (str, os.PathLike)) else None,
+            fix="flatten it",
+        ) from None
     apply_overrides(cfg, iter_lines(overrides), provenance)
     check_sections(cfg, lambda key: source_of(provenance, key))
     return cfg
@@ -199,9 +207,54 @@ def save_config(cfg: ConfigSource, path: str | os.PathLike[str]) -> Path:
     >>> print(save_config({"a": 1, "b": "${a}"}, out).read_text(), end="")
     a: 1
     b: 1
+
+    Values read from the environment stay unresolved, so a secret is not
+    written out (nor shown in a run's report):
+
+    >>> import os
+    >>> os.environ["KIT_DOC_TOKEN"] = "hunter2"
+    >>> cfg = {"token": "${oc.env:KIT_DOC_TOKEN}", "header": "Bearer ${token}"}
+    >>> print(save_config(cfg, out).read_text(), end="")
+    token: ${oc.env:KIT_DOC_TOKEN}
+    header: Bearer ${token}
     """
-    resolved = resolve_config(_as_config(cfg))
+    config = _as_config(cfg)
+    resolved = resolve_config(config)
+    raw = OmegaConf.to_container(config, resolve=False)
+    done = OmegaConf.to_container(resolved, resolve=True)
+    secrets = {str(v) for v in _env_values(raw, done) if str(v)}
     target = Path(path)
     with atomic_file(target) as fh:
-        fh.write(OmegaConf.to_yaml(resolved))
+        fh.write(OmegaConf.to_yaml(OmegaConf.create(_hide_env(raw, done, secrets))))
     return target
+
+
+def _env_values(raw: Any, done: Any) -> Iterator[Any]:
+    """Yield the resolved values of the leaves whose raw value reads the environment."""
+    if isinstance(raw, dict) and isinstance(done, dict):
+        for key, value in raw.items():
+            yield from _env_values(value, done.get(key))
+    elif isinstance(raw, list) and isinstance(done, list):
+        for value, resolved in zip(raw, done, strict=False):
+            yield from _env_values(value, resolved)
+    elif isinstance(raw, str) and "${oc.env:" in raw:
+        yield done
+
+
+def _hide_env(raw: Any, done: Any, secrets: set[str]) -> Any:
+    """Return ``done`` with each value read from the environment (or holding one) unresolved.
+
+    A token in ``${oc.env:HF_TOKEN}`` stays in the environment: the saved
+    config, and the report that shows it, keep the interpolation.
+    """
+    if isinstance(raw, dict) and isinstance(done, dict):
+        return {k: _hide_env(raw.get(k), v, secrets) for k, v in done.items()}
+    if isinstance(raw, list) and isinstance(done, list):
+        return [_hide_env(r, d, secrets) for r, d in zip(raw, done, strict=False)]
+    if (
+        isinstance(raw, str)
+        and "${" in raw
+        and ("${oc.env:" in raw or any(secret in str(done) for secret in secrets))
+    ):
+        return raw
+    return done

@@ -53,10 +53,16 @@ def apply_overrides(cfg: DictConfig, overrides: Sequence[str], provenance: Prove
     for line in overrides:
         try:
             (override,) = parser.parse_overrides([line])
+            _apply_one(cfg, override, line, provenance)
         except OverrideParseException as exc:
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
             raise error(f"cannot parse override {line!r}: {detail}", fix=_FIX_FORMS) from None
-        _apply_one(cfg, override, line, provenance)
+        except RecursionError:
+            shown = line if len(line) <= 60 else line[:50] + "..."
+            raise error(
+                f"override {shown!r} nests too deep to read",
+                fix="give a flatter value, or put it in a YAML file",
+            ) from None
 
 
 def _apply_one(cfg: DictConfig, override: Any, line: str, provenance: Provenance) -> None:

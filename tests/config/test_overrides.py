@@ -112,3 +112,15 @@ def test_a_bad_override_of_a_kit_section_names_the_override() -> None:
     with pytest.raises(ConfigError) as info:
         load_config(BASE, ["parallel.env=slurmm"])
     assert "from: override 'parallel.env=slurmm'" in str(info.value)
+
+
+def test_a_config_or_override_nested_too_deep_is_a_config_error(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("a: " + "[" * 3000 + "]" * 3000 + "\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(deep)
+    assert str(info.value).startswith(f"{deep} nests too deep to read")
+    with pytest.raises(ConfigError) as info:
+        load_config({"a": 1}, ["+x=" + "[" * 3000 + "]" * 3000])
+    assert str(info.value).startswith("override '+x=[[[[[[[[[")
+    assert "nests too deep to read" in str(info.value)

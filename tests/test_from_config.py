@@ -1,0 +1,26 @@
+"""Jobs described by a config: the items of ``items.file``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from kit import ConfigError
+from kit._from_config import items_of
+
+
+def test_only_ascii_integers_are_numbers_in_an_items_file(tmp_path: Path) -> None:
+    ids = tmp_path / "ids.txt"
+    ids.write_text("3\n-7\n²\n--5\n utt-1 \n# a comment\n\n٣\n")
+    cfg = OmegaConf.create({"items": {"file": str(ids)}})
+    assert items_of(cfg) == [3, -7, "²", "--5", "utt-1", "٣"]
+
+
+def test_an_items_file_that_is_not_text_is_a_config_error(tmp_path: Path) -> None:
+    ids = tmp_path / "ids.bin"
+    ids.write_bytes(b"1\n\xff\xfe2\n")
+    with pytest.raises(ConfigError) as info:
+        items_of(OmegaConf.create({"items": {"file": str(ids)}}))
+    assert str(info.value).startswith(f"items.file: {ids} is not UTF-8 text (byte 2: ")
