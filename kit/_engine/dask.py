@@ -41,6 +41,8 @@ class Flight:
     alone: bool
     future: Any
     sent: float = field(default_factory=time.perf_counter)
+    #: The worker an item run alone was sent to (None: the scheduler chose).
+    worker: str | None = None
 
 
 class DaskDispatcher:
@@ -133,9 +135,10 @@ class DaskDispatcher:
                 continue
             while self.requeued:
                 self.launch(*self.requeued.popleft())
-            if self.isolated:
-                if not self.in_flight and not self.should_stop():
-                    self.launch(*self.isolated.popleft(), alone=True)
+            if self.isolated or any(f.alone for f in self.in_flight.values()):
+                # Until every lost item is back, nothing else goes out.
+                if self.isolated and not self.should_stop():
+                    self._launch_isolated()
             else:
                 self._fill()
                 if arrival and self.planned_all and self.backups == "auto":
@@ -161,6 +164,42 @@ class DaskDispatcher:
             for flight, chunk in zip(flights, self._gather(flights), strict=True):
                 self._arrive(flight, chunk)
             self._time_arrivals(len(flights))
+
+    def _launch_isolated(self) -> None:
+        """Send items of lost chunks, each alone on a worker of its own, on every free worker.
+
+        A worker is free when none of this run's tasks is on it: chunks sent
+        before drain first, wherever they are. Alone on its worker, an item
+        is named by that worker's death; on every worker at once, a lost
+        chunk runs again in about its own time over the number of workers.
+        """
+        if any(f.alone and f.worker is None for f in self.in_flight.values()):
+            return  # an item the scheduler places itself: wait for it
+        try:
+            known = self.client.scheduler_info()["workers"]
+            processing = self.client.processing() if self.in_flight else {}
+        except Exception:  # the scheduler is busy or gone: try at the next step
+            return
+        occupied = {f.worker for f in self.in_flight.values() if f.alone}
+        assigned: set[str] = set()
+        for worker, keys in processing.items():
+            ours = [str(k) for k in keys if str(k) in self.in_flight]
+            assigned.update(ours)
+            if ours:
+                occupied.add(worker)
+        if any(key not in assigned for key, f in self.in_flight.items() if not f.alone):
+            return  # a chunk not on a worker yet could land beside an item: wait
+        workers: list[str | None] = [
+            address
+            for address, info in known.items()
+            if address not in occupied and info.get("status", "running") == "running"
+        ]
+        if not workers and not self.in_flight:
+            workers = [None]  # none known now: one item, placed when a worker joins
+        for worker in workers:
+            if not self.isolated:
+                return
+            self.launch(*self.isolated.popleft(), alone=True, worker=worker)
 
     def _wait_for_scheduler(self) -> None:
         """Wait one step for a lost scheduler to come back; raise once it will not.
@@ -243,9 +282,15 @@ class DaskDispatcher:
             )
 
     def launch(
-        self, start: int, stop: int, attempt: int, alone: bool, backup: bool = False
+        self,
+        start: int,
+        stop: int,
+        attempt: int,
+        alone: bool,
+        backup: bool = False,
+        worker: str | None = None,
     ) -> None:
-        """Send positions ``start:stop`` as one task."""
+        """Send positions ``start:stop`` as one task (to ``worker``, if it is still there)."""
         from kit._plugin import run_chunk
 
         job = self.job
@@ -262,8 +307,11 @@ class DaskDispatcher:
             job.batch_by,
             key=f"kit-{job.run_id}-{start}-{stop}-{attempt}-{int(alone)}{'-b' * backup}",
             pure=False,
+            # Loose: if that worker is gone, another runs it rather than none ever.
+            workers=None if worker is None else [worker],
+            allow_other_workers=worker is not None,
         )
-        self.in_flight[future.key] = Flight(start, stop, attempt, alone, future)
+        self.in_flight[future.key] = Flight(start, stop, attempt, alone, future, worker=worker)
         self.twins.setdefault((start, stop), []).append(future.key)
         future.add_done_callback(self.arrived.put)
 
@@ -370,14 +418,21 @@ class DaskDispatcher:
         """Decide what to do with a chunk whose task failed (its worker died, say).
 
         Any item of a lost chunk may be the one that killed the worker, and the
-        others are bystanders: each item runs again alone, one at a time with
-        nothing else in flight, so the next death names its item. That item
-        gets ``retries`` more attempts, then is recorded as failed; every other
-        item runs. With the scheduler failing a task at its first worker death
-        (as on the clusters Kit starts), a killing item costs ``retries + 2``
-        worker deaths.
+        others are bystanders: each item runs again alone on its worker, all
+        workers at once with nothing else in flight, so the next death names
+        its item and the chunk's items take about the chunk's time over the
+        number of workers. That item gets ``retries`` more attempts, then is
+        recorded as failed; every other item runs. With the scheduler failing
+        a task at its first worker death (as on the clusters Kit starts), a
+        killing item costs ``retries + 2`` worker deaths.
         """
         start, stop, attempt = flight.start, flight.stop, flight.attempt
+        died_on = getattr(getattr(exc, "last_worker", None), "address", None)
+        if flight.alone and flight.worker is not None and died_on not in (None, flight.worker):
+            # Its worker was gone and another ran it, maybe beside an item that kills:
+            # no proof against this one, so it goes again, uncharged.
+            self.isolated.appendleft((start, stop, attempt))
+            return
         if stop - start > 1 or not flight.alone:
             self.isolated.extend((pos, pos + 1, 0) for pos in range(start, stop))
         elif attempt < self.retries:
