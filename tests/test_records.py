@@ -6,36 +6,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 import kit
 from kit.events import ChunkFinished
-from tests.workloads import BadRecords, EmptyEnv, ManyMetrics, NumpyKinds, numpy_record
+from tests.workloads import BadRecords, EmptyEnv, ManyMetrics, NumpyKinds, numpy_record, same
 
 pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal values of the same type, dtype (field names too), mask and subclass."""
-    if isinstance(a, np.ma.MaskedArray):
-        return (
-            type(b) is type(a)
-            and same(a.data, b.data)
-            and np.array_equal(np.ma.getmaskarray(a), np.ma.getmaskarray(b))
-            and a.fill_value == b.fill_value
-        )
-    if isinstance(a, (np.ndarray, np.generic)):
-        return (
-            type(b) is type(a)
-            and a.dtype == b.dtype
-            and a.dtype.names == b.dtype.names
-            and a.shape == b.shape
-            and a.tobytes() == b.tobytes()
-        )
-    if isinstance(a, dict):
-        return type(b) is dict and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
 
 
 def test_structured_masked_matrix_and_record_arrays_come_back_as_they_went_in(

@@ -29,6 +29,7 @@ from tests.workloads import (
     ToyProvider,
     Tripwire,
     expected,
+    same,
     toy_config,
 )
 
@@ -48,16 +49,6 @@ class Mixed(Runner):
             7: "an int key",
             "__kit__": "a key Kit uses itself",
         }
-
-
-def same(a: Any, b: Any) -> bool:
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
-    if isinstance(a, dict):
-        return type(b) is dict and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
-    return type(a) is type(b) and a == b
 
 
 def test_numpy_bytes_and_tuples_are_stored_as_arrow_and_read_back_as_the_same_types(

@@ -420,3 +420,29 @@ class Escapes(Runner):
         if idx == 1:
             raise ValueError("\x1b]0;pwned\x07\x1b[31mred\x9b2J\x1b[2K")
         return {"note": "\x1b[1mbold"}
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal values of the same type, dtype (field names too), mask and subclass."""
+    import numpy as np
+
+    if isinstance(a, np.ma.MaskedArray):
+        return (
+            type(b) is type(a)
+            and same(a.data, b.data)
+            and np.array_equal(np.ma.getmaskarray(a), np.ma.getmaskarray(b))
+            and a.fill_value == b.fill_value
+        )
+    if isinstance(a, (np.ndarray, np.generic)):
+        return (
+            type(b) is type(a)
+            and a.dtype == b.dtype
+            and a.dtype.names == b.dtype.names
+            and a.shape == b.shape
+            and a.tobytes() == b.tobytes()
+        )
+    if isinstance(a, dict):
+        return type(b) is dict and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
+    return type(a) is type(b) and a == b
