@@ -72,6 +72,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_asr.py
 	$(BIN)/python benchmarks/bench_notebooks.py
 	$(BIN)/python benchmarks/bench_rl.py
+	$(BIN)/python benchmarks/bench_tls.py
 	$(BIN)/python benchmarks/reliability.py
 
 clean:
