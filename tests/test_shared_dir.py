@@ -232,6 +232,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # report.html, result.json: disk full
+# A chunk file whose ledger line the full disk refused is left unread, with a warning.
+@pytest.mark.filterwarnings("ignore::kit.StoreWarning")
 @pytest.mark.parametrize("seed", range(4))
 def test_a_disk_filling_at_a_random_point_loses_no_committed_record(
     small_disk: Path, seed: int

@@ -120,7 +120,9 @@ async def open_client_with(address: str, security: Any) -> None:
         pass
 
 
+# The intruder's refused clients are distributed's to clean up, and it warns doing so.
 @pytest.mark.filterwarnings("ignore:coroutine .wait_for. was never awaited:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_local_cluster_is_closed_to_whoever_lacks_its_credentials(
     local: dict[str, Any],
 ) -> None:
