@@ -148,7 +148,7 @@ def start_driver(
         driver = _read_json(out / "driver.json")
         result = _fresh(_read_json(out / "result.json"), "finished", driver or {})
         if driver and DriverIdentity(driver).running() and result is None:
-            raise RuntimeError(
+            raise StoreError(
                 f"a detached driver (pid {driver['pid']}) is already running in {out}; "
                 f"attach to it with kit.attach({str(out)!r}) or cancel it with "
                 f"`kit cancel {out}`"

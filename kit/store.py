@@ -305,6 +305,8 @@ class StoreWarning(UserWarning):
     """
 
 
+#: Attempts at the directory's lock when its holder lets go in between.
+LOCK_TRIES = 3
 #: The committed chunk files, one JSON line each: name, positions, size, sha256.
 LEDGER = "ledger.jsonl"
 #: What Kit writes in a run directory: none of these may be a symbolic link.
@@ -365,17 +367,27 @@ class RunStore:
                 f"cannot write to output_dir {self.path}: {exc.strerror or exc}; choose an "
                 "output_dir you can write to"
             ) from exc
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        for _ in range(LOCK_TRIES):
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                # Who holds it is asked of the kernel: the file is empty (nothing written
+                # there can fail on a full disk, or be forged). Nobody: it was let go
+                # in between (a submit handing over to its driver), so try again.
+                holder = self.lock_holder()
+                if holder is not None:
+                    fh.close()
+                    raise StoreError(
+                        f"another run is writing to {self.path} (pid {holder}); wait for it "
+                        "to end, cancel it, or choose another output_dir"
+                    ) from None
+        else:
             fh.close()
-            # Who holds it is asked of the kernel: the file is empty (nothing written
-            # there can fail on a full disk, or be forged).
-            holder = self.lock_holder() or "unknown"
             raise StoreError(
-                f"another run is writing to {self.path} (pid {holder}); wait for it to end, "
-                "cancel it, or choose another output_dir"
-            ) from None
+                f"another run is writing to {self.path}; wait for it to end, cancel it, or "
+                "choose another output_dir"
+            )
         info = os.stat(self.path)
         self._identity = (info.st_dev, info.st_ino)
         self._lock = fh

@@ -129,6 +129,25 @@ def test_kit_submit_is_the_detached_form(config: Path, tmp_path: Path) -> None:
     assert outcome.stats.ok == 200
 
 
+def test_two_submits_at_once_one_runs_and_the_other_is_refused(
+    config: Path, tmp_path: Path
+) -> None:
+    command = [sys.executable, "-m", "kit", "submit", str(config), "parallel.env=inline"]
+    both = [
+        subprocess.Popen(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outputs = [proc.communicate(timeout=120) for proc in both]
+    codes = sorted(proc.returncode for proc in both)
+    assert codes == [0, 2], outputs
+    refused = next(err for proc, (_, err) in zip(both, outputs, strict=True) if proc.returncode)
+    assert refused.startswith("kit: error: ") and str(tmp_path / "out") in refused
+    assert "Traceback" not in refused and "--debug" not in refused
+    assert kit.attach(tmp_path / "out").result(timeout=120).stats.ok == 50
+
+
 def test_the_scale_out_command_replays_a_notebook_edit(config: Path, tmp_path: Path) -> None:
     # In the notebook: load the base config, edit it, then scale out with the override list.
     base = kit.load_config(config)
