@@ -115,7 +115,12 @@ def run_shipped(
             request.getfixturevalue("spoken_corpus")(jupyter.folder)
         shutil.copy(ROOT / "notebooks" / name, jupyter.folder / name)
         open_and_run_all(page, jupyter, name)
-        until.wait_for(timeout=timeout)
+        try:
+            until.wait_for(timeout=timeout)
+        except Exception:
+            # What the page showed when the wait ran out: the screen to look at.
+            shots(page, f"{shot}-timed-out")
+            raise
         shots(page, shot, focus=until)
         return until
 
