@@ -50,11 +50,14 @@ def atomic_file(
     *,
     durable: bool = False,
     private: bool = False,
+    parents: bool = True,
 ) -> Iterator[IO[Any]]:
     """Write ``path`` through a temporary file renamed into place at the end.
 
-    The parent folder is created. A crash or an exception leaves the old
-    file (or none) and no temporary file behind. The file gets the mode a
+    The parent folder is created, unless ``parents`` is false (a run's
+    folder deleted mid-run must not come back holding one file). A crash
+    or an exception leaves the old file (or none) and no temporary file
+    behind. The file gets the mode a
     plain ``open`` would (0666 less the umask), or 0600 when ``private``.
     With ``durable``, the data and the rename reach the disk before this
     returns (``fsync`` of the file and of its folder).
@@ -71,7 +74,8 @@ def atomic_file(
     True
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if parents:
+        target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         # mkstemp makes 0600 files: a report a colleague cannot open.

@@ -55,7 +55,8 @@ class Preparable(Protocol):
 
 
 def _write_json(path: Path, data: Mapping[str, Any], private: bool = False) -> None:
-    with atomic_file(path, private=private) as fh:
+    # Into a run's folder, which must exist: one deleted mid-run is not made again.
+    with atomic_file(path, private=private, parents=False) as fh:
         json.dump(data, fh, indent=1, default=repr)
 
 
@@ -110,6 +111,21 @@ class DriverIdentity:
     def here(self) -> bool:
         """Whether the driver runs on this host."""
         return self.host == socket.gethostname()
+
+    def drives(self, output_dir: Path) -> bool:
+        """Whether the recorded process runs ``python -m kit._driver`` on ``output_dir``."""
+        import psutil
+
+        if self.pid is None:
+            return False
+        try:
+            process = psutil.Process(self.pid)
+            command: list[str] = process.cmdline()
+            if command[1:3] != ["-m", "kit._driver"] or len(command) < 4:
+                return False
+            return os.path.samefile(Path(process.cwd()) / command[3], output_dir)
+        except (psutil.Error, OSError):
+            return False
 
     def running(self) -> bool:
         """Whether the recorded driver is alive: same host, pid and start time."""
@@ -353,7 +369,7 @@ class DetachedRun:
                 f"process {identity.pid}, named by {path}, does not hold the run's lock "
                 f"(process {holder} does), so Kit cannot prove it is this run's driver{refused}"
             )
-        if not _runs_driver_of(identity.pid, self.output_dir):
+        if not identity.drives(self.output_dir):
             raise StoreError(
                 f"process {identity.pid}, named by {path}, is not Kit's driver of "
                 f"{self.output_dir}{refused}"
@@ -457,20 +473,6 @@ def _fresh(
 def _ok_mask(result: RunResult) -> list[bool]:
     failed = {err.position for err in result.errors}
     return [pos not in failed for pos in range(len(result.records))]
-
-
-def _runs_driver_of(pid: int, output_dir: Path) -> bool:
-    """Whether process ``pid`` runs ``python -m kit._driver`` on the folder ``output_dir``."""
-    import psutil
-
-    try:
-        process = psutil.Process(pid)
-        command: list[str] = process.cmdline()
-        if command[1:3] != ["-m", "kit._driver"] or len(command) < 4:
-            return False
-        return os.path.samefile(Path(process.cwd()) / command[3], output_dir)
-    except (psutil.Error, OSError):
-        return False
 
 
 def read_result(output_dir: str | os.PathLike[str], *, allow_pickle: bool = False) -> RunResult:

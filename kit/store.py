@@ -178,8 +178,8 @@ class RecordWriter:
 
         A pickle file is read only by a writer whose ``record_format`` is
         ``pickle`` (the reader's choice, never the directory's), and only when
-        it is the reader's own file, in a folder of theirs, that nobody else
-        may change: unpickling runs code.
+        it is the reader's own file that nobody else may change: unpickling
+        runs code.
         """
         if path.suffix == ".pkl":
             if self.record_format != "pickle":
