@@ -23,8 +23,9 @@ POLL = 0.25
 def follow_events(path: Path, live: Callable[[], bool], poll: float = POLL) -> EventStream:
     """Return a stream of the events in ``path``: those there now, then each one appended.
 
-    A thread reads the file until it holds the run's end (``RunFinished``), or
-    ``live()`` says its writer has gone and nothing more came. Only whole
+    A thread reads the file until ``live()`` says its writer has gone and
+    all it wrote was read. A ``RunFinished`` alone does not end the reading:
+    a resumed run's file holds its earlier sessions first. Only whole
     lines are read: a line being written is read once its newline is there,
     and one that never gets it (a writer killed mid-line) is skipped.
 
@@ -62,6 +63,7 @@ class _FollowedStream(EventStream):
 def _follow(path: Path, stream: EventStream, live: Callable[[], bool], poll: float) -> None:
     offset = 0
     pending = b""
+    ended = False
     while True:
         writer_alive = live()  # asked before reading, so nothing written before it ends is missed
         chunk = b""
@@ -78,8 +80,9 @@ def _follow(path: Path, stream: EventStream, live: Callable[[], bool], poll: flo
             if event is None:
                 continue  # a torn line, as read_events skips it
             stream.emit(event)
-            if isinstance(event, RunFinished):
-                return
-        if not writer_alive and not chunk:
+            ended = isinstance(event, RunFinished)
+        # A RunFinished alone ends nothing: the file holds the earlier sessions of a
+        # resumed run before its own, and its driver may be about to write them.
+        if not writer_alive and (not chunk or (ended and not pending)):
             return
         time.sleep(poll)

@@ -113,9 +113,11 @@ class EventLog:
     """A subscriber that appends every event to a JSON-lines file (``events.jsonl``).
 
     The log lets any process (``kit report``, a dashboard attached to a
-    detached run) replay a run's events. It starts at a run's ``RunStarted``
-    (which truncates the file), so a run that never started, e.g. one refused
-    the directory's lock, writes nothing there.
+    detached run) replay a run's events. It starts at a run's ``RunStarted``,
+    so a run that never started, e.g. one refused the directory's lock, writes
+    nothing there. A fresh run truncates the file; a resumed one appends, so
+    the history of the items it found done (and the report drawn from it) is
+    kept: running a completed run again loses nothing.
     """
 
     def __init__(self, path: Path) -> None:
@@ -128,7 +130,7 @@ class EventLog:
             self._open = True
         elif not self._open:
             return
-        mode = "w" if isinstance(event, RunStarted) else "a"
+        mode = "w" if isinstance(event, RunStarted) and not event.resumed else "a"
         with open_file(self.path, mode) as fh:
             fh.write(json.dumps(event_to_dict(event), default=repr) + "\n")
 

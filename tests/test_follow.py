@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,9 @@ def test_a_detached_run_is_drawn_live_as_its_driver_writes(tmp_path: Path) -> No
 def test_a_line_being_written_is_read_once_whole(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     EventLog(path)(RunStarted("r1", total=1, resumed=0, workers=1))
-    stream = follow_events(path, live=lambda: True, poll=0.01)
+    writing = threading.Event()
+    writing.set()
+    stream = follow_events(path, live=writing.is_set, poll=0.01)
     line = json.dumps(event_to_dict(RunFinished("r1", "completed", 1, 0, 1, 0.1))) + "\n"
     with path.open("a") as fh:
         fh.write(line[:10])  # the writer is mid-line
@@ -94,6 +97,7 @@ def test_a_line_being_written_is_read_once_whole(tmp_path: Path) -> None:
         time.sleep(0.1)  # the reader looks ten times meanwhile
         assert [type(e).__name__ for e in stream.history()] == ["RunStarted"]
         fh.write(line[10:])
+    writing.clear()  # the writer ends
     stream.join(10)
     assert [type(e).__name__ for e in stream.history()] == ["RunStarted", "RunFinished"]
 

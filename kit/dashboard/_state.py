@@ -146,14 +146,33 @@ class DashboardState:
         self._window: deque[tuple[float, int]] = deque()
         self.summary: dict[str, Any] = {}
         self.error: str | None = None
+        # Seconds of earlier sessions of the run (a resume goes on from them).
+        self._offset = 0.0
+
+    def _go_on(self, event: RunStarted) -> None:
+        """Fold in a resume of the run so far: its items, metrics and curves go on.
+
+        A run folder's ``events.jsonl`` holds each session of the run, one after
+        the other; the time axis continues from where the last one stopped.
+        """
+        self._offset = self.elapsed
+        self.run_id, self.status, self.total = event.run_id, "running", event.total
+        self.done = self.resumed = event.resumed
+        self.dask_dashboard = event.dashboard
+        self._window.clear()
+        self.summary = {}
+        self.error = None
 
     def __call__(self, event: Event) -> None:
         """Fold one event in."""
         with self._lock:
             if isinstance(event, RunStarted):
-                self._reset(event.run_id, event.total, event.resumed, event.dashboard)
-                self.progress.append(0.0, event.resumed)
-                self._window.append((0.0, event.resumed))
+                if self.run_id and event.resumed:
+                    self._go_on(event)
+                else:
+                    self._reset(event.run_id, event.total, event.resumed, event.dashboard)
+                self.progress.append(self._offset, event.resumed)
+                self._window.append((self._offset, event.resumed))
             elif isinstance(event, ChunkFinished):
                 self._chunk(event)
             elif isinstance(event, Scalars):
@@ -165,26 +184,28 @@ class DashboardState:
             elif isinstance(event, RunFinished):
                 self.status = event.status.value
                 self.error = event.error
-                self.done, self.failed, self.elapsed = event.done, event.failed, event.elapsed
+                self.done, self.failed = event.done, event.failed
+                self.elapsed = self._offset + event.elapsed
                 self.total = event.total
                 self.summary = dict(event.summary)
-                self.progress.append(event.elapsed, event.done)
+                self.progress.append(self.elapsed, event.done)
             self.version += 1
 
     def _chunk(self, event: ChunkFinished) -> None:
-        self.done, self.failed, self.elapsed = event.done, event.failed_total, event.elapsed
+        self.done, self.failed = event.done, event.failed_total
+        self.elapsed = self._offset + event.elapsed
         worker = self.workers.setdefault(event.worker, WorkerView())
         worker.items += event.items
         worker.busy_seconds += event.busy_seconds
         worker.chunks += 1
         self._failures.extend(event.failures)
-        self._window.append((event.elapsed, event.done))
+        self._window.append((self.elapsed, event.done))
         # Keep one point at or before the window's start, to read the count there.
-        start = event.elapsed - self.window_seconds
+        start = self.elapsed - self.window_seconds
         while len(self._window) > 2 and self._window[1][0] <= start:
             self._window.popleft()
-        self.throughput.append(event.elapsed, self._rate())
-        self.progress.append(event.elapsed, event.done)
+        self.throughput.append(self.elapsed, self._rate())
+        self.progress.append(self.elapsed, event.done)
         for name, (total, count) in event.metrics.items():
             sums = self._metric_sums.setdefault(name, [0.0, 0])
             sums[0] += total
@@ -217,7 +238,8 @@ class DashboardState:
         """Return a consistent copy of the state."""
         with self._lock:
             ran = self.done - self.resumed
-            rate = ran / self.elapsed if self.elapsed > 0 else 0.0
+            spent = self.elapsed - self._offset  # this session's: its items are `ran`
+            rate = ran / spent if spent > 0 else 0.0
             left = self.total - self.done
             eta = left / rate if rate > 0 and self.status == "running" else None
             return Snapshot(

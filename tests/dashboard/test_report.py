@@ -126,3 +126,24 @@ def test_the_report_says_which_items_this_run_took(tmp_path: Path) -> None:
     assert str(out) in page
     # One plot per metric, each with its own axis: a WER and an RTF never share one.
     assert "kit-metric-wer" in page and "kit-metric-rtf" in page
+
+
+def test_running_a_finished_run_again_keeps_its_history(run_dir: Path) -> None:
+    """Issue 25, 14: a re-run of a completed run found every item done; it wiped nothing."""
+    from kit.dashboard import DashboardState
+    from kit.events import RunStarted, read_events
+
+    def picture() -> tuple[object, ...]:
+        state = DashboardState()
+        for event in read_events(run_dir / "events.jsonl"):
+            state(event)
+        snap = state.snapshot()
+        return snap.status, snap.done, snap.failed, snap.failures, snap.metric_means
+
+    first = picture()
+    Decodeish(Env({"beam": 10}), output_dir=run_dir, chunk_size=10).run(range(120))
+    sessions = [e for e in read_events(run_dir / "events.jsonl") if isinstance(e, RunStarted)]
+    assert [e.resumed for e in sessions] == [0, 120]
+    assert picture() == first == ("completed", 120, 1, first[3], first[4])
+    assert first[3] and set(first[4]) == {"wer", "rtf"}  # the failure and metrics are there
+    assert "audio file is empty" in (run_dir / "report.html").read_text()

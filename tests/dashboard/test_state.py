@@ -216,3 +216,29 @@ def test_a_finished_training_that_stopped_early_reads_as_complete() -> None:
     state(RunFinished("r", "completed", 20, 0, 20, 3.0, {"solved": True}))
     snap = state.snapshot()
     assert (snap.done, snap.total) == (20, 20)
+
+
+def test_a_resumed_session_goes_on_from_the_history_before_it() -> None:
+    """A run folder's events.jsonl holds each session of the run; the picture is the whole run."""
+    state = DashboardState()
+    state(RunStarted("first", total=10, resumed=0, workers=1))
+    state(ChunkFinished("first", 0, 4, 0, "0", 1.0, 2.0, 4, 0, 10, metrics={"wer": (0.4, 4)}))
+    # The first session was killed here; the resume finds 4 items done.
+    state(RunStarted("second", total=10, resumed=4, workers=2))
+    state(ChunkFinished("second", 4, 6, 0, "1", 1.5, 3.0, 10, 0, 10, metrics={"wer": (0.0, 6)}))
+    state(RunFinished("second", "completed", 10, 0, 10, 3.0))
+    snap = state.snapshot()
+    assert (snap.status, snap.done, snap.elapsed) == ("completed", 10, 5.0)
+    assert snap.metric_means == {"wer": pytest.approx(0.04)}  # over all 10 items
+    assert snap.workers["0"].items + snap.workers["1"].items == 10
+    xs, ys = snap.progress
+    assert xs == sorted(xs) and ys[-1] == 10  # time goes on from the first session
+
+
+def test_a_new_run_after_another_starts_from_nothing() -> None:
+    state = DashboardState()
+    state(RunStarted("first", total=10, resumed=0, workers=1))
+    state(ChunkFinished("first", 0, 4, 0, "0", 1.0, 2.0, 4, 0, 10, metrics={"wer": (0.4, 4)}))
+    state(RunStarted("fresh", total=5, resumed=0, workers=1))
+    snap = state.snapshot()
+    assert (snap.done, snap.total, snap.metric_means, snap.workers) == (0, 5, {}, {})
