@@ -1,5 +1,5 @@
 """``python -m kit`` runs the ``kit`` command line."""
 
-from kit.cli import main
+from kit.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -3,7 +3,8 @@
 import sys
 from pathlib import Path
 
+from kit._leave import leave
 from kit.detached import drive
 
 if __name__ == "__main__":
-    sys.exit(drive(Path(sys.argv[1])))
+    leave(drive(Path(sys.argv[1])))

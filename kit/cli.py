@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from omegaconf import DictConfig, OmegaConf
 
 from kit._errors import KitError
 from kit._format import printable
+from kit._leave import leave
 from kit.config import load_config, resolve_config, to_overrides
 from kit.provider import ProviderSetupError
 from kit.result import RunError, RunResult
@@ -240,5 +241,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def entry() -> NoReturn:
+    """Run the ``kit`` program: :func:`main`, then exit, not waiting for threads a run left."""
+    leave(main())
+
+
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    entry()

@@ -148,6 +148,40 @@ def test_two_submits_at_once_one_runs_and_the_other_is_refused(
     assert kit.attach(tmp_path / "out").result(timeout=120).stats.ok == 50
 
 
+@pytest.mark.parametrize("command", ["run", "submit"])
+def test_a_thread_forward_left_running_does_not_keep_kit_alive(
+    command: str, config: Path, tmp_path: Path
+) -> None:
+    """Issue 25, 14: the run is over, its results stored; the process ends, saying why."""
+    program = [sys.executable, "-m", "kit", command, str(config), "parallel.env=inline"]
+    leaves = "runner._target_=tests.workloads.LeavesAThread"
+    ran = subprocess.run(
+        [*program, leaves], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False
+    )
+    assert ran.returncode == 0, ran.stderr
+    outcome = kit.attach(tmp_path / "out").result(timeout=120)
+    assert outcome.stats.ok == 50
+    if command == "run":
+        assert "not waiting for 1 thread(s) it left running ('stray-poller')" in ran.stderr
+    else:  # the driver, a process of its own, ended too
+        driver = json.loads((tmp_path / "out" / "driver.json").read_text())
+        assert not _alive_after(driver["pid"], 60), "the driver outlived its run"
+
+
+def _alive_after(pid: int, seconds: float) -> bool:
+    """Whether process ``pid`` still runs after ``seconds`` (False as soon as it has ended)."""
+    import time
+
+    from kit._process import alive
+
+    deadline = time.monotonic() + seconds
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def test_the_scale_out_command_replays_a_notebook_edit(config: Path, tmp_path: Path) -> None:
     # In the notebook: load the base config, edit it, then scale out with the override list.
     base = kit.load_config(config)

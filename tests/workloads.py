@@ -123,6 +123,20 @@ class Affine(Runner):
         return {"mean_y": sum(ys) / len(ys) if ys else None}
 
 
+#: Set by nobody: the thread LeavesAThread starts waits for ever.
+_NEVER = threading.Event()
+
+
+class LeavesAThread(Affine):
+    """Starts a non-daemon thread that never ends, as a library's background poller may."""
+
+    @staticmethod
+    def forward(idx: int, model: Model, offset: int = 0) -> dict[str, Any]:
+        if idx == 0:
+            threading.Thread(target=_NEVER.wait, name="stray-poller", daemon=False).start()
+        return Affine.forward(idx, model, offset)
+
+
 class Scored(Affine):
     """Affine with two metrics on scales ten times apart, as WER (0.0-0.08) and RTF (1-3)."""
 
