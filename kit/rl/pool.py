@@ -90,6 +90,8 @@ class WorkerPool(abc.ABC):
         self.faults: list[tuple[int, str, str]] = []
         self._pending: dict[int, float] = {}  # slot -> when its command was sent
         self._answered: deque[tuple[EnvState, int]] = deque()
+        #: Whether :meth:`cleanup` ended the pool: it takes no command after that.
+        self.closed = False
 
     @property
     def num_envs(self) -> int:
@@ -101,7 +103,16 @@ class WorkerPool(abc.ABC):
         """Envs with a command whose answer the caller has not received yet."""
         return [*self._pending, *(slot for _, slot in self._answered)]
 
+    def _check_open(self) -> None:
+        """Refuse a command to a closed pool, the same way whatever its mode."""
+        if self.closed:
+            raise RuntimeError(
+                "this pool is closed (cleanup() or close() ended its envs): make a new pool "
+                "to step envs again"
+            )
+
     def _check_free(self, env_index: int) -> None:
+        self._check_open()
         if not 0 <= env_index < len(self.workers):
             raise IndexError(f"no env {env_index}: the pool has envs 0 to {len(self.workers) - 1}")
         if env_index in self._pending:
@@ -153,6 +164,7 @@ class WorkerPool(abc.ABC):
     @renamed(env_ids="env_indices")
     def send(self, actions: Sequence[Any], env_indices: Sequence[int]) -> None:
         """Step env ``env_indices[i]`` with ``actions[i]`` (the batched interface, any actions)."""
+        self._check_open()
         if len(actions) != len(env_indices):
             raise ValueError(f"{len(actions)} actions for {len(env_indices)} env indices")
         for action, slot in zip(actions, env_indices, strict=True):
@@ -160,6 +172,7 @@ class WorkerPool(abc.ABC):
 
     def get_state(self, timeout: float | None = None) -> tuple[EnvState, int]:
         """Return the next answer and its slot, in completion order."""
+        self._check_open()
         if not self._answered:
             self._answered.extend(self._wait(timeout, everything=False))
         return self._answered.popleft()
@@ -173,6 +186,7 @@ class WorkerPool(abc.ABC):
         An int: wait until that many are in (or as many as are in flight), or
         until ``timeout`` passes with at least one (TimeoutError with none).
         """
+        self._check_open()
         in_flight = len(self._pending) + len(self._answered)
         if in_flight == 0:
             raise RuntimeError("recv() with nothing in flight: send actions or resets first")
@@ -283,6 +297,7 @@ class WorkerPool(abc.ABC):
             self._answered_by(slot)
         self._pending.clear()
         self._answered.clear()
+        self.closed = True
 
     def close(self) -> None:
         """Close the pool (same as :meth:`cleanup`)."""
@@ -350,6 +365,7 @@ class SyncWorkerPool(WorkerPool):
         if not self._inline:
             super().send(actions, env_indices)
             return
+        self._check_open()
         if len(actions) != len(env_indices):
             raise ValueError(f"{len(actions)} actions for {len(env_indices)} env indices")
         workers, pending, ready, n = self.workers, self._pending, self._ready, len(self.workers)

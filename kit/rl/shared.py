@@ -47,6 +47,7 @@ from kit.rl.workers import (
     _seeds,
     build_env,
     start_process,
+    stepped,
 )
 
 # Commands in a "run" message: (local index, kind, argument).
@@ -156,11 +157,11 @@ def _serve_group(conn: Connection, payload: bytes, n: int, name: str) -> None:
                             action = (
                                 act_view[i].item() if act_view.ndim == 1 else act_view[i].copy()
                             )
-                        obs, reward, terminated, truncated, info = env.step(action)
-                        status = STEPPED
-                        views.reward[i] = float(reward)
-                        views.terminated[i] = bool(terminated)
-                        views.truncated[i] = bool(truncated)
+                        answer = stepped(env.step(action))
+                        obs, info, status = answer.obs, answer.info, STEPPED
+                        views.reward[i] = answer.reward
+                        views.terminated[i] = answer.terminated
+                        views.truncated[i] = answer.truncated
                 except Exception:
                     answers.append((i, ENV_ERROR, False, None, None, traceback.format_exc()))
                     continue
@@ -603,3 +604,4 @@ class SharedMemoryPool(WorkerPool):
         self._pending.clear()
         self._answered.clear()
         self._instant.clear()
+        self.closed = True

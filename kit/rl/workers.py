@@ -57,10 +57,32 @@ def run_command(env: Any, command: tuple[Any, ...]) -> EnvState:
         if command[0] == "reset":
             obs, info = env.reset(seed=command[1], options=command[2])
             return EnvState(obs, 0.0, False, False, info, RESET)
-        obs, reward, terminated, truncated, info = env.step(command[1])
-        return EnvState(obs, float(reward), bool(terminated), bool(truncated), info, STEPPED)
+        return stepped(env.step(command[1]))
     except Exception:
         return EnvState(None, status=ENV_ERROR, error=traceback.format_exc())
+
+
+def stepped(answer: Any) -> EnvState:
+    """Return the state of what ``env.step`` returned; raise when it is not one.
+
+    Examples
+    --------
+    >>> stepped((0, 1, False, False, {})).reward
+    1.0
+    >>> stepped((0, "one", False, False, {}))
+    Traceback (most recent call last):
+    ...
+    TypeError: env.step returned the reward 'one' (str); a reward must be a number
+    """
+    obs, reward, terminated, truncated, info = answer
+    try:
+        value = float(reward)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"env.step returned the reward {reward!r} ({type(reward).__name__}); "
+            "a reward must be a number"
+        ) from None
+    return EnvState(obs, value, bool(terminated), bool(truncated), info, STEPPED)
 
 
 def build_env(factory: EnvFn) -> tuple[Any, str | None]:
@@ -220,10 +242,9 @@ class SyncEnvWorker(BaseEnvWorker):
                 None, status=ENV_ERROR, error=f"building the env failed:\n{self._build_error}"
             )
         try:
-            obs, reward, terminated, truncated, info = env.step(action)
+            return stepped(env.step(action))
         except Exception:
             return EnvState(None, status=ENV_ERROR, error=traceback.format_exc())
-        return EnvState(obs, float(reward), bool(terminated), bool(truncated), info, STEPPED)
 
     def get_state(self, timeout: float | None = None) -> EnvState:  # noqa: D102
         if not self._answers:

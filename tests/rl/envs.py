@@ -68,7 +68,8 @@ class SlowBuildEnv(CountEnv):
 class FaultyEnv(CountEnv):
     """A CountEnv that fails at step 2 of episodes whose seed is in ``bad_seeds``.
 
-    ``fault``: "raise", "exit" (os._exit), "kill" (SIGKILL itself), "segfault", "hang".
+    ``fault``: "raise", "exit" (os._exit), "kill" (SIGKILL itself), "segfault", "hang",
+    "reward" (a reward that is text).
     With ``bad_every``, also the episodes whose seed is a multiple of it.
     """
 
@@ -93,6 +94,9 @@ class FaultyEnv(CountEnv):
                 ctypes.string_at(0)
             if self.fault == "hang":
                 time.sleep(3600)
+            if self.fault == "reward":  # a reward that is no number
+                obs, _, terminated, truncated, info = super().step(action)
+                return obs, "one", terminated, truncated, info
         return super().step(action)
 
 

@@ -76,6 +76,9 @@ def test_sync_pool_answers_in_the_order_sent() -> None:
         ("segfault", "process", "env_error"),
         ("hang", "thread", "timeout"),
         ("hang", "process", "timeout"),
+        ("reward", "sync", "env_error"),
+        ("reward", "thread", "env_error"),
+        ("reward", "process", "env_error"),
     ],
 )
 def test_one_faulty_env_is_rebuilt_and_the_others_go_on(fault: str, mode: str, status: str) -> None:
@@ -98,6 +101,11 @@ def test_one_faulty_env_is_rebuilt_and_the_others_go_on(fault: str, mode: str, s
         assert seen[1] == seen[2] == ["ok", "ok", "ok"]
         assert pool.restarts == [1, 0, 0]
         assert pool.faults[0][:2] == (0, status)
+        if fault == "reward":
+            assert (
+                "env.step returned the reward 'one' (str); a reward must be a number"
+                in (pool.faults[0][2])
+            )
 
 
 @pytest.mark.parametrize("mode", ["thread", "process"])
@@ -248,3 +256,24 @@ def test_the_old_names_are_aliases_of_num_envs_and_env_index() -> None:
     with pytest.raises(TypeError, match="got both worker_id= and env_index="):
         pool.send_action(0, env_index=0, worker_id=0)
     pool.cleanup()
+
+
+@pytest.mark.parametrize("mode", ["sync", "thread", "process", "shared_memory"])
+def test_a_closed_pool_refuses_every_command_the_same_way_in_every_mode(mode: str) -> None:
+    """Issue 25, 14: a closed pool answered three different ways by mode."""
+    pool = get_worker_pool(CountEnv, num_envs=2, mode=mode)
+    pool.reset(seeds=[1, 2])
+    pool.recv(batch_size=2, timeout=60)
+    pool.cleanup()
+    calls = {
+        "send": lambda: pool.send([0, 0], [0, 1]),
+        "send_step": lambda: pool.send_step(0, 0),
+        "reset": pool.reset,
+        "recv": lambda: pool.recv(timeout=1),
+        "get_state": lambda: pool.get_state(timeout=1),
+    }
+    for name, call in calls.items():
+        with pytest.raises(RuntimeError, match=r"^this pool is closed \(cleanup\(\) or close\(\)"):
+            call()
+        assert pool.closed, name
+    pool.cleanup()  # closing twice is no error

@@ -99,8 +99,9 @@ def test_a_pending_sibling_of_a_crashed_env_is_reported_with_the_reason() -> Non
         assert all("died by signal SIGKILL" in (s.error or "") for s in states)
 
 
-def test_an_exception_in_one_env_rebuilds_that_env_alone() -> None:
-    env_fn = functools.partial(FaultyEnv, "raise", frozenset({13}))
+@pytest.mark.parametrize("fault", ["raise", "reward"])
+def test_an_exception_in_one_env_rebuilds_that_env_alone(fault: str) -> None:
+    env_fn = functools.partial(FaultyEnv, fault, frozenset({13}))
     with SharedMemoryPool(env_fn, 2, envs_per_process=2) as pool:
         pid = pool.groups[0].process.pid
         pool.reset(seeds=[13, 20])
@@ -113,6 +114,8 @@ def test_an_exception_in_one_env_rebuilds_that_env_alone() -> None:
                 seen[slot].append(state.status)
         assert seen == {0: ["ok", "env_error"], 1: ["ok", "ok"]}
         assert pool.groups[0].process.pid == pid  # the sibling kept its episode
+        if fault == "reward":
+            assert "a reward must be a number" in pool.faults[0][2]
         pool.send_reset(0, seed=1)
         assert pool.get_state(timeout=60)[0].status == "reset"
         assert pool.restarts == [1, 0]
