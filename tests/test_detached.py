@@ -14,7 +14,7 @@ import pytest
 import kit
 from kit._process import alive
 from tests.kernels import start_kernel
-from tests.workloads import Affine, ToyProvider, expected, toy_config
+from tests.workloads import Affine, ToyProvider, expected, reads_back, toy_config
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,6 +119,7 @@ def test_cancel_stops_a_detached_run_and_a_later_run_resumes(tmp_path: Path) -> 
     again = runner.submit(range(400), detached=True).result(timeout=120)
     assert again.records == expected(range(400))
     assert again.stats.resumed >= partial.stats.ok
+    reads_back(again, out)
 
 
 def test_a_detached_run_needs_an_output_dir() -> None:

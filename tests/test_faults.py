@@ -16,7 +16,7 @@ import pytest
 import kit
 from kit._nanny import restarting
 from kit._process import alive
-from tests.workloads import Affine, Crashy, ToyProvider, expected, lines, toy_config
+from tests.workloads import Affine, Crashy, ToyProvider, expected, lines, reads_back, toy_config
 
 pytestmark = pytest.mark.slow
 
@@ -38,6 +38,7 @@ def test_a_worker_killed_mid_run_loses_no_work(tmp_path: Path) -> None:
         assert result.errors == []
         assert result.records == expected(range(400))
         assert result.stats.ok == 400
+        reads_back(result, tmp_path)
         stored = Affine(ToyProvider(toy_config(sleep=0.01)), parallel=parallel, output_dir=tmp_path)
         assert stored.run(range(400)).stats.resumed == 400
     finally:
@@ -64,8 +65,10 @@ def test_an_item_that_keeps_killing_workers_fails_alone_after_retries_plus_2_dea
             parallel=parallel,
             chunk_size=1,
             retries=1,
+            output_dir=tmp_path / "out",
         )
         result = runner.run(range(8))
+    reads_back(result, tmp_path / "out")
     assert result.failed_indices == [3]
     assert result.records == [0, 2, 4, None, 8, 10, 12, 14]
     message = result.errors[0].message
@@ -87,8 +90,10 @@ def test_a_killing_item_in_a_big_chunk_costs_at_most_retries_plus_2_deaths(
             parallel=parallel,
             chunk_size=16,
             retries=retries,
+            output_dir=tmp_path / "out",
         )
         result = runner.run(range(64))
+    reads_back(result, tmp_path / "out")
     assert result.failed_indices == [13]
     assert result.records == [None if i == 13 else 2 * i for i in range(64)]
     assert lines(tmp_path, "crashes.log") == ["13"] * (retries + 2)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.workloads import Affine, ToyProvider, expected, toy_config
+from tests.workloads import Affine, ToyProvider, expected, reads_back, toy_config
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,3 +80,4 @@ def test_ctrl_c_cancels_keeps_completed_chunks_and_leaves_no_orphans(
     ).run(range(400))
     assert resumed.records == expected(range(400))
     assert resumed.stats.resumed >= 4 * stored
+    reads_back(resumed, out)

@@ -15,7 +15,7 @@ from distributed import Client
 
 import kit
 from tests.servers import dask_cluster
-from tests.workloads import Affine, ToyProvider, WhereRan, expected, lines, toy_config
+from tests.workloads import Affine, ToyProvider, WhereRan, expected, lines, reads_back, toy_config
 
 pytestmark = pytest.mark.slow
 
@@ -146,3 +146,4 @@ def test_a_killed_scheduler_ends_the_run_and_a_resume_finishes_it(tmp_path: Path
         again = Affine(ToyProvider(config), parallel=parallel, output_dir=out, chunk_size=2)
         result = again.run(range(60))
     assert result.records == expected(range(60)) and result.stats.resumed == kept
+    reads_back(result, out)

@@ -27,7 +27,7 @@ from kit import StoreError, StoreWarning
 from kit._errors import KitError
 from kit.detached import read_result
 from kit.store import LEDGER, RunStore
-from tests.workloads import Affine, ToyProvider, Tripwire, expected, toy_config
+from tests.workloads import Affine, ToyProvider, Tripwire, expected, reads_back, toy_config
 
 
 def completed_run(out: Path, n: int = 10, chunk_size: int = 5) -> None:
@@ -259,8 +259,7 @@ def test_a_disk_filling_at_a_random_point_loses_no_committed_record(
     again = Padded(ToyProvider(toy_config()), output_dir=out, chunk_size=10).run(range(300))
     assert again.status == "completed" and again.stats.ok == 300, ok_first
     assert again.records == Padded.expected(range(300))
-    back = read_result(out)
-    assert back.status == "completed" and back.records == again.records
+    reads_back(again, out)
     assert kit.attach(out).status()["done"] == 300
 
 

@@ -26,6 +26,22 @@ def log(cfg: Any, name: str, line: str) -> None:
         fh.write(line + "\n")
 
 
+def reads_back(result: Any, output_dir: Path) -> None:
+    """Assert that reading ``output_dir`` gives what the run said: records, counts, status.
+
+    Every fault test ends with it: a fault may cost time, never a record that
+    the run reported done, and never one the run did not.
+    """
+    import kit
+    from kit.detached import read_result
+
+    for read in (read_result(output_dir), kit.attach(output_dir).result(timeout=60)):
+        assert read.status == result.status, (read.status, result.status)
+        assert read.records == result.records
+        assert read.failed_indices == result.failed_indices
+        assert (read.stats.ok, read.stats.failed) == (result.stats.ok, result.stats.failed)
+
+
 def lines(log_dir: Path, name: str) -> list[str]:
     path = log_dir / name
     return path.read_text().splitlines() if path.exists() else []
