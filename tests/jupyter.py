@@ -251,14 +251,20 @@ KERNEL_READY = {
 
 
 def open_and_run_all(page: Any, jupyter: Jupyter, name: str) -> None:
-    """Open a notebook as a person would and click Run → Run All Cells.
+    """Open a notebook as a person would and click Run → Run All Cells, once.
 
     A person clicks once the page shows its kernel ready: Run All before then
     makes JupyterLab ask to "Select Kernel", and accepting that starts a second
     kernel while the first is coming up. Should the dialog show anyway, it is
-    cancelled, and the clicks are tried again until the first cell shows that
-    it ran or runs ([*] or [1]). Any other dialog is a finding: the test fails
-    with its text.
+    cancelled and the clicks are made again: that Run All ran nothing. Any
+    other dialog is a finding: the test fails with its text.
+
+    Run All is never sent twice. A second one, queued behind the first, clears
+    every output the first run gives (the cells now wait for the second), so
+    a test would wait for the notebook's whole run twice, and see only the
+    second: under load, a timeout. A click that may have gone through is
+    therefore followed by waiting for the first cell to show that it runs
+    ([*] or [1]) or for a dialog, not by another click.
     """
     page.goto(jupyter.url(name))
     page.locator(".jp-Notebook").wait_for(timeout=60_000)
@@ -266,21 +272,33 @@ def open_and_run_all(page: Any, jupyter: Jupyter, name: str) -> None:
     dialog = page.locator(".jp-Dialog")
     started = page.locator(".jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]")).first
     deadline = time.monotonic() + 180
+    sent = False  # a Run All may have gone out: wait for it, never send another
     while time.monotonic() < deadline:
         if dialog.count():
             text = dialog.first.inner_text()
             if "Select Kernel" not in text:
                 raise AssertionError(f"{name}: JupyterLab showed a dialog: {text!r}")
             dialog.first.locator(".jp-mod-reject").first.click(timeout=5_000)
+            sent = False  # cancelled: that Run All ran nothing
+            continue
+        if started.count():
+            return
+        if sent:
+            page.wait_for_timeout(250)
             continue
         try:
             page.get_by_text("Run", exact=True).first.click(timeout=5_000)
-            page.get_by_text("Run All Cells", exact=True).click(timeout=5_000)
-            started.wait_for(timeout=20_000)
-            return
         except Exception:
-            # A dialog came in between; a menu left open would take the next
-            # click, so it is closed first.
-            if not dialog.count():
+            page.keyboard.press("Escape")  # a menu left open would take the next click
+            continue
+        sent = True  # from here on, the next click may be the one that went through
+        try:
+            page.get_by_text("Run All Cells", exact=True).click(timeout=5_000)
+        except Exception:
+            # The menu did not show the item in time: whether the click went
+            # through is not known. Give it time to show before clicking again.
+            page.wait_for_timeout(20_000)
+            if not (started.count() or dialog.count()):
+                sent = False
                 page.keyboard.press("Escape")
     started.wait_for(timeout=1_000)
