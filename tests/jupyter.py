@@ -250,55 +250,76 @@ KERNEL_READY = {
 }
 
 
+def kernel_state(jupyter: Jupyter, name: str) -> tuple[str, str] | None:
+    """``(execution_state, last_activity)`` of notebook ``name``'s kernel, as the server sees it.
+
+    None while the notebook has no session with a kernel. ``last_activity``
+    changes whenever the kernel sends or gets a message.
+    """
+    for session in jupyter.api("sessions"):
+        kernel = session.get("kernel") or {}
+        if session.get("path") == name and kernel.get("last_activity"):
+            return str(kernel.get("execution_state")), str(kernel["last_activity"])
+    return None
+
+
 def open_and_run_all(page: Any, jupyter: Jupyter, name: str) -> None:
     """Open a notebook as a person would and click Run → Run All Cells, once.
 
     A person clicks once the page shows its kernel ready: Run All before then
     makes JupyterLab ask to "Select Kernel", and accepting that starts a second
     kernel while the first is coming up. Should the dialog show anyway, it is
-    cancelled and the clicks are made again: that Run All ran nothing. Any
+    cancelled, and the clicks are made again: that Run All ran nothing. Any
     other dialog is a finding: the test fails with its text.
 
     Run All is never sent twice. A second one, queued behind the first, clears
-    every output the first run gives (the cells now wait for the second), so
-    a test would wait for the notebook's whole run twice, and see only the
-    second: under load, a timeout. A click that may have gone through is
-    therefore followed by waiting for the first cell to show that it runs
-    ([*] or [1]) or for a dialog, not by another click.
+    every output the first run gives (the cells now wait for the second): the
+    test would wait for the notebook's whole run twice, and see only the
+    second. Under load the page may take more than the 20 s waited for to
+    show the first cell running ([*] or [1]); the clicks are made again then
+    only if the kernel got no message since them (the server says when it
+    last did): a click that reached nothing.
     """
     page.goto(jupyter.url(name))
     page.locator(".jp-Notebook").wait_for(timeout=60_000)
     page.locator(KERNEL_READY[jupyter.ui]).first.wait_for(state="attached", timeout=120_000)
+    # The server's side too: the notebook's kernel exists, is idle and quiet (for a
+    # second), so that from here on only what the page sends changes its activity.
+    deadline = time.monotonic() + 120
+    last = None
+    while True:
+        state = kernel_state(jupyter, name)
+        if state is not None and state[0] == "idle" and state == last:
+            break
+        assert time.monotonic() < deadline, f"{name}: the kernel never became idle: {state}"
+        last = state
+        time.sleep(1)
     dialog = page.locator(".jp-Dialog")
     started = page.locator(".jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]")).first
     deadline = time.monotonic() + 180
-    sent = False  # a Run All may have gone out: wait for it, never send another
     while time.monotonic() < deadline:
         if dialog.count():
             text = dialog.first.inner_text()
             if "Select Kernel" not in text:
                 raise AssertionError(f"{name}: JupyterLab showed a dialog: {text!r}")
             dialog.first.locator(".jp-mod-reject").first.click(timeout=5_000)
-            sent = False  # cancelled: that Run All ran nothing
             continue
-        if started.count():
-            return
-        if sent:
-            page.wait_for_timeout(250)
-            continue
+        before = kernel_state(jupyter, name)
         try:
             page.get_by_text("Run", exact=True).first.click(timeout=5_000)
-        except Exception:
-            page.keyboard.press("Escape")  # a menu left open would take the next click
-            continue
-        sent = True  # from here on, the next click may be the one that went through
-        try:
             page.get_by_text("Run All Cells", exact=True).click(timeout=5_000)
+            started.wait_for(timeout=20_000)
+            return
         except Exception:
-            # The menu did not show the item in time: whether the click went
-            # through is not known. Give it time to show before clicking again.
-            page.wait_for_timeout(20_000)
-            if not (started.count() or dialog.count()):
-                sent = False
+            if started.count():
+                return
+            now = kernel_state(jupyter, name)
+            if now is not None and before is not None and now[1] != before[1]:
+                # The kernel got the run: wait for the page to show it, never send another.
+                started.wait_for(timeout=max(1_000, (deadline - time.monotonic()) * 1000))
+                return
+            # A dialog came in between, or the clicks reached nothing; a menu left
+            # open would take the next click, so it is closed first.
+            if not dialog.count():
                 page.keyboard.press("Escape")
     started.wait_for(timeout=1_000)
