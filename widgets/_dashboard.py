@@ -32,14 +32,14 @@ class DashboardWidget(BokehModel):  # type: ignore[misc]
 
     Redraws run on the kernel's thread only (see ``widgets._kernel``), at
     most once per the dashboard's ``interval``, as events come from any
-    thread; the kernel stays free. The page applies redraws as patches to
-    the view it rendered, and drops those that come before the view is
-    there: so redraws wait until the view speaks (BokehJS reports its
-    layout once rendered), or ``view_wait`` seconds at most. A view never
-    heard from by the end of the run gets the final picture whole. A front
-    end that asks for the widget's state again (a reloaded page, a second
-    view of the notebook) gets the current picture, not the one of when the
-    widget was made.
+    thread; the kernel stays free. Once a view on the page has spoken
+    (BokehJS reports its layout once rendered), redraws go to it as patches.
+    Before that, they wait ``view_wait`` seconds at most, then go as the
+    widget's state, the picture whole: a patch is several messages, and a
+    view rendered between two of them reads every later patch shifted by
+    one, staying on an old picture for good. A front end that asks for the
+    widget's state again (a reloaded page, a second view of the notebook)
+    gets the current picture, not the one of when the widget was made.
     """
 
     #: Seconds redraws wait for the page to render the view before going out anyway.
@@ -49,7 +49,7 @@ class DashboardWidget(BokehModel):  # type: ignore[misc]
         load_bokehjs()
         self.dashboard = dashboard
         self._heard = False
-        self._blind = False  # redrawn before any view spoke: some patches may be lost
+        self._sent = -1  # the state version last sent whole
         self._born = time.monotonic()
         super().__init__(dashboard.layout, **kwargs)
         self.painter = Painter(self._paint, dashboard.interval, urgent=_ended(dashboard))
@@ -60,14 +60,16 @@ class DashboardWidget(BokehModel):  # type: ignore[misc]
         if not self._heard and not finished and time.monotonic() - self._born < self.view_wait:
             self.painter.wake()  # again in an interval: the view may not be on the page yet
             return
-        self._blind = self._blind or not self._heard
         self.dashboard.refresh()
-        if finished and not self._heard:
-            # Patches sent before the page rendered the view were lost (a short run can end
-            # before its view is on the page): the final picture goes whole. A view that
-            # spoke has them all, and is not drawn again from scratch.
-            self._heard = True
+        version = self.dashboard.state.version
+        if not self._heard and version != self._sent:
+            self._sent = version
             self.render_bundle = self._model_to_traits(self._model)
+
+    def _document_patched(self, event: Any) -> None:
+        """Send a redraw as a patch only to a view that said it is on the page."""
+        if self._heard:
+            super()._document_patched(event)
 
     def _sync_model(self, _model: Any, content: dict[str, Any], _buffers: list[Any]) -> None:
         """Take nothing back from the page, but that a view is there: the dashboard only shows.
@@ -78,14 +80,11 @@ class DashboardWidget(BokehModel):  # type: ignore[misc]
         echoes of the later redraw then named models the kernel no longer had
         ("can't resolve reference"). With no tools, no plot here has
         anything to tell the kernel. Its first message says a view is on the
-        page, ready for redraws; one that came after redraws went out (a
-        busy machine, ``view_wait`` passed) gets the picture whole first, as
-        the patches it missed may have added plots.
+        page, rendered from the latest state: redraws go to it as patches
+        from now on.
         """
         if not self._heard:
             self._heard = True
-            if self._blind:
-                self.render_bundle = self._model_to_traits(self._model)
             self.painter.wake()
 
     def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:

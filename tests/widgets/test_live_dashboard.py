@@ -92,3 +92,29 @@ def test_updates_arrive_at_least_once_a_second_while_the_kernel_is_idle(tmp_path
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+def test_redraws_go_whole_until_a_view_has_spoken_then_as_patches() -> None:
+    """A patch is several messages: a view rendered between two of them reads every later
+    patch shifted by one and stays on an old picture ("running" under a completed run)."""
+    from kit.dashboard import Dashboard
+    from kit.events import ChunkFinished, RunFinished, RunStarted
+    from widgets._dashboard import DashboardWidget
+
+    dash = Dashboard(interval=0.0)
+    widget = DashboardWidget(dash)
+    widget.view_wait = 0  # redraws go out before any view is on the page
+    sent: list[Any] = []
+    widget.send = lambda content, buffers=None: sent.append(content.get("msg"))
+    wholes: list[Any] = []
+    widget.observe(wholes.append, names="render_bundle")
+
+    dash(RunStarted("r", total=4, resumed=0, workers=1))
+    dash(ChunkFinished("r", 0, 2, 0, "0", 0.1, 0.2, 2, 0, 4, metrics={"wer": (0.5, 2)}))
+    assert sent == [] and len(wholes) == 2  # each redraw whole, as the widget's state
+
+    widget._sync_model(widget, {"event": "jsevent"}, [])  # a view on the page speaks
+    dash(ChunkFinished("r", 2, 2, 0, "0", 0.1, 0.4, 4, 0, 4, metrics={"wer": (0.0, 2)}))
+    dash(RunFinished("r", "completed", 4, 0, 4, 0.5))
+    assert "patch" in sent and len(wholes) == 2  # from now on, patches only
+    assert "completed" in widget.dashboard.view.header.text
