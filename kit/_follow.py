@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kit._files import open_file
-from kit.events import EventStream, RunFinished, event_from_line
+from kit.events import EventStream, event_from_line
 
 #: Seconds between two looks at the file while nothing new is there.
 POLL = 0.25
@@ -32,7 +32,7 @@ def follow_events(path: Path, live: Callable[[], bool], poll: float = POLL) -> E
     Examples
     --------
     >>> import tempfile
-    >>> from kit.events import EventLog, RunStarted
+    >>> from kit.events import EventLog, RunFinished, RunStarted
     >>> path = Path(tempfile.mkdtemp()) / "events.jsonl"
     >>> log = EventLog(path)  # what a run with an output_dir writes
     >>> log(RunStarted("r1", total=2, resumed=0, workers=1))
@@ -63,7 +63,6 @@ class _FollowedStream(EventStream):
 def _follow(path: Path, stream: EventStream, live: Callable[[], bool], poll: float) -> None:
     offset = 0
     pending = b""
-    ended = False
     while True:
         writer_alive = live()  # asked before reading, so nothing written before it ends is missed
         chunk = b""
@@ -80,9 +79,8 @@ def _follow(path: Path, stream: EventStream, live: Callable[[], bool], poll: flo
             if event is None:
                 continue  # a torn line, as read_events skips it
             stream.emit(event)
-            ended = isinstance(event, RunFinished)
-        # A RunFinished alone ends nothing: the file holds the earlier sessions of a
-        # resumed run before its own, and its driver may be about to write them.
-        if not writer_alive and (not chunk or (ended and not pending)):
+        # Only the writer's end ends the reading, not a RunFinished: a resumed run's file
+        # holds its earlier sessions first. Asked before this read, it got everything.
+        if not writer_alive:
             return
         time.sleep(poll)

@@ -283,8 +283,8 @@ def open_and_run_all(page: Any, jupyter: Jupyter, name: str) -> None:
     page.goto(jupyter.url(name))
     page.locator(".jp-Notebook").wait_for(timeout=60_000)
     page.locator(KERNEL_READY[jupyter.ui]).first.wait_for(state="attached", timeout=120_000)
-    # The server's side too: the notebook's kernel exists, is idle and quiet (for a
-    # second), so that from here on only what the page sends changes its activity.
+    # The server's side too: the notebook's kernel exists, is idle and quiet (for half
+    # a second), so that from here on only what the page sends changes its activity.
     deadline = time.monotonic() + 120
     last = None
     while True:
@@ -293,7 +293,7 @@ def open_and_run_all(page: Any, jupyter: Jupyter, name: str) -> None:
             break
         assert time.monotonic() < deadline, f"{name}: the kernel never became idle: {state}"
         last = state
-        time.sleep(1)
+        time.sleep(0.5)
     dialog = page.locator(".jp-Dialog")
     started = page.locator(".jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]")).first
     deadline = time.monotonic() + 180
