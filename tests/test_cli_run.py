@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import kit
+from tests.workloads import outliving
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -165,21 +166,7 @@ def test_a_thread_forward_left_running_does_not_keep_kit_alive(
         assert "not waiting for 1 thread(s) it left running ('stray-poller')" in ran.stderr
     else:  # the driver, a process of its own, ended too
         driver = json.loads((tmp_path / "out" / "driver.json").read_text())
-        assert not _alive_after(driver["pid"], 60), "the driver outlived its run"
-
-
-def _alive_after(pid: int, seconds: float) -> bool:
-    """Whether process ``pid`` still runs after ``seconds`` (False as soon as it has ended)."""
-    import time
-
-    from kit._process import alive
-
-    deadline = time.monotonic() + seconds
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return True
-        time.sleep(0.1)
-    return False
+        assert not outliving([driver["pid"]], 60), "the driver outlived its run"
 
 
 def test_the_scale_out_command_replays_a_notebook_edit(config: Path, tmp_path: Path) -> None:

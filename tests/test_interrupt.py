@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.workloads import Affine, ToyProvider, expected, reads_back, toy_config
+from tests.workloads import Affine, ToyProvider, expected, outliving, reads_back, toy_config
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,14 +38,6 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_ctrl_c_cancels_keeps_completed_chunks_and_leaves_no_orphans(
     tmp_path: Path, local: dict
 ) -> None:
@@ -68,10 +59,7 @@ def test_ctrl_c_cancels_keeps_completed_chunks_and_leaves_no_orphans(
     assert line[0] == "interrupted"
     assert float(line[1]) - sent < 5, "control did not come back promptly"
     assert proc.wait(timeout=60) == 0
-    deadline = time.monotonic() + 20
-    while any(alive(pid) for pid in children) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [pid for pid in children if alive(pid)], "worker processes outlived the driver"
+    assert not outliving(children, 20), "worker processes outlived the driver"
 
     stored = len(list((out / "chunks").glob("*.jsonl")))
     assert 5 <= stored < 100

@@ -42,6 +42,19 @@ def reads_back(result: Any, output_dir: Path) -> None:
         assert (read.stats.ok, read.stats.failed) == (result.stats.ok, result.stats.failed)
 
 
+def outliving(pids: list[int], seconds: float) -> list[int]:
+    """Return those of ``pids`` still running after ``seconds`` (at once when all ended).
+
+    A zombie counts as ended (see :func:`kit._process.alive`).
+    """
+    from kit._process import alive
+
+    deadline = time.monotonic() + seconds
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [pid for pid in pids if alive(pid)]
+
+
 def lines(log_dir: Path, name: str) -> list[str]:
     path = log_dir / name
     return path.read_text().splitlines() if path.exists() else []
