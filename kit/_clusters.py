@@ -365,9 +365,10 @@ def _check_address(address: str) -> None:
 
 #: Worker deaths the schedulers Kit starts allow a task before failing it. Dask's
 #: default (3) sends a task that kills its worker to three more workers; Kit
-#: instead takes a lost chunk back at once and runs its items alone (see
-#: kit._engine.dask), so a killing item costs ``retries + 2`` worker deaths, not
-#: four times as many. Set ``allowed_failures`` in the scheduler options to change it.
+#: instead takes a lost chunk back at once, sends it again in pieces, and runs the
+#: items of a piece lost again alone (see kit._engine.dask), so a killing item
+#: costs at most ``retries + 3`` worker deaths, not four times as many. Set
+#: ``allowed_failures`` in the scheduler options to change it.
 ALLOWED_FAILURES = 0
 
 

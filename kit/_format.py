@@ -29,13 +29,17 @@ def printable(text: object) -> str:
 def duration(seconds: float | None, compact: bool = False) -> str:
     """Write a duration for people: ``42 s``, ``3 min 05 s``, ``1 h 02 min`` (``?`` if unknown).
 
+    Under 10 s it keeps a tenth: a run of 0.2 s did not take ``0 s``.
+
     Examples
     --------
-    >>> duration(185), duration(3725, compact=True), duration(None)
-    ('3 min 05 s', '1h02m', '?')
+    >>> duration(185), duration(3725, compact=True), duration(None), duration(0.22)
+    ('3 min 05 s', '1h02m', '?', '0.2 s')
     """
     if seconds is None:
         return "?"
+    if seconds < 9.95:
+        return f"{max(seconds, 0.0):.1f}{'' if compact else ' '}s"
     whole = int(seconds)
     hours, minutes, secs = whole // 3600, whole % 3600 // 60, whole % 60
     if compact:

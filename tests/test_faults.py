@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import time
@@ -81,7 +82,7 @@ def test_an_item_that_keeps_killing_workers_fails_alone_after_retries_plus_2_dea
 
 
 @pytest.mark.parametrize("retries", [0, 2])
-def test_a_killing_item_in_a_big_chunk_costs_at_most_retries_plus_2_deaths(
+def test_a_killing_item_in_a_big_chunk_costs_retries_plus_3_deaths(
     tmp_path: Path, retries: int
 ) -> None:
     with cluster(f"big{retries}", n_workers=2) as parallel:
@@ -96,7 +97,30 @@ def test_a_killing_item_in_a_big_chunk_costs_at_most_retries_plus_2_deaths(
     reads_back(result, tmp_path / "out")
     assert result.failed_indices == [13]
     assert result.records == [None if i == 13 else 2 * i for i in range(64)]
-    assert lines(tmp_path, "crashes.log") == ["13"] * (retries + 2)
+    # Its chunk, then the piece of it sent again, then the item alone, retries times more.
+    assert lines(tmp_path, "crashes.log") == ["13"] * (retries + 3)
+    assert result.errors[0].message.startswith(
+        f"this item's task failed {retries + 3} times, "
+        f"the last {retries + 1} with the item run alone"
+    )
+
+
+def test_a_chunk_lost_once_runs_again_in_pieces_spread_over_the_workers(tmp_path: Path) -> None:
+    with cluster("spread", n_workers=2) as parallel:
+        runner = Crashy(
+            ToyProvider(toy_config(tmp_path, crash_once=[13])),
+            parallel=parallel,
+            chunk_size=16,
+            output_dir=tmp_path / "out",
+        )
+        result = runner.run(range(64))
+    reads_back(result, tmp_path / "out")
+    assert result.records == [2 * i for i in range(64)]
+    assert lines(tmp_path, "crashes.log") == ["13"]
+    ledger = (tmp_path / "out" / "ledger.jsonl").read_text().splitlines()
+    spans = sorted((e["start"], e["stop"]) for e in map(json.loads, ledger))
+    # One piece per worker, not one item at a time: the loss costs about half the chunk.
+    assert [s for s in spans if s[0] < 16] == [(0, 8), (8, 16)]
 
 
 def allowed_failures(dask_scheduler: Any) -> int:

@@ -272,13 +272,18 @@ def expected(indices: Any, factor: int = 2, offset: int = 1) -> list[dict[str, i
 
 
 class Crashy(Runner):
-    """Kills its worker process on the indices in ``crash_on``, as a segfault would."""
+    """Kills its worker process on the indices in ``crash_on``, as a segfault would.
+
+    Indices in ``crash_once`` kill it only the first time (the log folder keeps count).
+    """
 
     @staticmethod
     def forward(idx: int, model: Model) -> int:
-        if idx in model.cfg.get("crash_on", []):
-            if model.cfg.get("log_dir"):
-                log(model.cfg, "crashes.log", str(idx))
+        cfg = model.cfg
+        once = idx in cfg.get("crash_once", []) and not (Path(cfg.log_dir) / "crashes.log").exists()
+        if idx in cfg.get("crash_on", []) or once:
+            if cfg.get("log_dir"):
+                log(cfg, "crashes.log", str(idx))
             os.kill(os.getpid(), signal.SIGKILL)
         return idx * model.factor
 

@@ -1,4 +1,4 @@
-"""Run chunks as Dask tasks: elastic capacity, isolation of lost chunks, backup copies.
+"""Run chunks as Dask tasks: elastic capacity, recovery of lost chunks, backup copies.
 
 The dispatcher keeps about two chunks in flight per worker thread the
 cluster has *now* (re-read from the scheduler while there is work to hand
@@ -43,6 +43,8 @@ class Flight:
     sent: float = field(default_factory=time.perf_counter)
     #: The worker an item run alone was sent to (None: the scheduler chose).
     worker: str | None = None
+    #: Worker deaths these positions went through before this task.
+    deaths: int = 0
 
 
 class DaskDispatcher:
@@ -89,7 +91,7 @@ class DaskDispatcher:
         # When the client lost its scheduler (None: connected), and the chunks the
         # loss cancelled, sent again as they were once it is back.
         self._lost_since: float | None = None
-        self.requeued: deque[tuple[int, int, int, bool]] = deque()
+        self.requeued: deque[Flight] = deque()
         self.env_name = env_name
         self.job = job
         self.planner = planner
@@ -101,10 +103,16 @@ class DaskDispatcher:
         self.in_flight: dict[str, Flight] = {}
         # Keys of the copies of each (start, stop) out at once (a chunk and its backup).
         self.twins: dict[tuple[int, int], list[str]] = {}
-        # Items of chunks lost with a worker run again one by one, alone, so an item
-        # that kills its worker is found at its next death (see lost()).
-        self.isolated: deque[tuple[int, int, int]] = deque()
+        # Pieces of chunks lost once with a worker, sent again spread over the
+        # workers as (start, stop); lost again, their items go alone (see lost()).
+        self.spread: deque[tuple[int, int]] = deque()
+        # Items run again one by one, alone, so an item that kills its worker is
+        # named by its next death: (start, stop, attempt alone, deaths before).
+        self.isolated: deque[tuple[int, int, int, int]] = deque()
         self.threads = planner.n_workers
+        # The most worker threads seen in this run: a lost chunk is cut for them, as a
+        # killed worker's nanny starts it again in a moment.
+        self.most_threads = self.threads
         self._capacity_checked = time.perf_counter()
         self.planned_all = False
         # Least overhead seen between sending a chunk and having it back, beyond its
@@ -134,7 +142,7 @@ class DaskDispatcher:
                 self._wait_for_scheduler()
                 continue
             while self.requeued:
-                self.launch(*self.requeued.popleft())
+                self.relaunch(self.requeued.popleft())
             if self.isolated or any(f.alone for f in self.in_flight.values()):
                 # Until every lost item is back, nothing else goes out.
                 if self.isolated and not self.should_stop():
@@ -199,7 +207,8 @@ class DaskDispatcher:
         for worker in workers:
             if not self.isolated:
                 return
-            self.launch(*self.isolated.popleft(), alone=True, worker=worker)
+            start, stop, attempt, deaths = self.isolated.popleft()
+            self.launch(start, stop, attempt, alone=True, worker=worker, deaths=deaths)
 
     def _wait_for_scheduler(self) -> None:
         """Wait one step for a lost scheduler to come back; raise once it will not.
@@ -232,10 +241,15 @@ class DaskDispatcher:
             flight = self.in_flight.get(future.key)
             if flight is not None:
                 self._settle(future.key)
-                self.requeued.append((flight.start, flight.stop, flight.attempt, flight.alone))
+                self.requeued.append(flight)
 
     def _fill(self) -> None:
-        """Send chunks until about two per worker thread are out."""
+        """Send chunks until about two per worker thread are out, pieces of lost ones first."""
+        while self.spread and not self.should_stop():
+            if len(self.in_flight) >= 2 * self.capacity():
+                return
+            start, stop = self.spread.popleft()
+            self.launch(start, stop, 0, alone=False, deaths=1)
         while not self.planned_all and not self.should_stop():
             if len(self.in_flight) >= 2 * self.capacity():
                 return
@@ -261,6 +275,7 @@ class DaskDispatcher:
             elif self._empty_since is None:
                 self._empty_since = now
             self.threads = max(1, total)
+            self.most_threads = max(self.most_threads, self.threads)
             self.planner.n_workers = self.threads
         return self.threads
 
@@ -289,6 +304,7 @@ class DaskDispatcher:
         alone: bool,
         backup: bool = False,
         worker: str | None = None,
+        deaths: int = 0,
     ) -> None:
         """Send positions ``start:stop`` as one task (to ``worker``, if it is still there)."""
         from kit._plugin import run_chunk
@@ -305,15 +321,28 @@ class DaskDispatcher:
             start,
             job.batch_size,
             job.batch_by,
-            key=f"kit-{job.run_id}-{start}-{stop}-{attempt}-{int(alone)}{'-b' * backup}",
+            key=f"kit-{job.run_id}-{start}-{stop}-{deaths}-{attempt}-{int(alone)}{'-b' * backup}",
             pure=False,
             # Loose: if that worker is gone, another runs it rather than none ever.
             workers=None if worker is None else [worker],
             allow_other_workers=worker is not None,
         )
-        self.in_flight[future.key] = Flight(start, stop, attempt, alone, future, worker=worker)
+        self.in_flight[future.key] = Flight(
+            start, stop, attempt, alone, future, worker=worker, deaths=deaths
+        )
         self.twins.setdefault((start, stop), []).append(future.key)
         future.add_done_callback(self.arrived.put)
+
+    def relaunch(self, flight: Flight) -> None:
+        """Send a chunk the cluster cancelled (no worker died) again, as it was."""
+        self.launch(
+            flight.start,
+            flight.stop,
+            flight.attempt,
+            flight.alone,
+            worker=flight.worker,
+            deaths=flight.deaths,
+        )
 
     def _gather(self, flights: list[Flight]) -> list[ChunkResult | BaseException | None]:
         """Fetch the results of chunks that came back: one call for all that finished."""
@@ -351,7 +380,7 @@ class DaskDispatcher:
         elif not twin_out:
             if outcome is None and self.client.status != "running":
                 # Cancelled by the client losing its scheduler: no worker died.
-                self.requeued.append((flight.start, flight.stop, flight.attempt, flight.alone))
+                self.requeued.append(flight)
             else:
                 self.lost(flight, outcome)
 
@@ -410,42 +439,55 @@ class DaskDispatcher:
             if flight.alone or len(self.twins[(flight.start, flight.stop)]) > 1:
                 continue
             if expected >= worth:
-                self.launch(flight.start, flight.stop, flight.attempt, False, backup=True)
+                self.launch(
+                    flight.start,
+                    flight.stop,
+                    flight.attempt,
+                    False,
+                    backup=True,
+                    deaths=flight.deaths,
+                )
                 idle -= 1
 
     # --------------------------------------------------------- lost chunks
     def lost(self, flight: Flight, exc: BaseException | None) -> None:
         """Decide what to do with a chunk whose task failed (its worker died, say).
 
-        Any item of a lost chunk may be the one that killed the worker, and the
-        others are bystanders: each item runs again alone on its worker, all
+        A chunk lost for the first time is cut into one piece per worker
+        thread, sent again like any chunk: the loss costs about the chunk's
+        own time over the number of workers, and the run goes on meanwhile.
+        A piece (or a one-item chunk) lost again may hold an item that kills
+        its worker: each of its items runs again alone on its worker, all
         workers at once with nothing else in flight, so the next death names
-        its item and the chunk's items take about the chunk's time over the
-        number of workers. That item gets ``retries`` more attempts, then is
-        recorded as failed; every other item runs. With the scheduler failing
-        a task at its first worker death (as on the clusters Kit starts), a
-        killing item costs ``retries + 2`` worker deaths.
+        the item. That item gets ``retries`` more attempts, then is recorded
+        as failed; every other item runs. With the scheduler failing a task
+        at its first worker death (as on the clusters Kit starts), a killing
+        item costs at most ``retries + 3`` worker deaths (``retries + 2`` in
+        chunks of one item).
         """
         start, stop, attempt = flight.start, flight.stop, flight.attempt
         died_on = getattr(getattr(exc, "last_worker", None), "address", None)
         if flight.alone and flight.worker is not None and died_on not in (None, flight.worker):
             # Its worker was gone and another ran it, maybe beside an item that kills:
             # no proof against this one, so it goes again, uncharged.
-            self.isolated.appendleft((start, stop, attempt))
+            self.isolated.appendleft((start, stop, attempt, flight.deaths))
             return
-        if stop - start > 1 or not flight.alone:
-            self.isolated.extend((pos, pos + 1, 0) for pos in range(start, stop))
+        deaths = flight.deaths + 1
+        if not flight.alone and flight.deaths == 0 and stop - start > 1:
+            self.spread.extend(pieces(start, stop, self.most_threads))
+        elif not flight.alone:
+            self.isolated.extend((pos, pos + 1, 0, deaths) for pos in range(start, stop))
         elif attempt < self.retries:
-            self.isolated.append((start, stop, attempt + 1))
+            self.isolated.append((start, stop, attempt + 1, flight.deaths))
         else:
-            self.complete(self._failed_chunk(start, stop, attempt, exc))
+            self.complete(self._failed_chunk(flight, exc))
 
-    def _failed_chunk(
-        self, start: int, stop: int, attempt: int, exc: BaseException | None
-    ) -> ChunkResult:
+    def _failed_chunk(self, flight: Flight, exc: BaseException | None) -> ChunkResult:
+        start, stop = flight.start, flight.stop
+        alone = flight.attempt + 1
         reason = exc if exc is not None else RuntimeError("the chunk was cancelled by the cluster")
         wrapped = RuntimeError(
-            f"this item's task failed {attempt + 2} times, the last {attempt + 1} with the "
+            f"this item's task failed {flight.deaths + alone} times, the last {alone} with the "
             f"item run alone, as when it kills its worker ({type(reason).__name__}: {reason})"
         )
         wrapped.__traceback__ = getattr(reason, "__traceback__", None)
@@ -454,3 +496,23 @@ class DaskDispatcher:
             for pos in range(start, stop)
         ]
         return ChunkResult(start, [None] * (stop - start), errors, "unknown", 0.0)
+
+
+def pieces(start: int, stop: int, parts: int) -> list[tuple[int, int]]:
+    """Cut positions ``start:stop`` into at most ``parts`` runs of near-equal length.
+
+    Examples
+    --------
+    >>> pieces(0, 10, 3)
+    [(0, 4), (4, 7), (7, 10)]
+    >>> pieces(5, 7, 4)
+    [(5, 6), (6, 7)]
+    """
+    count = max(1, min(parts, stop - start))
+    size, extra = divmod(stop - start, count)
+    out: list[tuple[int, int]] = []
+    for part in range(count):
+        end = start + size + (part < extra)
+        out.append((start, end))
+        start = end
+    return out
