@@ -48,7 +48,7 @@ def atomic_file(
     path: str | os.PathLike[str],
     mode: str = "w",
     *,
-    durable: bool = False,
+    durable: bool | str = False,
     private: bool = False,
     parents: bool = True,
 ) -> Iterator[IO[Any]]:
@@ -60,7 +60,8 @@ def atomic_file(
     behind. The file gets the mode a
     plain ``open`` would (0666 less the umask), or 0600 when ``private``.
     With ``durable``, the data and the rename reach the disk before this
-    returns (``fsync`` of the file and of its folder).
+    returns (``fsync`` of the file and of its folder); with ``durable="data"``
+    only the data does, for a caller that syncs the folder once for many files.
 
     Examples
     --------
@@ -86,7 +87,7 @@ def atomic_file(
                 fh.flush()
                 os.fsync(fh.fileno())
         os.replace(tmp, target)
-        if durable:
+        if durable is True:
             fsync_dir(target.parent)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -30,6 +30,9 @@ class StoreError(KitError, RuntimeError):
     True
     """
 
+    #: Of the chunks a failed commit held, how many were stored before it failed.
+    committed: int = 0
+
 
 class SchedulerLostError(KitError, ConnectionError):
     """The Dask scheduler a run used went away and did not come back in time.

@@ -278,7 +278,8 @@ def test_a_run_dir_that_vanishes_mid_run_ends_the_run(tmp_path: Path, how: str) 
             else:
                 out.rename(tmp_path / "elsewhere")
 
-    runner = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5)
+    # Chunks of 100 ms: each is committed on its own, so commits follow the first one.
+    runner = Affine(ToyProvider(toy_config(sleep=0.02)), output_dir=out, chunk_size=5)
     with pytest.raises(StoreError) as info:
         runner.run(range(20), on_event=pull_the_rug)
     assert str(info.value).startswith(
@@ -288,5 +289,7 @@ def test_a_run_dir_that_vanishes_mid_run_ends_the_run(tmp_path: Path, how: str) 
     if how == "renamed":
         # Moved back, it resumes from the chunk it holds.
         (tmp_path / "elsewhere").rename(out)
-        again = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(20))
+        again = Affine(ToyProvider(toy_config(sleep=0.02)), output_dir=out, chunk_size=5).run(
+            range(20)
+        )
         assert again.records == expected(range(20)) and again.stats.resumed == 5

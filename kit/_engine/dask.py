@@ -13,7 +13,7 @@ import contextlib
 import queue
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,7 +61,8 @@ class DaskDispatcher:
     planner
         Cuts the pending positions into chunks.
     complete
-        Called with each chunk that came back (the run folds it in).
+        Called with the chunks that came back together (the run stores them in
+        one commit and folds them in).
     should_stop
         True once the run is cancelled or stopped.
     retries
@@ -78,7 +79,7 @@ class DaskDispatcher:
         env_name: str,
         job: ChunkJob,
         planner: ChunkPlanner,
-        complete: Callable[[ChunkResult], None],
+        complete: Callable[[Sequence[ChunkResult]], None],
         should_stop: Callable[[], bool],
         retries: int,
         backups: str = "auto",
@@ -169,8 +170,13 @@ class DaskDispatcher:
             if not flights:
                 continue  # cancelled twins
             arrival = True
-            for flight, chunk in zip(flights, self._gather(flights), strict=True):
-                self._arrive(flight, chunk)
+            done = []
+            for flight, outcome in zip(flights, self._gather(flights), strict=True):
+                chunk = self._arrive(flight, outcome)
+                if chunk is not None:
+                    done.append(chunk)
+            if done:
+                self.complete(done)
             self._time_arrivals(len(flights))
 
     def _launch_isolated(self) -> None:
@@ -367,22 +373,26 @@ class DaskDispatcher:
                 out.append(None)  # cancelled by the cluster
         return out
 
-    def _arrive(self, flight: Flight, outcome: ChunkResult | BaseException | None) -> None:
+    def _arrive(
+        self, flight: Flight, outcome: ChunkResult | BaseException | None
+    ) -> ChunkResult | None:
+        """Settle a task that came back; return its chunk if it completed, to be folded in."""
         if flight.future.key not in self.in_flight:
-            return  # its twin of this same batch was folded in and cancelled it
+            return None  # its twin of this same batch was folded in and cancelled it
         twin_out = self._settle(flight.future.key)
         if isinstance(outcome, ChunkResult):
             overhead = time.perf_counter() - flight.sent - outcome.busy_seconds
             self.round_trip = max(1e-3, min(self.round_trip, overhead))
             self._drop_twins(flight.start, flight.stop)
             self.planner.observe(len(outcome.records), outcome.busy_seconds)
-            self.complete(outcome)
-        elif not twin_out:
+            return outcome
+        if not twin_out:
             if outcome is None and self.client.status != "running":
                 # Cancelled by the client losing its scheduler: no worker died.
                 self.requeued.append(flight)
             else:
                 self.lost(flight, outcome)
+        return None
 
     def _time_arrivals(self, arrivals: int) -> None:
         """Keep the planner told how long this thread is busy per chunk (send, take back)."""
@@ -480,7 +490,7 @@ class DaskDispatcher:
         elif attempt < self.retries:
             self.isolated.append((start, stop, attempt + 1, flight.deaths))
         else:
-            self.complete(self._failed_chunk(flight, exc))
+            self.complete([self._failed_chunk(flight, exc)])
 
     def _failed_chunk(self, flight: Flight, exc: BaseException | None) -> ChunkResult:
         start, stop = flight.start, flight.stop

@@ -8,14 +8,16 @@ the result or the exception.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kit._chunk import ChunkResult
 from kit._engine.dask import DaskDispatcher
 from kit._engine.inline import InlineDispatcher
-from kit._errors import SchedulerLostError
+from kit._errors import SchedulerLostError, StoreError
 from kit._plan import ChunkPlanner
 from kit.events import ChunkFinished, RunFinished, RunStarted
 from kit.result import RunError, RunResult, RunStatus
@@ -23,6 +25,7 @@ from kit.session import Session, SetupCancelled, get_session, session_for_client
 
 if TYPE_CHECKING:
     from kit._engine.handle import RunHandle
+    from kit.store import RunStore
 
 
 #: Metric names a run sums and draws; the rest are ignored with one warning.
@@ -136,17 +139,35 @@ class Run:
         spec.store.write_errors(ledger.errors())
         return ledger.missing()
 
-    def complete(self, chunk: ChunkResult) -> None:
-        """Fold a chunk that came back into the result, store it, tell the views."""
+    def complete(self, chunks: Sequence[ChunkResult]) -> None:
+        """Fold chunks that came back into the result, store them in one commit, tell the views."""
         store = self.spec.store
         if store is not None:
-            if not self.ledger.is_new(chunk):
-                return  # a copy of a chunk already in
-            chunk = store.writer.admit(chunk, self.spec.job.indices)
+            fresh: list[ChunkResult] = []
+            for chunk in sorted(chunks, key=lambda c: c.start):
+                # A copy of a chunk already in (a backup, a re-run) is not stored twice.
+                if self.ledger.is_new(chunk) and (not fresh or chunk.start >= fresh[-1].stop):
+                    fresh.append(store.writer.admit(chunk, self.spec.job.indices))
             # On disk first: a chunk counts as done only once a crash cannot lose it.
-            store.write_chunk(chunk)
-            if chunk.errors:
-                store.append_errors(chunk.errors)
+            try:
+                store.write_chunks(fresh)
+            except StoreError as exc:
+                with contextlib.suppress(OSError):  # the disk is full: errors.jsonl may be too
+                    self._fold(store, fresh[: exc.committed])  # stored: they are done
+                raise
+            self._fold(store, fresh)
+        else:
+            for chunk in chunks:
+                self._announce(chunk)
+
+    def _fold(self, store: RunStore, chunks: Sequence[ChunkResult]) -> None:
+        errors = [err for chunk in chunks for err in chunk.errors]
+        if errors:
+            store.append_errors(errors)
+        for chunk in chunks:
+            self._announce(chunk)
+
+    def _announce(self, chunk: ChunkResult) -> None:
         if self.ledger.accept(chunk) == 0:
             return  # a copy of a chunk already in
         progress = self.ledger.progress()
