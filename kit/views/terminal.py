@@ -25,7 +25,7 @@ class TerminalProgress:
     >>> view(ChunkFinished("r", 0, 2, 1, "0", 0.1, 1.0, 2, 1, 4))
     >>> view(RunFinished("r", "completed", 4, 1, 4, 2.0))
     >>> print(out.getvalue().splitlines()[-1])
-    [##########] 4/4 100% | 2.0 items/s | 1 failed | completed in 2s
+    [##########] 4/4 100% | 2.0 items/s | 1 failed | completed in 2.0s
     """
 
     def __init__(self, stream: TextIO | None = None, width: int = 30, every: float = 0.1) -> None:

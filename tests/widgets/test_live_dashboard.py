@@ -36,6 +36,12 @@ START = textwrap.dedent(
     widget.view_wait = 0  # no page renders a view here to say it is there: send at once
     display(widget)
     dash.follow(handle)
+    # The cell returns once items are done: the cluster's start, slow on a busy machine,
+    # is not part of the seconds in which updates must arrive.
+    import time
+    deadline = time.monotonic() + 120
+    while handle.progress.done == 0 and not handle.done() and time.monotonic() < deadline:
+        time.sleep(0.05)
     """
 )
 
