@@ -126,7 +126,7 @@ def test_parallel_section_gives_typed_defaults() -> None:
 
 
 @pytest.mark.parametrize(
-    ("env", "limit"), [("local", max(16, 8 * (os.cpu_count() or 1))), ("slurm", 10_000)]
+    ("env", "limit"), [("local", max(32, 8 * (os.cpu_count() or 1))), ("slurm", 10_000)]
 )
 def test_n_workers_is_bounded_for_the_kind_of_cluster(env: str, limit: int) -> None:
     parallel_section({"env": env, "n_workers": limit})
