@@ -65,6 +65,13 @@ def _parse(overrides: Sequence[str]) -> list[Any]:
                 full_key=override.key_or_group,
                 fix="use the plain dotted key, e.g. `decoder.beam_size=1,5`",
             )
+        if override.is_sweep_override() and _kind(override) == "glob":
+            raise error(
+                f"override {line!r} is a glob: it picks among config group options, and "
+                "Kit's configs have no groups",
+                full_key=override.key_or_group,
+                fix="list the values, e.g. `decoder.engine=whisper,pocketsphinx`",
+            )
         if override.is_sweep_override() and override.is_delete():
             raise error(
                 f"override {line!r} deletes a key and sweeps it at once",
@@ -138,13 +145,6 @@ def expand_sweep(overrides: Sequence[str]) -> list[list[str]]:
                 fix="search it with `--search optuna --trials N`, or list values for a grid, "
                 "e.g. `lr=0.001,0.01,0.1`",
             )
-        if _kind(override) == "glob":
-            raise error(
-                f"override {line!r} is a glob: it picks among config group options, and "
-                "Kit's configs have no groups",
-                full_key=key,
-                fix="list the values, e.g. `decoder.engine=whisper,pocketsphinx`",
-            )
         size = _size(override)
         if size == 0:
             raise error(
@@ -187,13 +187,6 @@ def search_space(overrides: Sequence[str]) -> tuple[list[SearchDimension], list[
             continue
         key = override.get_key_element()
         if override.is_discrete_sweep():
-            if _kind(override) == "glob":
-                raise error(
-                    f"override {line!r} is a glob: it picks among config group options, and "
-                    "Kit's configs have no groups",
-                    full_key=key,
-                    fix="list the values, e.g. `decoder.engine=whisper,pocketsphinx`",
-                )
             values = tuple(override.sweep_iterator())
             if not values:
                 raise error(
