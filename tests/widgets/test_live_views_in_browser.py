@@ -221,12 +221,25 @@ def test_button_runs_each_end_completed_with_every_metric_drawn_and_no_traceback
         # The dashboard of this run (each run gets a new one), in BokehJS's shadow DOM.
         header = page.locator(".kit-header").last
         final = re.compile(rf"completed · {ITEMS}/{ITEMS} items")
-        page.locator(".kit-header", has_text=final).last.wait_for(timeout=60_000)
+        try:
+            page.locator(".kit-header", has_text=final).last.wait_for(timeout=60_000)
+        except Exception as exc:  # playwright's TimeoutError: leave what the page shows
+            with contextlib.suppress(Exception):  # the picture helps; the message says it all
+                shots(page, f"run-{number}-never-completed", focus=header)
+            headers = page.locator(".kit-header").all_text_contents()
+            raise AssertionError(
+                f"run {number} ended (its history row is there) but no dashboard says "
+                f"completed: headers {headers}, documents {page.evaluate(DOCUMENTS)}"
+            ) from exc
         ends = wait_for_metric_ends(page, {"wer": ITEMS, "rtf": ITEMS})
         if ends != {"wer": ITEMS, "rtf": ITEMS}:
             shots(page, f"run-{number}-metrics-missing", focus=header)
             assert ends == {"wer": ITEMS, "rtf": ITEMS}, (number, ends, page.evaluate(DOCUMENTS))
-        assert "running" not in (header.text_content() or ""), number
+        text = header.text_content() or ""
+        if "running" in text:
+            shots(page, f"run-{number}-still-running", focus=header)
+            headers = page.locator(".kit-header").all_text_contents()
+            assert "running" not in text, (number, headers, page.evaluate(DOCUMENTS))
     assert rows.count() == runs
     shots(page, "tenth-run")
     page.locator(".jp-WindowedPanel-outer").first.evaluate("e => e.scrollBy(0, 600)")
