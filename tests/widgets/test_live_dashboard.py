@@ -121,6 +121,39 @@ def test_redraws_go_whole_until_a_view_has_spoken_then_as_patches() -> None:
 
     widget._sync_model(widget, {"event": "jsevent"}, [])  # a view on the page speaks
     dash(ChunkFinished("r", 2, 2, 0, "0", 0.1, 0.4, 4, 0, 4, metrics={"wer": (0.0, 2)}))
+    assert "patch" in sent and len(wholes) == 2  # from now on, patches
     dash(RunFinished("r", "completed", 4, 0, 4, 0.5))
-    assert "patch" in sent and len(wholes) == 2  # from now on, patches only
+    # ...and the final picture whole too: a view made later starts from the state.
+    assert len(wholes) == 3 and "completed" in str(wholes[-1]["new"])
     assert "completed" in widget.dashboard.view.header.text
+
+
+def test_a_page_asking_for_the_state_gets_the_current_picture_drawn_only_when_stale() -> None:
+    """A reloaded page asks every widget's state at once and waits 4 s for the answer,
+    then asks each widget alone: a finished dashboard answers with the picture it sent."""
+    import json
+
+    from kit.dashboard import Dashboard
+    from kit.events import ChunkFinished, RunFinished, RunStarted
+    from widgets._dashboard import DashboardWidget
+
+    dash = Dashboard(interval=0.0)
+    widget = DashboardWidget(dash)
+    widget.view_wait = 0
+    widget.send = lambda content, buffers=None: None
+    draws = []
+    draw = widget._model_to_traits
+    widget._model_to_traits = lambda model: draws.append(1) or draw(model)
+
+    dash(RunStarted("r", total=4, resumed=0, workers=1))
+    widget._sync_model(widget, {"event": "jsevent"}, [])  # redraws go as patches now
+    dash(ChunkFinished("r", 0, 2, 0, "0", 0.1, 0.2, 2, 0, 4, metrics={"wer": (0.5, 2)}))
+    drawn = len(draws)
+    assert "2/4" in json.dumps(widget.get_state()["render_bundle"])  # stale: drawn anew
+    assert len(draws) == drawn + 1
+
+    dash(RunFinished("r", "completed", 4, 0, 4, 0.5))  # the final picture goes whole
+    drawn = len(draws)
+    for _ in range(3):
+        assert "completed" in json.dumps(widget.get_state()["render_bundle"])
+    assert len(draws) == drawn  # the state already is the picture

@@ -253,15 +253,56 @@ def test_button_runs_each_end_completed_with_every_metric_drawn_and_no_traceback
     if view_wait is not None:
         return
     # A reloaded page (the notebook saved, the kernel live) shows the finished run.
+    trail = record_messages(page)
     save_and_reload(page, jupyter.folder / name)
     # While the page restores the widgets, a view may be drawn and replaced: read the one shown.
     shown = page.locator(".kit-header:visible", has_text="completed").first
-    shown.wait_for(timeout=90_000)
+    try:
+        shown.wait_for(timeout=90_000)
+    except Exception as exc:
+        shots(page, "reloaded-not-completed")
+        headers = page.locator(".kit-header").all_text_contents()
+        outputs = page.locator(".jp-OutputArea-output").all_text_contents()
+        raise AssertionError(
+            f"the reloaded page shows no completed dashboard: headers {headers}, "
+            f"outputs {[o[:200] for o in outputs]}, console {console[:3]}, "
+            f"documents {page.evaluate(DOCUMENTS)}, what the page said and heard since "
+            f"the reload: {trail}"
+        ) from exc
     header = shown.text_content() or ""
     assert f"{ITEMS}/{ITEMS}" in header, header
     assert wait_for_metric_ends(page, {"wer": ITEMS, "rtf": ITEMS}) == {"wer": ITEMS, "rtf": ITEMS}
     shots(page, "reloaded", focus=shown)
     assert console == [], console[:3]
+
+
+#: What names a kernel message in a websocket frame: its type, a widget message's method.
+MESSAGE_NAMES = re.compile(r'"(?:msg_type|method|execution_state)": ?"([^"]*)"')
+
+
+def record_messages(page: Any) -> list[str]:
+    """From now on, note each console line and each kernel message of ``page``, with its time.
+
+    A page that restores its widgets wrong shows nothing wrong but what it
+    asked and when answers came (a widget's state, say, after 4 s).
+    """
+    trail: list[str] = []
+    start = time.monotonic()
+
+    def note(kind: str, text: str | bytes) -> None:
+        decoded = text if isinstance(text, str) else text.decode(errors="replace")
+        names = MESSAGE_NAMES.findall(decoded[:4000])[:3] if kind != "console" else decoded[:120]
+        trail.append(f"{time.monotonic() - start:.2f}s {kind} {len(text)}B {names}")
+
+    page.on("console", lambda message: note("console", f"{message.type}: {message.text}"))
+    page.on(
+        "websocket",
+        lambda ws: (
+            ws.on("framesent", lambda frame: note("sent", frame)),
+            ws.on("framereceived", lambda frame: note("heard", frame)),
+        ),
+    )
+    return trail
 
 
 def run_from(page: Any, cell: Any) -> None:
