@@ -11,14 +11,18 @@ restart.
 from __future__ import annotations
 
 import abc
+import contextlib
+import copy
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from kit._errors import KitError
-from kit.config import config_hash
+from kit.config import ConfigError, config_hash
+from kit.config._errors import error
 
 Env = dict[str, Any]
 
@@ -61,6 +65,14 @@ class EnvironmentProvider(abc.ABC):
     #: with ``choices`` and ``min`` metadata, as Kit's own): the config editor checks
     #: them as you type, all at once (see :func:`kit.config.config_problems`).
     config_schemas: ClassVar[Mapping[str, type]] = {}
+
+    #: Config keys (dotted paths, e.g. ``"decoder.engine"``) the env is built from.
+    #: The env's name on the workers hashes only these, so runs whose configs differ
+    #: elsewhere (a beam size ``forward`` reads from its ``config`` parameter) share
+    #: one env; while the env is built, the provider's config holds only these keys,
+    #: and reading another is a :class:`~kit.config.ConfigError` naming it. None:
+    #: the whole config (every config its own env).
+    env_keys: ClassVar[Sequence[str] | None] = None
 
     def __init__(self, config: DictConfig | Mapping[str, Any]) -> None:
         # A plain dict works too; it becomes a DictConfig, as configs are everywhere.
@@ -123,7 +135,54 @@ class EnvironmentProvider(abc.ABC):
         >>> P(OmegaConf.create({"a": 1})).env_name()
         'kit-env:kit.provider.P:23eef9c51146'
         """
-        return f"{env_name_prefix(type(self))}{config_hash(self.config)}"
+        return f"{env_name_prefix(type(self))}{config_hash(self.env_config())}"
+
+    def env_config(self) -> DictConfig:
+        """Return the part of the config the env is built from: ``env_keys`` (all without).
+
+        Examples
+        --------
+        >>> class Decode(EnvironmentProvider):
+        ...     env_keys = ("decoder.engine",)
+        ...     def build_env_local(self): return {"engine": self.config.decoder.engine}
+        ...     def make_worker_setup_fn(self): return dict
+        >>> cfg = {"decoder": {"engine": "whisper", "beam_size": 5}}
+        >>> print(OmegaConf.to_yaml(Decode(cfg).env_config()), end="")
+        decoder:
+          engine: whisper
+        >>> Decode(cfg).env_name() == Decode({"decoder": {"engine": "whisper"}}).env_name()
+        True
+        """
+        keys = type(self).env_keys
+        if keys is None:
+            return self.config
+        if isinstance(keys, str):
+            raise TypeError(
+                f"{type(self).__qualname__}.env_keys must be a tuple of config keys, "
+                f"got the string {keys!r}; write ({keys!r},)"
+            )
+        part = OmegaConf.create({})
+        for key in keys:
+            value = OmegaConf.select(self.config, key, default=_ABSENT)
+            if value is _ABSENT:
+                continue  # an optional key left out: the provider's default, in every run
+            if OmegaConf.is_config(value):
+                # Resolved: an interpolation may point outside the env keys.
+                value = OmegaConf.to_container(value, resolve=True)
+            OmegaConf.update(part, key, value, merge=False, force_add=True)
+        OmegaConf.set_struct(part, True)  # reading another key raises, named: see reading_env
+        return part
+
+    def for_env(self) -> EnvironmentProvider:
+        """Return this provider as its env is built: a copy whose config is :meth:`env_config`.
+
+        Without ``env_keys``, the provider itself.
+        """
+        if type(self).env_keys is None:
+            return self
+        twin = copy.copy(self)
+        twin.config = self.env_config()
+        return twin
 
 
 class ProviderSetupError(KitError, RuntimeError):
@@ -134,6 +193,54 @@ class ProviderSetupError(KitError, RuntimeError):
     >>> issubclass(ProviderSetupError, RuntimeError)
     True
     """
+
+
+_ABSENT = object()
+
+
+@contextlib.contextmanager
+def reading_env(provider: type[EnvironmentProvider]) -> Iterator[None]:
+    """Make reading a key outside ``provider.env_keys`` while building the env a clear error.
+
+    Examples
+    --------
+    >>> class Decode(EnvironmentProvider):
+    ...     env_keys = ("decoder.engine",)
+    ...     def build_env_local(self): return {"beam": self.config.decoder.beam_size}
+    ...     def make_worker_setup_fn(self): return dict
+    >>> built = Decode({"decoder": {"engine": "whisper", "beam_size": 5}}).for_env()
+    >>> try:
+    ...     with reading_env(Decode):
+    ...         built.build_env_local()
+    ... except ConfigError as exc:
+    ...     print(str(exc).splitlines()[0])
+    decoder.beam_size: Decode read a config key outside its env_keys while building its env
+    """
+    try:
+        yield
+    except (ConfigAttributeError, ConfigKeyError) as exc:
+        keys = provider.env_keys
+        if keys is None or not exc.full_key:
+            raise
+        raise outside_env_keys(provider.__qualname__, str(exc.full_key), keys) from None
+
+
+def outside_env_keys(label: str, key: str, keys: Sequence[str]) -> ConfigError:
+    """Return the error for provider ``label`` reading ``key`` while building its env."""
+    return error(
+        f"{label} read a config key outside its env_keys while building its env",
+        full_key=key,
+        expected=f"one of env_keys: {', '.join(keys) or '(none)'}",
+        fix=f"if the env depends on it, add {key!r} to {label}.env_keys (each value then "
+        "builds its own env); if not, read it where it is used: give forward a `config` "
+        "parameter and read it there",
+    )
+
+
+def env_only_setup(setup: Callable[[], Env], provider: type[EnvironmentProvider]) -> Env:
+    """Run a worker setup function under :func:`reading_env` (picklable with ``partial``)."""
+    with reading_env(provider):
+        return setup()
 
 
 def env_name_prefix(cls: type) -> str:

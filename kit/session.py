@@ -16,6 +16,7 @@ import os
 import threading
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
@@ -32,6 +33,8 @@ from kit.provider import (
     ProviderSetupError,
     check_env,
     env_name_prefix,
+    env_only_setup,
+    reading_env,
 )
 
 T = TypeVar("T")
@@ -78,6 +81,11 @@ class Session:
     # same provider config costs one scheduler call instead of four.
     _env_keys: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _threads: int = field(default=0, repr=False)
+    # Runs holding each env now (never torn down while held), and env names by
+    # last use, least recent first: past parallel.max_envs, the first idle one goes.
+    _in_use: Counter[str] = field(default_factory=Counter, repr=False)
+    _recent: list[str] = field(default_factory=list, repr=False)
+    _envs_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     #: The client was made by the user: Kit forgets it on close, never closes it.
     borrowed: bool = False
     job_logs: str | None = None
@@ -123,8 +131,11 @@ class Session:
 
         Inline, the env is built once with ``build_env_local`` and cached in
         this session. On a cluster it is built by a worker plugin on every
-        worker (and on workers that join later); an env of the same provider
-        class with another config is torn down first.
+        worker (and on workers that join later). The env is named by the
+        provider's class and :meth:`~kit.EnvironmentProvider.env_config`; up to
+        ``parallel.max_envs`` envs of one provider class are kept, the least
+        recently used one not held by a run torn down first. The caller holds
+        the env until it calls :meth:`release` with its name.
 
         With ``should_stop`` or ``timeout`` (``runner.setup_timeout``), the
         build is waited for in steps: :class:`SetupCancelled` once
@@ -135,25 +146,81 @@ class Session:
         """
         name = provider.env_name()
         label = type(provider).__qualname__
-        if self.client is None:
-            if name not in self.local_envs:
-                for old in [
-                    n for n in self.local_envs if n.startswith(env_name_prefix(type(provider)))
-                ]:
-                    _teardown_stale(provider, self.local_envs.pop(old), label)
-                build = functools.partial(_build_local, provider, label)
-                if should_stop is None and timeout is None:
-                    env = build()
-                else:
-                    env = _bounded(
-                        build,
-                        should_stop,
-                        timeout,
-                        label,
-                        on_late=functools.partial(_teardown_stale, provider, label=label),
-                    )
-                self.local_envs[name] = env
-            return name, sorted(self.local_envs[name])
+        with self._envs_lock:
+            self._in_use[name] += 1
+            if name in self._recent:
+                self._recent.remove(name)
+            self._recent.append(name)
+        try:
+            built = provider.for_env()
+            if self.client is None:
+                return name, self._attach_inline(built, name, label, should_stop, timeout)
+            return name, self._attach_cluster(built, name, label, should_stop, timeout)
+        except BaseException:
+            self.release(name)
+            raise
+
+    def release(self, name: str) -> None:
+        """Say a run that attached env ``name`` no longer needs it (it may be torn down)."""
+        with self._envs_lock:
+            self._in_use[name] -= 1
+            if self._in_use[name] <= 0:
+                del self._in_use[name]
+
+    def _stale(self, provider: EnvironmentProvider, name: str, present: list[str]) -> list[str]:
+        """Envs of ``provider``'s class to tear down before ``name`` joins them.
+
+        At most ``parallel.max_envs`` are kept, the least recently used idle
+        ones going first; an env a run holds stays, over the bound if need be.
+        """
+        prefix = env_name_prefix(type(provider))
+        with self._envs_lock:
+            order = {n: i for i, n in enumerate(self._recent)}
+            others = sorted(
+                (n for n in present if n.startswith(prefix) and n != name),
+                key=lambda n: order.get(n, -1),
+            )
+            excess = len(others) - (self.parallel.max_envs - 1)
+            idle = [n for n in others if self._in_use[n] == 0]
+            stale = idle[: max(0, excess)]
+            for old in stale:
+                if old in self._recent:
+                    self._recent.remove(old)
+            return stale
+
+    def _attach_inline(
+        self,
+        provider: EnvironmentProvider,
+        name: str,
+        label: str,
+        should_stop: Callable[[], bool] | None,
+        timeout: float | None,
+    ) -> list[str]:
+        if name not in self.local_envs:
+            for old in self._stale(provider, name, list(self.local_envs)):
+                _teardown_stale(provider, self.local_envs.pop(old), label)
+            build = functools.partial(_build_local, provider, label)
+            if should_stop is None and timeout is None:
+                env = build()
+            else:
+                env = _bounded(
+                    build,
+                    should_stop,
+                    timeout,
+                    label,
+                    on_late=functools.partial(_teardown_stale, provider, label=label),
+                )
+            self.local_envs[name] = env
+        return sorted(self.local_envs[name])
+
+    def _attach_cluster(
+        self,
+        provider: EnvironmentProvider,
+        name: str,
+        label: str,
+        should_stop: Callable[[], bool] | None,
+        timeout: float | None,
+    ) -> list[str]:
         from kit._plugin import scheduler_state
 
         state = self.client.run_on_scheduler(scheduler_state)
@@ -163,8 +230,9 @@ class Session:
         self._threads = max(1, state["threads"])
         keys = self._env_keys.get(name)
         if keys is None or name not in state["plugins"]:
+            stale = self._stale(provider, name, state["plugins"])
             register = functools.partial(
-                _attach_to_cluster, self.client, provider, name, label, state["plugins"]
+                _attach_to_cluster, self.client, provider, name, label, stale
             )
             if should_stop is None and timeout is None:
                 keys = register()
@@ -176,11 +244,10 @@ class Session:
                     with contextlib.suppress(Exception):
                         self.client.unregister_worker_plugin(name)
                     raise
-            prefix = env_name_prefix(type(provider))
-            for old in [n for n in self._env_keys if n.startswith(prefix)]:
-                del self._env_keys[old]
+            for old in stale:
+                self._env_keys.pop(old, None)
             self._env_keys[name] = keys
-        return name, keys
+        return keys
 
     def wait_for_workers(
         self, n: int = 1, *, should_stop: Callable[[], bool] | None = None
@@ -271,7 +338,9 @@ SETUP_STEP = 0.1
 
 
 def _build_local(provider: EnvironmentProvider, label: str) -> Env:
-    return check_env(provider.build_env_local(), label, "build_env_local()")
+    with reading_env(type(provider)):
+        env = provider.build_env_local()
+    return check_env(env, label, "build_env_local()")
 
 
 def _bounded(
@@ -351,17 +420,15 @@ def _close_quietly(env: Env) -> None:
 
 
 def _attach_to_cluster(
-    client: Any, provider: EnvironmentProvider, name: str, label: str, registered: list[str]
+    client: Any, provider: EnvironmentProvider, name: str, label: str, stale: list[str]
 ) -> list[str]:
     from kit._plugin import ProviderPlugin, env_report
 
-    prefix = env_name_prefix(type(provider))
-    for old in registered:
-        if old.startswith(prefix) and old != name:
-            client.unregister_worker_plugin(old)
-    plugin = ProviderPlugin(
-        name, label, cloudpickle.dumps(provider.worker_setup_fn()), cloudpickle.dumps(provider)
-    )
+    for old in stale:
+        client.unregister_worker_plugin(old)
+    with reading_env(type(provider)):  # make_worker_setup_fn may read the config here
+        setup = functools.partial(env_only_setup, provider.worker_setup_fn(), type(provider))
+    plugin = ProviderPlugin(name, label, cloudpickle.dumps(setup), cloudpickle.dumps(provider))
     try:
         client.register_plugin(plugin, name=name)
     except Exception as exc:

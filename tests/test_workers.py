@@ -16,7 +16,10 @@ from kit import ProviderSetupError
 from kit._plugin import scheduler_state
 from tests.workloads import (
     Affine,
+    KeyedProvider,
     NewNameProvider,
+    Peeking,
+    Shifted,
     ToyProvider,
     WhereRan,
     lines,
@@ -48,18 +51,46 @@ def test_a_new_runner_with_the_same_config_reuses_the_env(tmp_path: Path, local:
     assert len(pids(tmp_path)) == 2
 
 
-def test_a_changed_config_builds_anew_and_tears_the_old_env_down(
+def test_envs_alternating_within_max_envs_never_rebuild_and_the_least_recent_goes_first(
     tmp_path: Path, local: dict
 ) -> None:
-    Affine(ToyProvider(toy_config(tmp_path, factor=2)), parallel=local).run(range(10))
-    result = Affine(ToyProvider(toy_config(tmp_path, factor=5)), parallel=local).run(range(10))
-    assert result.records[3] == {"idx": 3, "y": 16}
+    def run(factor: int) -> Any:
+        return Affine(ToyProvider(toy_config(tmp_path, factor=factor)), parallel=local).run(
+            range(10)
+        )
+
+    for factor in (2, 5, 2, 5, 2):  # two configs, parallel.max_envs = 2: both stay
+        assert run(factor).records[3] == {"idx": 3, "y": 3 * factor + 1}
     factors = sorted(line.split()[1] for line in lines(tmp_path, "setup.log"))
     assert factors == ["2", "2", "5", "5"]
+    assert lines(tmp_path, "teardown.log") == []
+    assert run(7).records[3] == {"idx": 3, "y": 22}  # a third: 5, used least recently, goes
     deadline = time.monotonic() + 10
     while len(lines(tmp_path, "teardown.log")) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert sorted(line.split()[1] for line in lines(tmp_path, "teardown.log")) == ["2", "2"]
+    assert sorted(line.split()[1] for line in lines(tmp_path, "teardown.log")) == ["5", "5"]
+    assert run(2).records[3] == {"idx": 3, "y": 7}
+    assert sorted(line.split()[1] for line in lines(tmp_path, "setup.log")).count("2") == 2
+
+
+def test_runs_differing_outside_env_keys_share_one_env_per_worker(
+    tmp_path: Path, local: dict
+) -> None:
+    for offset in (0, 3, 8):
+        provider = KeyedProvider(toy_config(tmp_path, factor=2, offset=offset))
+        result = Shifted(provider, parallel=local).run(range(20))
+        assert [r["y"] for r in result.records] == [2 * i + offset for i in range(20)]
+    assert len(pids(tmp_path)) == 2 == len(set(pids(tmp_path)))
+
+
+def test_reading_a_key_outside_env_keys_on_a_worker_is_the_named_error(
+    tmp_path: Path, local: dict
+) -> None:
+    with pytest.raises(kit.ConfigError) as info:
+        Affine(Peeking(toy_config(tmp_path, factor=2, offset=5)), parallel=local).run(range(4))
+    assert str(info.value).startswith(
+        "offset: Peeking read a config key outside its env_keys while building its env"
+    )
 
 
 def test_a_failing_setup_fails_at_once_and_leaves_nothing_registered(

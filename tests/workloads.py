@@ -494,3 +494,30 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)):
         return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
     return type(a) is type(b) and a == b
+
+
+class KeyedProvider(ToyProvider):
+    """Builds its env from ``factor`` alone: runs whose configs differ elsewhere share it."""
+
+    env_keys = ("factor", "log_dir")
+
+
+class Peeking(ToyProvider):
+    """Declares ``factor`` alone but reads ``offset`` while building: a stale env in waiting."""
+
+    env_keys = ("factor",)
+
+    def build_env_local(self) -> dict[str, Any]:
+        return {"model": self.config.offset}
+
+    def make_worker_setup_fn(self) -> Any:
+        cfg = self.config
+        return functools.partial(getattr, cfg, "offset")
+
+
+class Shifted(Runner):
+    """Reads what varies between runs sharing one env from the run's own config."""
+
+    @staticmethod
+    def forward(idx: int, model: Model, config: DictConfig) -> dict[str, Any]:
+        return {"idx": idx, "y": idx * model.factor + config.offset, "pid": os.getpid()}

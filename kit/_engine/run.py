@@ -12,11 +12,15 @@ import contextlib
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
+
+from omegaconf import DictConfig
 
 from kit._chunk import ChunkResult
 from kit._engine.dask import DaskDispatcher
 from kit._engine.inline import InlineDispatcher
+from kit._engine.spec import ChunkJob
 from kit._errors import SchedulerLostError, StoreError
 from kit._plan import ChunkPlanner
 from kit.events import ChunkFinished, RunFinished, RunStarted
@@ -30,6 +34,20 @@ if TYPE_CHECKING:
 
 #: Metric names a run sums and draws; the rest are ignored with one warning.
 MAX_METRICS = 200
+
+
+def with_config(job: ChunkJob, env_keys: Sequence[str], config: DictConfig | None) -> ChunkJob:
+    """Give ``forward`` the run's config when it has a ``config`` parameter the env does not fill.
+
+    So ``forward`` reads what varies between runs sharing one env (a sweep's
+    beam size) from the run's own config. Not in the manifest's keywords: the
+    config is recorded there already.
+    """
+    spec = job.forward_spec
+    wants = "config" in spec.required or "config" in spec.optional
+    if not wants or config is None or "config" in env_keys or "config" in job.explicit:
+        return job
+    return replace(job, explicit={**job.explicit, "config": config})
 
 
 class Run:
@@ -50,6 +68,8 @@ class Run:
     def drive(self) -> tuple[RunResult, BaseException | None]:
         """Run to the end; return the result and the exception the run ended with."""
         spec = self.spec
+        session: Session | None = None
+        env_name: str | None = None
         try:
             session = self._session()
             try:
@@ -61,9 +81,10 @@ class Run:
                 )
             except SetupCancelled:
                 return self._conclude(RunStatus.CANCELLED), None
-            spec.job.forward_spec.check(env_keys, spec.job.explicit)
-            if spec.job.batch_by is not None:
-                spec.job.batch_by.spec.check(env_keys, {})
+            job = with_config(spec.job, env_keys, spec.config)
+            job.forward_spec.check(env_keys, job.explicit)
+            if job.batch_by is not None:
+                job.batch_by.spec.check(env_keys, {})
             pending = self._open_store()
             self.setup_seconds = time.perf_counter() - self.started
             self.ledger.set_status(RunStatus.RUNNING)
@@ -84,13 +105,13 @@ class Run:
             if session.client is None:
                 env = session.local_envs[env_name]
                 dispatcher = InlineDispatcher(
-                    spec.job, env, planner, self.complete, self.handle._should_stop
+                    job, env, planner, self.complete, self.handle._should_stop
                 )
             else:
                 dispatcher = DaskDispatcher(
                     session.client,
                     env_name,
-                    spec.job,
+                    job,
                     planner,
                     self.complete,
                     self.handle._should_stop,
@@ -115,6 +136,8 @@ class Run:
         finally:
             if spec.store is not None:
                 spec.store.unlock()
+            if session is not None and env_name is not None:
+                session.release(env_name)
 
     def _session(self) -> Session:
         spec = self.spec

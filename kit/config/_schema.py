@@ -90,6 +90,10 @@ class ParallelConfig:
     startup_timeout
         Seconds to wait for the first worker of a job-queue or remote
         cluster before giving up with an error.
+    max_envs
+        Envs of one provider kept at once (in each worker, or in this process
+        inline): runs alternating between that many env configs (two engines,
+        say) never rebuild one. Past it, the least recently used goes first.
 
     Examples
     --------
@@ -105,6 +109,7 @@ class ParallelConfig:
     submit_command: str | None = None
     submit_hook: str | None = None
     startup_timeout: float = field(default=300.0, metadata={"min": 1})
+    max_envs: int = field(default=2, metadata={"min": 1})
 
 
 @dataclass

@@ -148,6 +148,27 @@ def test_whisper_on_workers_decodes_as_inline_and_loads_the_model_once_each(
     assert set(on_workers.summary) >= {"wer", "substitutions", "deletions", "insertions", "rtf"}
 
 
+def test_runs_differing_in_beam_size_share_one_loaded_model_per_worker(
+    corpus: Path, local: dict
+) -> None:
+    flite = positions(corpus, ("slt",))[:4]
+    names, results = set(), []
+    for beam in (1, 3, 5):
+        provider = DecodeProvider(config(corpus, f"decoder.beam_size={beam}"))
+        names.add(provider.env_name())
+        results.append(DecodeRunner(provider, parallel=local).run(flite))
+    assert len(names) == 1 and all(r.stats.ok == len(flite) for r in results)
+    client = kit.get_session(local).client
+    builds = [r["builds"] for r in client.run(env_report, names.pop()).values()]
+    assert builds == [1, 1]
+    # The other engine is another env; coming back to Whisper loads nothing again.
+    sphinx = DecodeProvider(config(corpus, "decoder.engine=pocketsphinx"))
+    DecodeRunner(sphinx, parallel=local).run(flite[:2])
+    back = DecodeProvider(config(corpus, "decoder.beam_size=2"))
+    DecodeRunner(back, parallel=local).run(flite[:2])
+    assert [r["builds"] for r in client.run(env_report, back.env_name()).values()] == [1, 1]
+
+
 def test_whisper_batches_decode_as_one_at_a_time(corpus: Path) -> None:
     flite = positions(corpus, ("awb",))[:6]
     one_by_one = DecodeRunner(DecodeProvider(config(corpus))).run(flite)

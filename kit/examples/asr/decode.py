@@ -13,14 +13,19 @@ import functools
 import json
 import time
 import wave
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf
 
 from kit import EnvironmentProvider, Runner
-from kit.examples.asr.recognizers import DecoderConfig, Recognizer, make_recognizer
+from kit.examples.asr.recognizers import (
+    ENV_DECODER_KEYS,
+    DecoderConfig,
+    Recognizer,
+    make_recognizer,
+)
 from kit.examples.asr.wer import corpus_wer, score
 
 
@@ -119,9 +124,18 @@ def build_env(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 class DecodeProvider(EnvironmentProvider):
-    """One recognizer (Whisper: about 0.4 s to load) and the dataset, per worker."""
+    """One recognizer (Whisper: about 0.4 s to load) and the dataset, per worker.
+
+    The env depends on the data and the recognizer's own settings, not on
+    ``decoder.beam_size``, which ``forward`` reads from each run's config: runs
+    (a sweep's trials) differing only in beam size share one loaded model.
+    """
 
     config_schemas: ClassVar[Mapping[str, type]] = {"decoder": DecoderConfig}
+    env_keys: ClassVar[Sequence[str]] = (
+        "data",
+        *(f"decoder.{name}" for name in ENV_DECODER_KEYS),
+    )
 
     def _plain(self) -> dict[str, Any]:
         plain = OmegaConf.to_container(self.config, resolve=True)
@@ -138,12 +152,14 @@ class DecodeProvider(EnvironmentProvider):
         return functools.partial(build_env, self._plain())
 
 
-def decode_items(indices: list[int], recognizer: Recognizer, dataset: Any) -> list[dict[str, Any]]:
+def decode_items(
+    indices: list[int], recognizer: Recognizer, dataset: Any, beam_size: int | None = None
+) -> list[dict[str, Any]]:
     """Decode the utterances ``indices`` of the dataset in one recognizer call."""
     entries = [dataset[i] for i in indices]
     audio = [audio_pcm(entry["audio"]) for entry in entries]
     began = time.perf_counter()
-    hyps = recognizer.decode([pcm for pcm, _ in audio])
+    hyps = recognizer.decode([pcm for pcm, _ in audio], beam_size=beam_size)
     # A batch's decoding time is shared by its utterances in proportion to their length.
     seconds = time.perf_counter() - began
     total = sum(duration for _, duration in audio) or 1.0
@@ -178,11 +194,16 @@ class DecodeRunner(Runner):
     """
 
     @staticmethod
-    def forward(idx: Any, recognizer: Recognizer, dataset: Any) -> Any:
-        """Decode utterance ``idx`` (or the list of utterances ``idx``) of the dataset."""
+    def forward(idx: Any, recognizer: Recognizer, dataset: Any, config: Any = None) -> Any:
+        """Decode utterance ``idx`` (or the list of utterances ``idx``) of the dataset.
+
+        The beam size is the run's (``config.decoder.beam_size``), not the env's.
+        """
+        beam = OmegaConf.select(config, "decoder.beam_size") if config is not None else None
+        beam_size = None if beam is None else int(beam)
         if isinstance(idx, list):
-            return decode_items(idx, recognizer, dataset)
-        return decode_items([idx], recognizer, dataset)[0]
+            return decode_items(idx, recognizer, dataset, beam_size)
+        return decode_items([idx], recognizer, dataset, beam_size)[0]
 
     @staticmethod
     def duration(idx: int, dataset: Any) -> float:

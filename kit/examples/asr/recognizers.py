@@ -64,6 +64,19 @@ class DecoderConfig:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+#: The ``decoder`` keys a loaded recognizer depends on; ``beam_size`` is chosen per call.
+ENV_DECODER_KEYS = (
+    "engine",
+    "model",
+    "compute_type",
+    "device",
+    "cpu_threads",
+    "language",
+    "mode",
+    "options",
+)
+
+
 def decoder_config(settings: Mapping[str, Any] | None) -> DecoderConfig:
     """Check the ``decoder`` settings against :class:`DecoderConfig`; return them typed."""
     section = OmegaConf.create({"decoder": dict(settings or {})})
@@ -149,8 +162,11 @@ class WhisperRecognizer:
         )
         self.prompt = self.model.get_prompt(self.tokenizer, [], without_timestamps=True)
 
-    def decode(self, pcms: Sequence[bytes]) -> list[str]:
-        """Decode utterances (16-bit PCM at 16 kHz) as one batch; return their texts."""
+    def decode(self, pcms: Sequence[bytes], beam_size: int | None = None) -> list[str]:
+        """Decode utterances (16-bit PCM at 16 kHz) as one batch; return their texts.
+
+        ``beam_size`` overrides the recognizer's own for this call (a run's, in a sweep).
+        """
         import numpy as np
         from faster_whisper.audio import pad_or_trim
         from threadpoolctl import threadpool_limits
@@ -173,7 +189,7 @@ class WhisperRecognizer:
         results = self.model.model.generate(
             encoded,
             [list(self.prompt) for _ in pcms],
-            beam_size=self.beam_size,
+            beam_size=self.beam_size if beam_size is None else int(beam_size),
             max_length=self.model.max_length,
             suppress_blank=True,
             suppress_tokens=[-1],
@@ -199,8 +215,12 @@ class SphinxRecognizer:
             self.decoder.add_jsgf_string("digits", DIGITS_JSGF)
             self.decoder.activate_search("digits")
 
-    def decode(self, pcms: Sequence[bytes]) -> list[str]:
-        """Decode utterances one after the other; return their texts."""
+    def decode(self, pcms: Sequence[bytes], beam_size: int | None = None) -> list[str]:
+        """Decode utterances one after the other; return their texts.
+
+        ``beam_size`` is Whisper's and ignored here: PocketSphinx's beams are
+        among ``decoder.options``.
+        """
         texts = []
         for pcm in pcms:
             # The feature front end keeps state from the utterances it saw before;
