@@ -14,6 +14,7 @@ Examples
 from kit._clusters import job_script
 from kit._engine import RunHandle
 from kit._errors import KitError
+from kit._sweep import SweepHandle, SweepResult, Trial, submit_sweep, sweep
 from kit.config import (
     ConfigError,
     config_hash,
@@ -49,6 +50,9 @@ __all__ = [
     "Session",
     "StoreError",
     "StoreWarning",
+    "SweepHandle",
+    "SweepResult",
+    "Trial",
     "WorkerStats",
     "attach",
     "config_hash",
@@ -59,5 +63,7 @@ __all__ = [
     "save_config",
     "sessions",
     "shutdown",
+    "submit_sweep",
+    "sweep",
     "to_overrides",
 ]

@@ -86,6 +86,7 @@ class Session:
     _in_use: Counter[str] = field(default_factory=Counter, repr=False)
     _recent: list[str] = field(default_factory=list, repr=False)
     _envs_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _building: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
     #: The client was made by the user: Kit forgets it on close, never closes it.
     borrowed: bool = False
     job_logs: str | None = None
@@ -151,11 +152,15 @@ class Session:
             if name in self._recent:
                 self._recent.remove(name)
             self._recent.append(name)
+            # Runs attaching one env at once (a sweep's trials) wait for the first to
+            # build it: a second registration returns before the workers have the env.
+            building = self._building.setdefault(name, threading.Lock())
         try:
             built = provider.for_env()
-            if self.client is None:
-                return name, self._attach_inline(built, name, label, should_stop, timeout)
-            return name, self._attach_cluster(built, name, label, should_stop, timeout)
+            with building:
+                if self.client is None:
+                    return name, self._attach_inline(built, name, label, should_stop, timeout)
+                return name, self._attach_cluster(built, name, label, should_stop, timeout)
         except BaseException:
             self.release(name)
             raise

@@ -520,4 +520,16 @@ class Shifted(Runner):
 
     @staticmethod
     def forward(idx: int, model: Model, config: DictConfig) -> dict[str, Any]:
-        return {"idx": idx, "y": idx * model.factor + config.offset, "pid": os.getpid()}
+        began = time.time()
+        time.sleep(config.get("sleep", 0))
+        # A trial held at item 8 until the test opens the gate (a file): cancelled mid-run.
+        if config.get("gate") and config.offset == config.gate_offset and idx >= 8:
+            while not Path(config.gate).exists():
+                time.sleep(0.01)
+        return {
+            "idx": idx,
+            "y": idx * model.factor + config.offset,
+            "pid": os.getpid(),
+            "began": began,
+            "ended": time.time(),
+        }

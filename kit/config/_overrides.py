@@ -76,7 +76,8 @@ def _apply_one(cfg: DictConfig, override: Any, line: str, provenance: Provenance
         raise error(
             f"override {line!r} is a sweep; sweeps are not supported here",
             full_key=key,
-            fix="give one value per key; quote a value that contains commas, e.g. key='a,b'",
+            fix="run the trials with kit.sweep(config, overrides) (each value a trial), or "
+            "give one value per key; quote a value that contains commas, e.g. key='a,b'",
         )
     if override.package is not None:
         raise error(

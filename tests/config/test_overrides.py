@@ -88,6 +88,7 @@ def test_a_sweep_is_rejected() -> None:
     assert str(info.value).splitlines()[0] == (
         "lr: override 'lr=0.1,0.2' is a sweep; sweeps are not supported here"
     )
+    assert "kit.sweep(config, overrides)" in str(info.value)  # where sweeps are
 
 
 def test_a_range_sweep_is_rejected() -> None:

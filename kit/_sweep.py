@@ -1,0 +1,445 @@
+"""Sweeps: a grid's trials run side by side on one session, stored as run folders, resumed.
+
+A sweep folder holds ``sweep.json`` (the base overrides, the trials and their
+states, written by the sweep's driver alone, through a rename) and one
+ordinary run folder per trial (``trial-000``...): ``kit.attach``, ``kit
+status`` and the reports work on each trial unchanged. Running the same
+sweep into the same folder again runs only what is missing: finished trials
+are read back, not run; half-finished ones resume at chunk level.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from kit._atomic import atomic_file
+from kit._errors import KitError
+from kit.config import ConfigError, config_hash, load_config
+from kit.config._errors import error
+from kit.config._sweeps import expand_sweep
+from kit.result import RunResult, RunStatus
+
+#: The sweep's own file in its folder.
+SWEEP_FILE = "sweep.json"
+#: Trials running at once, at most, by default: enough to keep a cluster busy.
+CONCURRENCY = 8
+
+#: The quickstart model, inline, as a config ``kit run`` takes (the examples' sweeps).
+EXAMPLE = {
+    "provider": {"_target_": "kit.examples.quickstart.ModelProvider"},
+    "runner": {"_target_": "kit.examples.quickstart.Evaluate"},
+    "model": {"coefficients": [0.0, 1.0], "work_seconds": 0.0},
+    "items": {"start": 0, "stop": 10},
+    "parallel": {"env": "inline"},
+}
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One point of a sweep: its number, the overrides that make it, its run folder.
+
+    Examples
+    --------
+    >>> trial = Trial(3, ("decoder.beam_size=5", "seed=0"), Path("runs/beams/trial-003"))
+    >>> trial.name, trial.values()
+    ('trial-003', {'decoder.beam_size': '5', 'seed': '0'})
+    """
+
+    number: int
+    overrides: tuple[str, ...]
+    output_dir: Path
+
+    @property
+    def name(self) -> str:
+        """The trial's folder name, ``trial-000``..."""
+        return self.output_dir.name
+
+    def values(self) -> dict[str, str]:
+        """Return the trial's overrides as ``{key: value}`` (the text after ``=``)."""
+        pairs = (override.split("=", 1) for override in self.overrides if "=" in override)
+        return {key.lstrip("+~"): value for key, value in pairs}
+
+
+class SweepResult:
+    """The trials of a sweep and each one's :class:`~kit.RunResult` (None if it ended in error).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> result = sweep(EXAMPLE, ["model.coefficients=[0,1],[0,2]"], output_dir=tempfile.mkdtemp())
+    >>> [(row["model.coefficients"], row["status"], row["max_y"]) for row in result.rows()]
+    [('[0,1]', 'completed', 0.9), ('[0,2]', 'completed', 1.8)]
+    >>> trial, best = result.best("max_y", minimize=False)
+    >>> trial.name, best.summary
+    ('trial-001', {'min_y': 0.0, 'max_y': 1.8})
+    """
+
+    def __init__(
+        self,
+        trials: Sequence[Trial],
+        results: Sequence[RunResult | None],
+        errors: dict[int, BaseException],
+    ) -> None:
+        self.trials = list(trials)
+        self.results = list(results)
+        self.errors = dict(errors)
+
+    def __repr__(self) -> str:
+        done = sum(r is not None and r.status == RunStatus.COMPLETED for r in self.results)
+        return (
+            f"SweepResult(trials={len(self.trials)}, completed={done}, errors={len(self.errors)})"
+        )
+
+    @property
+    def swept(self) -> list[str]:
+        """The keys whose value differs between trials, in the order of the overrides."""
+        keys: list[str] = []
+        for trial in self.trials:
+            keys += [key for key in trial.values() if key not in keys]
+        return [k for k in keys if len({t.values().get(k) for t in self.trials}) > 1]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per trial: swept values, status, summary, counts and speed."""
+        out = []
+        for trial, result in zip(self.trials, self.results, strict=True):
+            values = trial.values()
+            row: dict[str, Any] = {"trial": trial.name}
+            row.update({key: values.get(key) for key in self.swept})
+            if result is None:
+                error_text = self.errors.get(trial.number)
+                row["status"] = "error"
+                row["error"] = str(error_text).splitlines()[0] if error_text else None
+            else:
+                row["status"] = str(result.status)
+                row.update(result.summary)
+                row["ok"] = result.stats.ok
+                row["failed"] = result.stats.failed
+                row["wall_seconds"] = round(result.stats.wall_seconds, 3)
+                row["items_per_second"] = round(result.stats.items_per_second, 2)
+            out.append(row)
+        return out
+
+    def to_pandas(self) -> Any:
+        """Return :meth:`rows` as a pandas DataFrame (pandas must be installed)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("SweepResult.to_pandas needs pandas: pip install pandas") from None
+        return pd.DataFrame(self.rows())
+
+    def best(self, metric: str, *, minimize: bool = True) -> tuple[Trial, RunResult]:
+        """Return the completed trial with the lowest ``metric`` (highest, ``minimize=False``)."""
+        scored = [
+            (trial, result)
+            for trial, result in zip(self.trials, self.results, strict=True)
+            if result is not None
+            and result.status == RunStatus.COMPLETED
+            and isinstance(result.summary.get(metric), int | float)
+        ]
+        if not scored:
+            have = sorted({k for r in self.results if r is not None for k in r.summary})
+            raise KeyError(
+                f"no completed trial has the summary metric {metric!r} "
+                f"(the summaries have: {', '.join(have) or 'nothing'})"
+            )
+        sign = 1 if minimize else -1
+        return min(scored, key=lambda pair: sign * float(pair[1].summary[metric]))
+
+
+class SweepHandle:
+    """A sweep going on in the background: its trials' handles, progress, result, cancel.
+
+    Made by :func:`submit_sweep`. Up to ``concurrency`` trials run at once on
+    one session (the same ``parallel`` section, so one cluster), their chunks
+    interleaved by the scheduler; the next trial starts as soon as one ends.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> handle = submit_sweep(EXAMPLE, ["items.stop=5,10"], output_dir=tempfile.mkdtemp())
+    >>> [r.stats.ok for r in handle.result(timeout=60).results]
+    [5, 10]
+    >>> handle.progress
+    '2/2 trials done, 0 running'
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        trials: list[Trial],
+        build: Callable[[Trial], tuple[Any, Sequence[Any]]],
+        concurrency: int,
+        record: dict[str, Any],
+    ) -> None:
+        self.folder = folder
+        self.trials = trials
+        self._build = build
+        self.concurrency = concurrency
+        self._record = record
+        self._lock = threading.Lock()
+        self._finished = threading.Event()
+        self._next = 0
+        self._running = 0
+        self._cancelled = False
+        self.handles: dict[int, Any] = {}
+        self._results: dict[int, RunResult] = {}
+        self._errors: dict[int, BaseException] = {}
+
+    # -------------------------------------------------------------- driving
+    def start(self) -> SweepHandle:
+        """Start the first trials; return self."""
+        for trial in self.trials:
+            if self._record["trials"][trial.number]["status"] == "completed":
+                stored = _read_completed(trial)
+                if stored is not None:
+                    self._results[trial.number] = stored
+        self._launch()
+        return self
+
+    def _launch(self) -> None:
+        starting: list[Trial] = []
+        with self._lock:
+            while (
+                not self._cancelled
+                and self._running < self.concurrency
+                and self._next < len(self.trials)
+            ):
+                trial = self.trials[self._next]
+                self._next += 1
+                if trial.number in self._results:
+                    continue  # finished in an earlier sweep run: read back, not run
+                self._running += 1
+                starting.append(trial)
+            over = self._running == 0 and (self._next >= len(self.trials) or self._cancelled)
+        for trial in starting:
+            self._start(trial)
+        if over:
+            self._save()
+            self._finished.set()
+
+    def _start(self, trial: Trial) -> None:
+        try:
+            runner, indices = self._build(trial)
+            runner.output_dir = trial.output_dir
+            handle = runner.submit(indices)
+        except BaseException as exc:
+            self._ended(trial, None, exc)
+            return
+        with self._lock:
+            self.handles[trial.number] = handle
+        self._set(trial, "running")
+        handle.add_done_callback(lambda done: self._on_done(trial, done))
+
+    def _on_done(self, trial: Trial, handle: Any) -> None:
+        error = handle.exception()
+        self._ended(trial, None if error is not None else handle.result(), error)
+
+    def _ended(self, trial: Trial, result: RunResult | None, exc: BaseException | None) -> None:
+        with self._lock:
+            self._running -= 1
+            if result is not None:
+                self._results[trial.number] = result
+            if exc is not None:
+                self._errors[trial.number] = exc
+        self._set(trial, "error" if result is None else str(result.status))
+        self._launch()
+
+    def _set(self, trial: Trial, status: str) -> None:
+        with self._lock:
+            self._record["trials"][trial.number]["status"] = status
+        self._save()
+
+    def _save(self) -> None:
+        with self._lock:
+            text = json.dumps(self._record, indent=1)
+            with atomic_file(self.folder / SWEEP_FILE) as fh:
+                fh.write(text + "\n")
+
+    # -------------------------------------------------------------- reading
+    def done(self) -> bool:
+        """Whether every trial has ended (or the sweep was cancelled and its trials stopped)."""
+        return self._finished.is_set()
+
+    @property
+    def progress(self) -> str:
+        """One line: trials done, running, waiting."""
+        with self._lock:
+            done = len(self._results) + len(self._errors)
+            return f"{done}/{len(self.trials)} trials done, {self._running} running" + (
+                ", cancelled" if self._cancelled else ""
+            )
+
+    def result(self, timeout: float | None = None) -> SweepResult:
+        """Wait for the sweep to end and return its :class:`SweepResult`."""
+        if not self._finished.wait(timeout):
+            raise TimeoutError(f"the sweep did not end within {timeout} s: {self.progress}")
+        return SweepResult(
+            self.trials, [self._results.get(t.number) for t in self.trials], self._errors
+        )
+
+    def cancel(self) -> None:
+        """Start no more trials and cancel the running ones; completed items are kept."""
+        with self._lock:
+            self._cancelled = True
+            running = list(self.handles.values())
+        for handle in running:
+            handle.cancel()
+        self._launch()
+
+
+def submit_sweep(
+    config: str | Path | DictConfig | dict[str, Any],
+    overrides: Sequence[str],
+    *,
+    output_dir: str | Path | None = None,
+    concurrency: int = CONCURRENCY,
+) -> SweepHandle:
+    """Start a grid sweep of ``config`` over ``overrides`` in the background; return its handle.
+
+    ``config`` is what ``kit run`` takes (a YAML path, a dict or a DictConfig
+    with ``provider``, ``runner`` and ``items`` sections). ``overrides`` use
+    Hydra's sweep grammar: ``decoder.beam_size=1,3,5``, ``range(1,4)``,
+    ``choice(a,b)``; the trials are the product of the swept keys, and a plain
+    override applies to every trial. Each trial is a run folder under
+    ``output_dir`` (default: the config's ``output_dir``). The same sweep into
+    the same folder again runs only what is missing; a different one is refused.
+
+    Raises
+    ------
+    ConfigError
+        For a bad override, or a folder holding another sweep (the message
+        shows the difference).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> first = submit_sweep(EXAMPLE, ["items.stop=4,8"], output_dir=folder).result(timeout=60)
+    >>> again = submit_sweep(EXAMPLE, ["items.stop=4,8"], output_dir=folder)
+    >>> [r.stats.ok for r in again.result(timeout=60).results], sorted(again.handles)
+    ([4, 8], [])
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    grid = expand_sweep(list(overrides))
+    base = load_config(config)  # checked once, whole, before any trial
+    folder = Path(output_dir if output_dir is not None else _default_dir(base)).expanduser()
+    trials = [
+        Trial(number, tuple(trial), folder / f"trial-{number:03d}")
+        for number, trial in enumerate(grid)
+    ]
+    record = _record_for(folder, list(overrides), trials, config_hash(base))
+
+    def build(trial: Trial) -> tuple[Any, Sequence[Any]]:
+        from kit._from_config import build_runner
+
+        return build_runner(load_config(config, list(trial.overrides)))
+
+    for trial in trials[:1]:
+        build(trial)  # a config no trial can run fails here, before any folder is written
+    folder.mkdir(parents=True, exist_ok=True)
+    return SweepHandle(folder, trials, build, concurrency, record).start()
+
+
+def sweep(
+    config: str | Path | DictConfig | dict[str, Any],
+    overrides: Sequence[str],
+    *,
+    output_dir: str | Path | None = None,
+    concurrency: int = CONCURRENCY,
+) -> SweepResult:
+    """Run a grid sweep and wait for it (see :func:`submit_sweep`); Ctrl-C cancels it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> result = sweep(EXAMPLE, ["items.stop=3,6"], output_dir=tempfile.mkdtemp())
+    >>> result, [len(r.records) for r in result.results]
+    (SweepResult(trials=2, completed=2, errors=0), [3, 6])
+    """
+    handle = submit_sweep(config, overrides, output_dir=output_dir, concurrency=concurrency)
+    try:
+        return handle.result()
+    except KeyboardInterrupt:
+        handle.cancel()
+        handle.result(timeout=60)
+        raise
+
+
+def _default_dir(base: DictConfig) -> str:
+    folder = base.get("output_dir")
+    if not isinstance(folder, str) or not folder:
+        raise error(
+            "a sweep needs a folder for its trials",
+            full_key="output_dir",
+            fix="set output_dir in the config, or pass output_dir=... (`-o` on the command line)",
+        )
+    return folder
+
+
+def _record_for(
+    folder: Path, overrides: list[str], trials: list[Trial], base_hash: str
+) -> dict[str, Any]:
+    """Return the sweep's record: the one in ``folder`` if it is this sweep, else a new one."""
+    fresh = {
+        "kit_sweep": 1,
+        "config_hash": base_hash,
+        "overrides": overrides,
+        "trials": [
+            {"name": t.name, "overrides": list(t.overrides), "status": "pending"} for t in trials
+        ],
+    }
+    path = folder / SWEEP_FILE
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise KitError(f"{path} is not a regular file: a sweep folder's record must be one")
+    if not path.exists():
+        if folder.is_dir() and any(folder.iterdir()):
+            raise ConfigError(
+                f"{folder} holds files but no {SWEEP_FILE}: not a sweep folder\n"
+                "    fix: give the sweep a folder of its own (output_dir=...)"
+            )
+        return fresh
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        was = [tuple(t["overrides"]) for t in stored["trials"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise KitError(f"{path} is not a sweep record Kit can read: {exc}") from None
+    now = [t.overrides for t in trials]
+    if was != now:
+        gone = [" ".join(t) for t in was if t not in now][:3]
+        new = [" ".join(t) for t in now if t not in was][:3]
+        raise ConfigError(
+            f"{folder} holds another sweep ({len(was)} trials; this one has {len(now)})\n"
+            f"    only there: {gone or 'nothing'}\n    only here: {new or 'nothing'}\n"
+            "    fix: run the same sweep to resume it, or give this one its own output_dir"
+        )
+    if stored.get("config_hash") != base_hash:
+        raise ConfigError(
+            f"{folder} holds this sweep of another base config (hash "
+            f"{stored.get('config_hash')}, now {base_hash}): its finished trials would not "
+            "be this config's\n"
+            "    fix: run with the config the sweep began with (`kit config diff` shows the "
+            "difference), or give this one its own output_dir"
+        )
+    for entry in stored["trials"]:
+        if entry.get("status") not in ("completed",):
+            entry["status"] = "pending"  # was running when the driver stopped: resumed
+    return dict(stored)
+
+
+def _read_completed(trial: Trial) -> RunResult | None:
+    """Return a finished trial's stored result, or None when it must run (again)."""
+    from kit.detached import read_result
+
+    try:
+        result = read_result(trial.output_dir)
+    except (OSError, KitError, ValueError):
+        return None
+    return result if result.status == RunStatus.COMPLETED else None

@@ -1,0 +1,116 @@
+"""Sweeps on a real LocalCluster: one env per worker for all trials, side by side, resumed."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kit
+from tests.workloads import lines
+
+
+def pids(log_dir: Path) -> list[str]:
+    return [line.split()[0] for line in lines(log_dir, "setup.log")]
+
+
+def wait_until(check: Any, what: str, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"{what} within {seconds} s"
+        time.sleep(0.02)
+
+
+def sweep_config(tmp_path: Path, local: dict[str, Any], **values: Any) -> dict[str, Any]:
+    return {
+        "provider": {"_target_": "tests.workloads.KeyedProvider"},
+        "runner": {"_target_": "tests.workloads.Shifted", "chunk_size": 4},
+        "items": {"start": 0, "stop": 24},
+        "factor": 2,
+        "offset": 0,
+        "sleep": 0.02,
+        "log_dir": str(tmp_path),
+        "parallel": local,
+        **values,
+    }
+
+
+def test_trials_share_one_env_per_worker_and_run_side_by_side(tmp_path: Path, local: dict) -> None:
+    folder = tmp_path / "sweep"
+    result = kit.sweep(sweep_config(tmp_path, local), ["offset=0,1,2,3"], output_dir=folder)
+    assert [r and r.status for r in result.results] == [kit.RunStatus.COMPLETED] * 4, result.errors
+    for offset, run in enumerate(result.results):
+        assert [r["y"] for r in run.records] == [2 * i + offset for i in range(24)]
+    assert len(pids(tmp_path)) == 2  # the env, built once per worker for all four trials
+    # Chunks of different trials ran at the same time: the trials overlapped.
+    spans = [
+        (min(r["began"] for r in run.records), max(r["ended"] for r in run.records))
+        for run in result.results
+    ]
+    assert all(spans[i + 1][0] < spans[i][1] for i in range(3)), spans
+    record = json.loads((folder / "sweep.json").read_text())
+    assert [t["status"] for t in record["trials"]] == ["completed"] * 4
+    assert [t["overrides"] for t in record["trials"]] == [[f"offset={i}"] for i in range(4)]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "sweep.json",
+        "trial-000",
+        "trial-001",
+        "trial-002",
+        "trial-003",
+    ]
+    # Each trial is an ordinary run folder.
+    assert kit.attach(folder / "trial-002").result(timeout=60).records == result.results[2].records
+    assert result.rows()[1]["offset"] == "1" and result.swept == ["offset"]
+
+
+def test_a_cancelled_sweep_resumes_with_every_record_once_and_finished_trials_untouched(
+    tmp_path: Path, local: dict
+) -> None:
+    folder = tmp_path / "sweep"
+    gate = tmp_path / "gate"
+    config = sweep_config(tmp_path, local, gate=str(gate), gate_offset=1)
+    handle = kit.submit_sweep(config, ["offset=0,1,2"], output_dir=folder, concurrency=1)
+    # Trial 1 holds at item 8 until the gate opens: cancel it there.
+    wait_until(lambda: 1 in handle.handles and handle.handles[1].progress.done >= 4, "4 items")
+    handle.cancel()
+    partial = handle.result(timeout=120)
+    gate.write_text("open")
+    assert partial.results[0].status == kit.RunStatus.COMPLETED
+    assert partial.results[1].status == kit.RunStatus.CANCELLED
+    assert partial.results[2] is None and handle.progress.endswith("cancelled")
+    finished = (folder / "trial-000" / "result.json").read_bytes()
+    stored = json.loads((folder / "sweep.json").read_text())
+    assert [t["status"] for t in stored["trials"]] == ["completed", "cancelled", "pending"]
+
+    again = kit.submit_sweep(config, ["offset=0,1,2"], output_dir=folder)  # the gate is open
+    result = again.result(timeout=120)
+    assert 0 not in again.handles  # read back, not run
+    assert (folder / "trial-000" / "result.json").read_bytes() == finished
+    assert again.handles[1].result().stats.resumed >= 4
+    for offset, run in enumerate(result.results):
+        assert run.status == kit.RunStatus.COMPLETED
+        assert [r["idx"] for r in run.records] == list(range(24))
+        assert [r["y"] for r in run.records] == [2 * i + offset for i in range(24)]
+
+
+def test_another_sweep_or_base_config_in_the_folder_is_refused_with_the_difference(
+    tmp_path: Path, local: dict
+) -> None:
+    folder = tmp_path / "sweep"
+    config = sweep_config(tmp_path, local, items={"start": 0, "stop": 4})
+    kit.sweep(config, ["offset=0,1"], output_dir=folder)
+    with pytest.raises(kit.ConfigError) as info:
+        kit.submit_sweep(config, ["offset=0,2"], output_dir=folder)
+    message = str(info.value)
+    assert "holds another sweep" in message
+    assert "only there: ['offset=1']" in message and "only here: ['offset=2']" in message
+    with pytest.raises(kit.ConfigError, match="holds this sweep of another base config"):
+        kit.submit_sweep({**config, "factor": 3}, ["offset=0,1"], output_dir=folder)
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    with pytest.raises(kit.ConfigError, match=r"holds files but no sweep\.json"):
+        kit.submit_sweep(config, ["offset=0,1"], output_dir=tmp_path / "busy")
+    assert lines(tmp_path, "setup.log")  # the first sweep ran
