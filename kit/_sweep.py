@@ -67,6 +67,10 @@ class Trial:
         return {key.lstrip("+~"): value for key, value in pairs}
 
 
+#: Called as each trial ends: the trial, its result (None if it ended in error), the error.
+TrialCallback = Callable[[Trial, RunResult | None, BaseException | None], None]
+
+
 class SweepResult:
     """The trials of a sweep and each one's :class:`~kit.RunResult` (None if it ended in error).
 
@@ -177,8 +181,10 @@ class SweepHandle:
         build: Callable[[Trial], tuple[Any, Sequence[Any]]],
         concurrency: int,
         record: dict[str, Any],
+        on_trial: TrialCallback | None = None,
     ) -> None:
         self.folder = folder
+        self._on_trial = on_trial
         self.trials = trials
         self._build = build
         self.concurrency = concurrency
@@ -249,6 +255,8 @@ class SweepHandle:
             if exc is not None:
                 self._errors[trial.number] = exc
         self._set(trial, "error" if result is None else str(result.status))
+        if self._on_trial is not None:
+            self._on_trial(trial, result, exc)
         self._launch()
 
     def _set(self, trial: Trial, status: str) -> None:
@@ -300,6 +308,7 @@ def submit_sweep(
     *,
     output_dir: str | Path | None = None,
     concurrency: int = CONCURRENCY,
+    on_trial: TrialCallback | None = None,
 ) -> SweepHandle:
     """Start a grid sweep of ``config`` over ``overrides`` in the background; return its handle.
 
@@ -310,6 +319,8 @@ def submit_sweep(
     override applies to every trial. Each trial is a run folder under
     ``output_dir`` (default: the config's ``output_dir``). The same sweep into
     the same folder again runs only what is missing; a different one is refused.
+    ``on_trial(trial, result, error)`` is called (on a run's thread) as each
+    trial ends.
 
     Raises
     ------
@@ -345,7 +356,7 @@ def submit_sweep(
     for trial in trials[:1]:
         build(trial)  # a config no trial can run fails here, before any folder is written
     folder.mkdir(parents=True, exist_ok=True)
-    return SweepHandle(folder, trials, build, concurrency, record).start()
+    return SweepHandle(folder, trials, build, concurrency, record, on_trial).start()
 
 
 def sweep(
@@ -354,6 +365,7 @@ def sweep(
     *,
     output_dir: str | Path | None = None,
     concurrency: int = CONCURRENCY,
+    on_trial: TrialCallback | None = None,
 ) -> SweepResult:
     """Run a grid sweep and wait for it (see :func:`submit_sweep`); Ctrl-C cancels it.
 
@@ -364,7 +376,9 @@ def sweep(
     >>> result, [len(r.records) for r in result.results]
     (SweepResult(trials=2, completed=2, errors=0), [3, 6])
     """
-    handle = submit_sweep(config, overrides, output_dir=output_dir, concurrency=concurrency)
+    handle = submit_sweep(
+        config, overrides, output_dir=output_dir, concurrency=concurrency, on_trial=on_trial
+    )
     try:
         return handle.result()
     except KeyboardInterrupt:

@@ -79,6 +79,57 @@ def _run(args: argparse.Namespace) -> int:
     return _print_result(result)
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from kit._sweep import Trial, sweep
+
+    def ended(trial: Trial, result: RunResult | None, error: BaseException | None) -> None:
+        where = " ".join(trial.overrides)
+        if result is None:
+            _say(f"{trial.name} {where}: error: {str(error).splitlines()[0]}")
+            return
+        stats = result.stats
+        summary = ", ".join(f"{k}={v}" for k, v in result.summary.items())
+        _say(
+            f"{trial.name} {where}: {result.status}, {stats.ok} ok, {stats.failed} failed"
+            f" in {stats.wall_seconds:.1f} s" + (f"; {summary}" if summary else "")
+        )
+
+    result = sweep(
+        args.config,
+        args.overrides,
+        output_dir=args.output_dir,
+        concurrency=args.concurrency,
+        on_trial=ended,
+    )
+    _say(_table(result.rows()))
+    _say(f"results: {result.trials[0].output_dir.parent}" if result.trials else "no trials")
+    clean = all(
+        r is not None and r.stats.failed == 0 and r.stats.not_run == 0 for r in result.results
+    )
+    return EXIT_OK if clean else EXIT_ITEMS_FAILED
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    """Rows of dicts as aligned text columns (the keys of all rows, in order)."""
+    columns: list[str] = []
+    for row in rows:
+        columns += [key for key in row if key not in columns]
+    cells = [columns] + [[_cell(row.get(key)) for key in columns] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    return "\n".join(
+        "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
+        for line in cells
+    )
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
 def _submit(args: argparse.Namespace) -> int:
     from kit._from_config import build_runner
 
@@ -147,6 +198,31 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _sweep_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-o", "--output-dir", help="the sweep's folder (default: the config's output_dir)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=8, help="trials running at once (default 8)"
+    )
+
+
+def _run_or_sweep(args: argparse.Namespace) -> int:
+    from kit.config._sweeps import is_sweep
+
+    if args.multirun:
+        return _sweep(args)
+    if is_sweep(args.overrides):
+        swept = next(o for o in args.overrides if is_sweep([o]))
+        raise KitError(
+            f"override {swept!r} is a sweep: run its trials with `kit sweep CONFIG ...` "
+            "(or `kit run -m CONFIG ...`), or give one value"
+        )
+    if args.output_dir is not None:
+        args.overrides = [*args.overrides, f"++output_dir={args.output_dir}"]
+    return _run(args)
+
+
 def _with_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", metavar="CONFIG", help="YAML file")
     parser.add_argument("overrides", metavar="OVERRIDES", nargs="*", help="key=value, +key=value…")
@@ -178,7 +254,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run the job a config describes, with progress")
     _with_config(run)
-    run.set_defaults(handler=_run)
+    run.add_argument(
+        "-m", "--multirun", action="store_true", help="sweep: as `kit sweep` (Hydra's flag)"
+    )
+    _sweep_options(run)
+    run.set_defaults(handler=_run_or_sweep)
+    sweep = commands.add_parser(
+        "sweep",
+        help="run every trial of a sweep (key=a,b,c; range(...); choice(...)) side by side",
+    )
+    _with_config(sweep)
+    _sweep_options(sweep)
+    sweep.set_defaults(handler=_sweep)
     submit = commands.add_parser(
         "submit", help="run it detached: a driver process that outlives this shell"
     )
