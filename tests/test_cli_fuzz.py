@@ -96,7 +96,7 @@ OVERRIDES = [
     "a=range(1,10)",
     "+a=glob(*)",
 ]
-COMMANDS = [["config", "show"], ["run"], ["cluster", "script"]]
+COMMANDS = [["config", "show"], ["run"], ["sweep"], ["cluster", "script"]]
 
 
 def kit(argv: list[str]) -> tuple[object, str, float]:
@@ -156,7 +156,7 @@ def test_the_corpus_crossed_with_commands_and_overrides(corpus: dict[str, Path])
     cases = 0
     for path, command, override in itertools.product(corpus.values(), COMMANDS, OVERRIDES):
         extra = [override] if override else []
-        if command == ["run"]:
+        if command in (["run"], ["sweep"]):
             extra.append("+parallel.env=inline")  # never start a cluster for a fuzz case
         key = override.lstrip("+~").split("=")[0]
         check([*command, str(path), *extra], [str(path), path.name, key, repr(override)])
