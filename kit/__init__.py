@@ -12,6 +12,7 @@ Examples
 """
 
 from kit._clusters import job_script
+from kit._compare import Comparison, compare
 from kit._engine import RunHandle
 from kit._errors import KitError
 from kit._sweep import SweepHandle, SweepResult, Trial, submit_sweep, sweep
@@ -33,6 +34,7 @@ from kit.store import RecordWriter, StoreError, StoreWarning
 __version__ = "0.1.0"
 
 __all__ = [
+    "Comparison",
     "ConfigError",
     "DetachedRun",
     "EnvironmentProvider",
@@ -55,6 +57,7 @@ __all__ = [
     "Trial",
     "WorkerStats",
     "attach",
+    "compare",
     "config_hash",
     "get_session",
     "job_script",

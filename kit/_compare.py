@@ -1,0 +1,170 @@
+"""Compare two runs over the same items: the difference of a metric, with a paired bootstrap."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kit.result import Index, RunResult
+
+Summarize = Callable[[list[Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How run ``b`` differs from run ``a`` on ``metric``, over the items both completed.
+
+    ``difference`` is ``b - a``; ``low`` and ``high`` bound it with the
+    given ``confidence`` (a percentile interval of the paired bootstrap);
+    ``p_better`` is the share of resamples in which ``b`` is better (lower
+    with ``minimize``). An interval that holds 0 says the runs cannot be told
+    apart on these items.
+
+    Examples
+    --------
+    >>> found = Comparison("wer", 0.12, 0.10, -0.02, -0.035, -0.006, 0.95, 0.998, 50, 2000, True)
+    >>> print(found)  # doctest: +NORMALIZE_WHITESPACE
+    wer: 0.12 -> 0.1, difference -0.02 [-0.035, -0.006] (95% paired bootstrap, 50 items,
+    2000 resamples); b lower in 99.8% of resamples
+    """
+
+    metric: str
+    a: float
+    b: float
+    difference: float
+    low: float
+    high: float
+    confidence: float
+    p_better: float
+    items: int
+    resamples: int
+    minimize: bool
+
+    def __str__(self) -> str:
+        better = "lower" if self.minimize else "higher"
+        return (
+            f"{self.metric}: {self.a:.4g} -> {self.b:.4g}, difference {self.difference:+.4g} "
+            f"[{self.low:+.4g}, {self.high:+.4g}] ({self.confidence:.0%} paired bootstrap, "
+            f"{self.items} items, {self.resamples} resamples); b {better} in "
+            f"{self.p_better:.1%} of resamples"
+        )
+
+
+def compare(
+    a: RunResult,
+    b: RunResult,
+    metric: str,
+    *,
+    summarize: Summarize | None = None,
+    minimize: bool = True,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Comparison:
+    """Return how ``b`` differs from ``a`` on ``metric``, with a paired bootstrap interval.
+
+    Items are paired by index; only those both runs completed count.
+    Each resample draws that many items with replacement and computes the
+    metric of both runs on the same draw: with ``summarize`` (the runner's,
+    e.g. corpus WER, which is no mean of per-item WERs) its ``metric`` entry,
+    else the mean of each record's ``metrics[metric]``.
+
+    Examples
+    --------
+    >>> from kit import EnvironmentProvider, Runner
+    >>> class Scores(EnvironmentProvider):
+    ...     def build_env_local(self): return {"wers": list(self.config.wers)}
+    ...     def make_worker_setup_fn(self): return dict
+    >>> class Lookup(Runner):
+    ...     @staticmethod
+    ...     def forward(idx, wers): return {"metrics": {"wer": wers[idx]}}
+    >>> a = Lookup(Scores({"wers": [0.2, 0.3, 0.1, 0.4] * 10})).run(40)
+    >>> b = Lookup(Scores({"wers": [0.1, 0.2, 0.1, 0.3] * 10})).run(40)
+    >>> found = compare(a, b, "wer")
+    >>> round(found.difference, 3), found.low < found.difference < found.high < 0
+    (-0.075, True)
+    >>> found.p_better
+    1.0
+    """
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    left, right = _paired(a, b)
+    if not left:
+        raise ValueError(
+            "the runs have no completed item in common: compare two runs over the same items"
+        )
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(left), size=(resamples, len(left)))
+    if summarize is None:
+        x = np.array([_item_metric(r, metric, "a", i) for i, r in enumerate(left)])
+        y = np.array([_item_metric(r, metric, "b", i) for i, r in enumerate(right)])
+        base_a, base_b = float(x.mean()), float(y.mean())
+        differences = y[draws].mean(axis=1) - x[draws].mean(axis=1)
+    else:
+        base_a = _summary_metric(summarize, left, metric)
+        base_b = _summary_metric(summarize, right, metric)
+        differences = np.array(
+            [
+                _summary_metric(summarize, [right[i] for i in draw], metric)
+                - _summary_metric(summarize, [left[i] for i in draw], metric)
+                for draw in draws
+            ]
+        )
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(differences, [tail, 1 - tail])
+    better = differences < 0 if minimize else differences > 0
+    return Comparison(
+        metric=metric,
+        a=base_a,
+        b=base_b,
+        difference=base_b - base_a,
+        low=float(low),
+        high=float(high),
+        confidence=confidence,
+        p_better=float(better.mean()),
+        items=len(left),
+        resamples=resamples,
+        minimize=minimize,
+    )
+
+
+def _paired(a: RunResult, b: RunResult) -> tuple[list[Any], list[Any]]:
+    theirs: dict[Index, Any] = {
+        index: record
+        for index, record in zip(b.indices, b.records, strict=True)
+        if record is not None
+    }
+    left, right = [], []
+    for index, record in zip(a.indices, a.records, strict=True):
+        if record is not None and index in theirs:
+            left.append(record)
+            right.append(theirs[index])
+    return left, right
+
+
+def _item_metric(record: Any, metric: str, run: str, position: int) -> float:
+    metrics = record.get("metrics") if isinstance(record, dict) else None
+    value = metrics.get(metric) if isinstance(metrics, dict) else None
+    if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
+        raise ValueError(
+            f"run {run}'s record at paired position {position} has no number "
+            f"metrics[{metric!r}]; give summarize= (the runner's summarize) to compare "
+            "a corpus metric, or record the metric per item"
+        )
+    return float(value)
+
+
+def _summary_metric(summarize: Summarize, records: Sequence[Any], metric: str) -> float:
+    summary = summarize(list(records))
+    value = summary.get(metric)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise ValueError(
+            f"summarize() gave no number {metric!r} (it gave: {', '.join(summary) or 'nothing'})"
+        )
+    return float(value)
