@@ -90,10 +90,13 @@ class SweepResult:
         trials: Sequence[Trial],
         results: Sequence[RunResult | None],
         errors: dict[int, BaseException],
+        summarize: Callable[[list[Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.trials = list(trials)
         self.results = list(results)
         self.errors = dict(errors)
+        #: The trials' runner's ``summarize``, for comparing trials on a corpus metric.
+        self.summarize = summarize
 
     def __repr__(self) -> str:
         done = sum(r is not None and r.status == RunStatus.COMPLETED for r in self.results)
@@ -137,6 +140,47 @@ class SweepResult:
         except ImportError:
             raise ImportError("SweepResult.to_pandas needs pandas: pip install pandas") from None
         return pd.DataFrame(self.rows())
+
+    def against_best(
+        self, metric: str, *, minimize: bool = True, resamples: int = 2000
+    ) -> list[dict[str, Any]]:
+        """Return :meth:`rows`, each completed trial with its difference to the best one.
+
+        The column ``"<metric> vs best"`` holds ``b - best`` and its 95% paired
+        bootstrap interval (:func:`kit.compare`, through the runner's
+        ``summarize`` when it gives ``metric``, else the mean of the records'
+        ``metrics[metric]``); the best trial says ``best``.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> slopes = ["model.coefficients=[0,1],[0,2]"]
+        >>> result = sweep(EXAMPLE, slopes, output_dir=tempfile.mkdtemp())
+        >>> [row["max_y vs best"] for row in result.against_best("max_y", minimize=False)]
+        ['-0.9 [...]', 'best']
+        """
+        from kit._compare import compare
+
+        best_trial, best = self.best(metric, minimize=minimize)
+        summary = self.summarize if self._summarizes(metric) else None
+        column = f"{metric} vs best"
+        rows = self.rows()
+        for row, trial, result in zip(rows, self.trials, self.results, strict=True):
+            if trial is best_trial:
+                row[column] = "best"
+            elif result is None or result.status != RunStatus.COMPLETED:
+                row[column] = None
+            else:
+                found = compare(
+                    best, result, metric, summarize=summary, minimize=minimize, resamples=resamples
+                )
+                row[column] = f"{found.difference:+.4g} [{found.low:+.4g}, {found.high:+.4g}]"
+        return rows
+
+    def _summarizes(self, metric: str) -> bool:
+        return self.summarize is not None and any(
+            r is not None and metric in r.summary for r in self.results
+        )
 
     def best(self, metric: str, *, minimize: bool = True) -> tuple[Trial, RunResult]:
         """Return the completed trial with the lowest ``metric`` (highest, ``minimize=False``)."""
@@ -182,9 +226,11 @@ class SweepHandle:
         concurrency: int,
         record: dict[str, Any],
         on_trial: TrialCallback | None = None,
+        summarize: Callable[[list[Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.folder = folder
         self._on_trial = on_trial
+        self.summarize = summarize
         self.trials = trials
         self._build = build
         self.concurrency = concurrency
@@ -289,7 +335,10 @@ class SweepHandle:
         if not self._finished.wait(timeout):
             raise TimeoutError(f"the sweep did not end within {timeout} s: {self.progress}")
         return SweepResult(
-            self.trials, [self._results.get(t.number) for t in self.trials], self._errors
+            self.trials,
+            [self._results.get(t.number) for t in self.trials],
+            self._errors,
+            self.summarize,
         )
 
     def cancel(self) -> None:
@@ -353,10 +402,12 @@ def submit_sweep(
 
         return build_runner(load_config(config, list(trial.overrides)))
 
-    for trial in trials[:1]:
-        build(trial)  # a config no trial can run fails here, before any folder is written
+    # A config no trial can run fails here, before any folder is written.
+    first, _ = build(trials[0])
     folder.mkdir(parents=True, exist_ok=True)
-    return SweepHandle(folder, trials, build, concurrency, record, on_trial).start()
+    return SweepHandle(
+        folder, trials, build, concurrency, record, on_trial, first.summarize
+    ).start()
 
 
 def sweep(

@@ -102,7 +102,16 @@ def _sweep(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         on_trial=ended,
     )
-    _say(_table(result.rows()))
+    if args.metric is not None and result.trials:
+        try:
+            _say(_table(result.against_best(args.metric, minimize=not args.maximize)))
+            trial, best = result.best(args.metric, minimize=not args.maximize)
+            _say(f"best: {trial.name} {' '.join(trial.overrides)}: {best.summary[args.metric]}")
+        except KeyError as exc:  # no completed trial has the metric: say so, show the table
+            _say(f"kit: {exc.args[0]}", file=sys.stderr)
+            _say(_table(result.rows()))
+    else:
+        _say(_table(result.rows()))
     _say(f"results: {result.trials[0].output_dir.parent}" if result.trials else "no trials")
     clean = all(
         r is not None and r.stats.failed == 0 and r.stats.not_run == 0 for r in result.results
@@ -206,6 +215,11 @@ def _sweep_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--concurrency", type=int, default=8, help="trials running at once (default 8)"
     )
+    parser.add_argument(
+        "--metric",
+        help="a summary metric (e.g. wer): each trial against the best, with a 95%% interval",
+    )
+    parser.add_argument("--maximize", action="store_true", help="with --metric: higher is better")
 
 
 def _run_or_sweep(args: argparse.Namespace) -> int:

@@ -63,7 +63,8 @@ class EnvironmentProvider(abc.ABC):
 
     #: Sections of the config this provider reads, with their schemas (dataclasses
     #: with ``choices`` and ``min`` metadata, as Kit's own): the config editor checks
-    #: them as you type, all at once (see :func:`kit.config.config_problems`).
+    #: them as you type, all at once (see :func:`kit.config.config_problems`), and a
+    #: run checks them whole before the env is built (:meth:`check_config`).
     config_schemas: ClassVar[Mapping[str, type]] = {}
 
     #: Config keys (dotted paths, e.g. ``"decoder.engine"``) the env is built from.
@@ -136,6 +137,34 @@ class EnvironmentProvider(abc.ABC):
         'kit-env:kit.provider.P:23eef9c51146'
         """
         return f"{env_name_prefix(type(self))}{config_hash(self.env_config())}"
+
+    def check_config(self) -> None:
+        """Check the sections in ``config_schemas``, whole: a typo fails before anything runs.
+
+        Whole, not only the ``env_keys`` the build sees: a mistyped key beside
+        them (``decoder.beamsize``) would otherwise be silently ignored.
+
+        Examples
+        --------
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Decoder:
+        ...     beam_size: int = 5
+        >>> class Decode(EnvironmentProvider):
+        ...     config_schemas = {"decoder": Decoder}
+        ...     def build_env_local(self): return {}
+        ...     def make_worker_setup_fn(self): return dict
+        >>> try:
+        ...     Decode({"decoder": {"beamsize": 3}}).check_config()
+        ... except ConfigError as exc:
+        ...     print(str(exc).splitlines()[0])
+        decoder.beamsize: unknown key 'beamsize' in section 'decoder'; did you mean 'beam_size'?
+        """
+        from kit.config._schema import check_section
+
+        for name, schema in type(self).config_schemas.items():
+            if name in self.config:
+                check_section(self.config, name, schema)
 
     def env_config(self) -> DictConfig:
         """Return the part of the config the env is built from: ``env_keys`` (all without).

@@ -316,3 +316,28 @@ def test_kit_run_with_a_sweep_points_to_kit_sweep(tmp_path: Path) -> None:
         "kit: error: override 'offset=0,5' is a sweep: run its trials with "
         "`kit sweep CONFIG ...` (or `kit run -m CONFIG ...`), or give one value"
     )
+
+
+def test_kit_sweep_with_a_metric_shows_each_trial_against_the_best(tmp_path: Path) -> None:
+    config = tmp_path / "poly.yaml"
+    config.write_text(
+        "provider: {_target_: kit.examples.quickstart.ModelProvider}\n"
+        "runner: {_target_: kit.examples.quickstart.Evaluate}\n"
+        "model: {coefficients: [0.0, 1.0], work_seconds: 0.0}\n"
+        "items: {start: 0, stop: 20}\nparallel: {env: inline}\n"
+    )
+    done = kit_cli(
+        "sweep",
+        str(config),
+        "model.coefficients=[0,1],[0,2]",
+        "-o",
+        str(tmp_path / "s"),
+        "--metric",
+        "max_y",
+        "--maximize",
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("trial "))
+    assert "max_y vs best" in header
+    assert "best: trial-001 model.coefficients=[0,2]: 3.8" in lines

@@ -522,6 +522,8 @@ class Shifted(Runner):
     def forward(idx: int, model: Model, config: DictConfig) -> dict[str, Any]:
         began = time.time()
         time.sleep(config.get("sleep", 0))
+        if config.get("log_calls"):
+            log(config, f"calls-{config.offset}.log", str(idx))
         # A trial held at item 8 until the test opens the gate (a file): cancelled mid-run.
         if config.get("gate") and config.offset == config.gate_offset and idx >= 8:
             while not Path(config.gate).exists():

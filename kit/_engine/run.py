@@ -71,6 +71,7 @@ class Run:
         session: Session | None = None
         env_name: str | None = None
         try:
+            spec.provider.check_config()
             session = self._session()
             try:
                 env_name, env_keys = session.attach(
