@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from kit._errors import KitError
 from kit.config import ConfigError, config_hash, load_config
 from kit.config._errors import error
 from kit.config._sweeps import expand_sweep
-from kit.result import RunResult, RunStatus
+from kit.result import RunError, RunResult, RunStatus
 
 #: The sweep's own file in its folder.
 SWEEP_FILE = "sweep.json"
@@ -291,7 +292,13 @@ class SweepHandle:
 
     def _on_done(self, trial: Trial, handle: Any) -> None:
         error = handle.exception()
-        self._ended(trial, None if error is not None else handle.result(), error)
+        if error is None:
+            self._ended(trial, handle.result(), None)
+        elif isinstance(error, RunError):
+            # Stopped (max_failures, on_error="raise"): its items are its result.
+            self._ended(trial, error.result, error)
+        else:
+            self._ended(trial, None, error)
 
     def _ended(self, trial: Trial, result: RunResult | None, exc: BaseException | None) -> None:
         with self._lock:
@@ -302,7 +309,15 @@ class SweepHandle:
                 self._errors[trial.number] = exc
         self._set(trial, "error" if result is None else str(result.status))
         if self._on_trial is not None:
-            self._on_trial(trial, result, exc)
+            try:
+                self._on_trial(trial, result, exc)
+            except Exception as failed:  # a view's bug must not stop the sweep
+                warnings.warn(
+                    f"the sweep's on_trial callback raised {failed!r} for {trial.name}; "
+                    "the sweep goes on",
+                    RuntimeWarning,
+                    stacklevel=1,
+                )
         self._launch()
 
     def _set(self, trial: Trial, status: str) -> None:
@@ -397,13 +412,18 @@ def submit_sweep(
     ]
     record = _record_for(folder, list(overrides), trials, config_hash(base))
 
+    built: dict[int, tuple[Any, Sequence[Any]]] = {}
+
     def build(trial: Trial) -> tuple[Any, Sequence[Any]]:
         from kit._from_config import build_runner
 
+        if trial.number in built:
+            return built.pop(trial.number)
         return build_runner(load_config(config, list(trial.overrides)))
 
     # A config no trial can run fails here, before any folder is written.
-    first, _ = build(trials[0])
+    built[0] = build(trials[0])
+    first = built[0][0]
     folder.mkdir(parents=True, exist_ok=True)
     return SweepHandle(
         folder, trials, build, concurrency, record, on_trial, first.summarize

@@ -204,18 +204,13 @@ class Session:
         if name not in self.local_envs:
             for old in self._stale(provider, name, list(self.local_envs)):
                 _teardown_stale(provider, self.local_envs.pop(old), label)
-            build = functools.partial(_build_local, provider, label)
-            if should_stop is None and timeout is None:
-                env = build()
-            else:
-                env = _bounded(
-                    build,
-                    should_stop,
-                    timeout,
-                    label,
-                    on_late=functools.partial(_teardown_stale, provider, label=label),
-                )
-            self.local_envs[name] = env
+            self.local_envs[name] = _bounded(
+                functools.partial(_build_local, provider, label),
+                should_stop,
+                timeout,
+                label,
+                on_late=functools.partial(_teardown_stale, provider, label=label),
+            )
         return sorted(self.local_envs[name])
 
     def _attach_cluster(
@@ -239,16 +234,13 @@ class Session:
             register = functools.partial(
                 _attach_to_cluster, self.client, provider, name, label, stale
             )
-            if should_stop is None and timeout is None:
-                keys = register()
-            else:
-                try:
-                    keys = _bounded(register, should_stop, timeout, label)
-                except (SetupCancelled, ProviderSetupError):
-                    # Workers still building it drop the env when the build ends.
-                    with contextlib.suppress(Exception):
-                        self.client.unregister_worker_plugin(name)
-                    raise
+            try:
+                keys = _bounded(register, should_stop, timeout, label)
+            except (SetupCancelled, ProviderSetupError):
+                # Workers still building it drop the env when the build ends.
+                with contextlib.suppress(Exception):
+                    self.client.unregister_worker_plugin(name)
+                raise
             for old in stale:
                 self._env_keys.pop(old, None)
             self._env_keys[name] = keys
@@ -358,8 +350,11 @@ def _bounded(
     """Call ``fn`` on a helper thread; give up on cancellation or after ``timeout`` s.
 
     A call given up on goes on in the background; ``on_late`` gets its result
-    if it ever ends, so nothing it built is kept.
+    if it ever ends, so nothing it built is kept. With neither bound, ``fn``
+    runs on this thread: there is nothing to give up on.
     """
+    if should_stop is None and timeout is None:
+        return fn()
     lock = threading.Lock()
     box: dict[str, Any] = {}
     done = threading.Event()

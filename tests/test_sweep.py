@@ -204,3 +204,32 @@ def test_a_sweep_driver_killed_at_random_points_resumes_every_record_once(
         assert stored == Counter(range(30)), (offset, stored.most_common(3))
     for name, before in finished.items():
         assert (folder / name / "result.json").read_bytes() == before, name
+
+
+def test_a_stopped_trial_keeps_its_items_and_a_raising_on_trial_stops_nothing(
+    tmp_path: Path,
+) -> None:
+    config = sweep_config(
+        tmp_path,
+        {"env": "inline"},
+        provider={"_target_": "tests.workloads.ToyProvider"},
+        runner={"_target_": "tests.workloads.Affine", "chunk_size": 1, "max_failures": 2},
+        items={"start": 0, "stop": 10},
+        fail_on=[3, 4, 5],
+    )
+    seen: list[str] = []
+
+    def broken_view(trial: kit.Trial, result: Any, error: Any) -> None:
+        seen.append(trial.name)
+        raise RuntimeError("a view's bug")
+
+    with pytest.warns(RuntimeWarning, match="on_trial callback raised RuntimeError"):
+        result = kit.sweep(config, ["offset=0,1"], output_dir=tmp_path / "s", on_trial=broken_view)
+    assert sorted(seen) == ["trial-000", "trial-001"]
+    for run in result.results:
+        assert run is not None and run.status == kit.RunStatus.STOPPED
+        assert run.stats.failed == 2 and run.stats.ok >= 3  # items 0-2 ran before the stop
+    assert sorted(result.errors) == [0, 1]
+    assert [row["status"] for row in result.rows()] == ["stopped", "stopped"]
+    stored = json.loads((tmp_path / "s" / "sweep.json").read_text())
+    assert [t["status"] for t in stored["trials"]] == ["stopped", "stopped"]
