@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.kit-installed
-EXTRAS ?= dev,jobqueue,notebook,asr,rl
+EXTRAS ?= dev,jobqueue,notebook,asr,rl,search
 
 .PHONY: demo quickstart lab test system-deps lint typecheck unit bench clean
 

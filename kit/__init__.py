@@ -15,7 +15,8 @@ from kit._clusters import job_script
 from kit._compare import Comparison, compare
 from kit._engine import RunHandle
 from kit._errors import KitError
-from kit._sweep import SweepHandle, SweepResult, Trial, submit_sweep, sweep
+from kit._search import search, submit_search
+from kit._sweep import SweepHandle, SweepResult, Trial, TrialPruned, submit_sweep, sweep
 from kit.config import (
     ConfigError,
     config_hash,
@@ -55,6 +56,7 @@ __all__ = [
     "SweepHandle",
     "SweepResult",
     "Trial",
+    "TrialPruned",
     "WorkerStats",
     "attach",
     "compare",
@@ -64,8 +66,10 @@ __all__ = [
     "load_config",
     "resolve_config",
     "save_config",
+    "search",
     "sessions",
     "shutdown",
+    "submit_search",
     "submit_sweep",
     "sweep",
     "to_overrides",

@@ -168,3 +168,33 @@ def _summary_metric(summarize: Summarize, records: Sequence[Any], metric: str) -
             f"summarize() gave no number {metric!r} (it gave: {', '.join(summary) or 'nothing'})"
         )
     return float(value)
+
+
+def metric_of(records: Sequence[Any], metric: str, summarize: Summarize | None) -> float | None:
+    """Return ``metric`` over ``records``: the runner's summary if it gives it, else the mean.
+
+    The mean is of each record's ``metrics[metric]``; None when neither has it.
+
+    Examples
+    --------
+    >>> metric_of([{"metrics": {"wer": 0.1}}, {"metrics": {"wer": 0.3}}], "wer", None)
+    0.2
+    """
+    if summarize is not None and records:
+        value: Any = summarize(list(records)).get(metric)
+        if _number(value):
+            return float(value)
+    values = [item_metric(record, metric) for record in records]
+    numbers = [v for v in values if v is not None]
+    return sum(numbers) / len(numbers) if numbers else None
+
+
+def item_metric(record: Any, metric: str) -> float | None:
+    """Return a record's ``metrics[metric]`` as a float, or None when it has no such number."""
+    metrics = record.get("metrics") if isinstance(record, dict) else None
+    value: Any = metrics.get(metric) if isinstance(metrics, dict) else None
+    return float(value) if _number(value) else None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)

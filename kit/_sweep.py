@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from omegaconf import DictConfig
 
@@ -68,7 +68,16 @@ class Trial:
         return {key.lstrip("+~"): value for key, value in pairs}
 
 
-#: Called as each trial ends: the trial, its result (None if it ended in error), the error.
+class TrialPruned(KitError):
+    """What a search's pruned trial ended with: when, and its running metric then.
+
+    ``on_trial`` callbacks get it as the error of a trial the pruner stopped;
+    the trial's completed items are its result, and its status is ``pruned``.
+    """
+
+
+#: Called as each trial ends: the trial, its result (None if it ended in error), the error
+#: (a :class:`TrialPruned` for a trial a search's pruner stopped).
 TrialCallback = Callable[[Trial, RunResult | None, BaseException | None], None]
 
 
@@ -92,12 +101,19 @@ class SweepResult:
         results: Sequence[RunResult | None],
         errors: dict[int, BaseException],
         summarize: Callable[[list[Any]], dict[str, Any]] | None = None,
+        *,
+        statuses: dict[int, str] | None = None,
+        study: Any = None,
     ) -> None:
         self.trials = list(trials)
         self.results = list(results)
         self.errors = dict(errors)
         #: The trials' runner's ``summarize``, for comparing trials on a corpus metric.
         self.summarize = summarize
+        #: Trials whose status is not their run's: ``pruned`` (stopped by a search's pruner).
+        self.statuses = dict(statuses or {})
+        #: A search's ``optuna.Study`` (None for a grid).
+        self.study = study
 
     def __repr__(self) -> str:
         done = sum(r is not None and r.status == RunStatus.COMPLETED for r in self.results)
@@ -125,7 +141,7 @@ class SweepResult:
                 row["status"] = "error"
                 row["error"] = str(error_text).splitlines()[0] if error_text else None
             else:
-                row["status"] = str(result.status)
+                row["status"] = self.statuses.get(trial.number, str(result.status))
                 row.update(result.summary)
                 row["ok"] = result.stats.ok
                 row["failed"] = result.stats.failed
@@ -184,30 +200,64 @@ class SweepResult:
         )
 
     def best(self, metric: str, *, minimize: bool = True) -> tuple[Trial, RunResult]:
-        """Return the completed trial with the lowest ``metric`` (highest, ``minimize=False``)."""
-        scored = [
-            (trial, result)
-            for trial, result in zip(self.trials, self.results, strict=True)
-            if result is not None
-            and result.status == RunStatus.COMPLETED
-            and isinstance(result.summary.get(metric), int | float)
-        ]
+        """Return the completed trial with the lowest ``metric`` (highest, ``minimize=False``).
+
+        ``metric`` is a summary entry, else the mean of the records' ``metrics[metric]``.
+        """
+        from kit._compare import metric_of
+
+        scored = []
+        for trial, result in zip(self.trials, self.results, strict=True):
+            if result is None or result.status != RunStatus.COMPLETED:
+                continue
+            value = result.summary.get(metric)
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                value = metric_of([r for r in result.records if r is not None], metric, None)
+            if value is not None:
+                scored.append((float(value), trial.number, trial, result))
         if not scored:
             have = sorted({k for r in self.results if r is not None for k in r.summary})
             raise KeyError(
-                f"no completed trial has the summary metric {metric!r} "
-                f"(the summaries have: {', '.join(have) or 'nothing'})"
+                f"no completed trial has the metric {metric!r} in its summary or its "
+                f"records' metrics (the summaries have: {', '.join(have) or 'nothing'})"
             )
         sign = 1 if minimize else -1
-        return min(scored, key=lambda pair: sign * float(pair[1].summary[metric]))
+        _, _, trial, result = min(scored, key=lambda row: (sign * row[0], row[1]))
+        return trial, result
+
+
+class TrialPlan(Protocol):
+    """Where a sweep's trials come from: a grid's fixed list, or a search asking as it goes."""
+
+    #: The trials made so far, in order (a search's list grows).
+    trials: list[Trial]
+    #: How many trials the sweep has in all.
+    total: int
+    #: A search's ``optuna.Study``, else None.
+    study: Any
+
+    def restore(self) -> dict[int, tuple[RunResult, str]]:
+        """Return the trials an earlier run of the sweep finished: result and status."""
+
+    def next(self) -> Trial | None:
+        """Return the next trial to run, or None when there is none (called under a lock)."""
+
+    def watch(self, trial: Trial, handle: Any, indices: Sequence[Any]) -> None:
+        """Follow a trial's run as its items complete (a search's pruner)."""
+
+    def ended(
+        self, trial: Trial, result: RunResult | None, error: BaseException | None
+    ) -> tuple[str, BaseException | None]:
+        """Take a trial's end; return its status for ``sweep.json`` and any error it makes."""
 
 
 class SweepHandle:
     """A sweep going on in the background: its trials' handles, progress, result, cancel.
 
-    Made by :func:`submit_sweep`. Up to ``concurrency`` trials run at once on
-    one session (the same ``parallel`` section, so one cluster), their chunks
-    interleaved by the scheduler; the next trial starts as soon as one ends.
+    Made by :func:`submit_sweep` (a grid) or :func:`kit.submit_search` (an
+    Optuna search). Up to ``concurrency`` trials run at once on one session
+    (the same ``parallel`` section, so one cluster), their chunks interleaved
+    by the scheduler; the next trial starts as soon as one ends.
 
     Examples
     --------
@@ -222,7 +272,7 @@ class SweepHandle:
     def __init__(
         self,
         folder: Path,
-        trials: list[Trial],
+        plan: TrialPlan,
         build: Callable[[Trial], tuple[Any, Sequence[Any]]],
         concurrency: int,
         record: dict[str, Any],
@@ -230,49 +280,69 @@ class SweepHandle:
         summarize: Callable[[list[Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.folder = folder
+        self._plan = plan
         self._on_trial = on_trial
         self.summarize = summarize
-        self.trials = trials
         self._build = build
         self.concurrency = concurrency
         self._record = record
         self._lock = threading.Lock()
         self._finished = threading.Event()
-        self._next = 0
         self._running = 0
+        self._exhausted = False
         self._cancelled = False
         self.handles: dict[int, Any] = {}
         self._results: dict[int, RunResult] = {}
         self._errors: dict[int, BaseException] = {}
+        self._statuses: dict[int, str] = {}
+
+    @property
+    def trials(self) -> list[Trial]:
+        """The sweep's trials so far (a search adds them as it asks)."""
+        return list(self._plan.trials)
+
+    @property
+    def study(self) -> Any:
+        """A search's ``optuna.Study`` (None for a grid)."""
+        return self._plan.study
 
     # -------------------------------------------------------------- driving
     def start(self) -> SweepHandle:
         """Start the first trials; return self."""
-        for trial in self.trials:
-            if self._record["trials"][trial.number]["status"] == "completed":
-                stored = _read_completed(trial)
-                if stored is not None:
-                    self._results[trial.number] = stored
+        for number, (result, status) in self._plan.restore().items():
+            self._results[number] = result
+            if status != str(result.status):
+                self._statuses[number] = status
         self._launch()
         return self
 
     def _launch(self) -> None:
         starting: list[Trial] = []
         with self._lock:
-            while (
-                not self._cancelled
-                and self._running < self.concurrency
-                and self._next < len(self.trials)
-            ):
-                trial = self.trials[self._next]
-                self._next += 1
+            while not self._cancelled and not self._exhausted:
+                if self._running >= self.concurrency:
+                    break
+                try:
+                    trial = self._plan.next()
+                except Exception as failed:  # a search that cannot propose: end, keep what ran
+                    warnings.warn(
+                        f"the sweep could not make its next trial: {failed}; it ends once "
+                        "the running trials have",
+                        RuntimeWarning,
+                        stacklevel=1,
+                    )
+                    trial = None
+                if trial is None:
+                    self._exhausted = True
+                    break
                 if trial.number in self._results:
-                    continue  # finished in an earlier sweep run: read back, not run
+                    continue  # finished in an earlier run of the sweep: read back, not run
                 self._running += 1
                 starting.append(trial)
-            over = self._running == 0 and (self._next >= len(self.trials) or self._cancelled)
         for trial in starting:
             self._start(trial)
+        with self._lock:
+            over = self._running == 0 and (self._exhausted or self._cancelled)
         if over:
             self._save()
             self._finished.set()
@@ -288,6 +358,7 @@ class SweepHandle:
         with self._lock:
             self.handles[trial.number] = handle
         self._set(trial, "running")
+        self._plan.watch(trial, handle, indices)
         handle.add_done_callback(lambda done: self._on_done(trial, done))
 
     def _on_done(self, trial: Trial, handle: Any) -> None:
@@ -301,13 +372,19 @@ class SweepHandle:
             self._ended(trial, None, error)
 
     def _ended(self, trial: Trial, result: RunResult | None, exc: BaseException | None) -> None:
+        try:
+            status, exc = self._plan.ended(trial, result, exc)
+        except Exception as failed:  # the study could not take it: say so, go on
+            status, exc = "error", failed
         with self._lock:
             self._running -= 1
             if result is not None:
                 self._results[trial.number] = result
-            if exc is not None:
+                if status != str(result.status):
+                    self._statuses[trial.number] = status
+            if exc is not None and not isinstance(exc, TrialPruned):
                 self._errors[trial.number] = exc
-        self._set(trial, "error" if result is None else str(result.status))
+        self._set(trial, status)
         if self._on_trial is not None:
             try:
                 self._on_trial(trial, result, exc)
@@ -340,8 +417,8 @@ class SweepHandle:
     def progress(self) -> str:
         """One line: trials done, running, waiting."""
         with self._lock:
-            done = len(self._results) + len(self._errors)
-            return f"{done}/{len(self.trials)} trials done, {self._running} running" + (
+            done = len(self._results.keys() | self._errors.keys())
+            return f"{done}/{self._plan.total} trials done, {self._running} running" + (
                 ", cancelled" if self._cancelled else ""
             )
 
@@ -349,11 +426,14 @@ class SweepHandle:
         """Wait for the sweep to end and return its :class:`SweepResult`."""
         if not self._finished.wait(timeout):
             raise TimeoutError(f"the sweep did not end within {timeout} s: {self.progress}")
+        trials = self.trials
         return SweepResult(
-            self.trials,
-            [self._results.get(t.number) for t in self.trials],
+            trials,
+            [self._results.get(t.number) for t in trials],
             self._errors,
             self.summarize,
+            statuses=self._statuses,
+            study=self.study,
         )
 
     def cancel(self) -> None:
@@ -364,6 +444,41 @@ class SweepHandle:
         for handle in running:
             handle.cancel()
         self._launch()
+
+
+class _Grid:
+    """A grid's trials, all known at the start."""
+
+    study = None
+
+    def __init__(self, trials: list[Trial], record: dict[str, Any]) -> None:
+        self.trials = trials
+        self.total = len(trials)
+        self._record = record
+        self._next = 0
+
+    def restore(self) -> dict[int, tuple[RunResult, str]]:
+        done = {}
+        for trial in self.trials:
+            if self._record["trials"][trial.number]["status"] == "completed":
+                stored = read_stored(trial)
+                if stored is not None and stored.status == RunStatus.COMPLETED:
+                    done[trial.number] = (stored, "completed")
+        return done
+
+    def next(self) -> Trial | None:
+        if self._next >= len(self.trials):
+            return None
+        self._next += 1
+        return self.trials[self._next - 1]
+
+    def watch(self, trial: Trial, handle: Any, indices: Sequence[Any]) -> None:
+        pass
+
+    def ended(
+        self, trial: Trial, result: RunResult | None, error: BaseException | None
+    ) -> tuple[str, BaseException | None]:
+        return ("error" if result is None else str(result.status)), error
 
 
 def submit_sweep(
@@ -426,7 +541,7 @@ def submit_sweep(
     first = built[0][0]
     folder.mkdir(parents=True, exist_ok=True)
     return SweepHandle(
-        folder, trials, build, concurrency, record, on_trial, first.summarize
+        folder, _Grid(trials, record), build, concurrency, record, on_trial, first.summarize
     ).start()
 
 
@@ -469,18 +584,8 @@ def _default_dir(base: DictConfig) -> str:
     return folder
 
 
-def _record_for(
-    folder: Path, overrides: list[str], trials: list[Trial], base_hash: str
-) -> dict[str, Any]:
-    """Return the sweep's record: the one in ``folder`` if it is this sweep, else a new one."""
-    fresh = {
-        "kit_sweep": 1,
-        "config_hash": base_hash,
-        "overrides": overrides,
-        "trials": [
-            {"name": t.name, "overrides": list(t.overrides), "status": "pending"} for t in trials
-        ],
-    }
+def load_record(folder: Path) -> dict[str, Any] | None:
+    """Return the sweep record in ``folder``, or None for a new sweep (an empty or new folder)."""
     path = folder / SWEEP_FILE
     if path.is_symlink() or (path.exists() and not path.is_file()):
         raise KitError(f"{path} is not a regular file: a sweep folder's record must be one")
@@ -490,12 +595,52 @@ def _record_for(
                 f"{folder} holds files but no {SWEEP_FILE}: not a sweep folder\n"
                 "    fix: give the sweep a folder of its own (output_dir=...)"
             )
-        return fresh
+        return None
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))
-        was = [tuple(t["overrides"]) for t in stored["trials"]]
+        if not isinstance(stored, dict) or not isinstance(stored["trials"], list):
+            raise TypeError("its trials are no list")
+        for entry in stored["trials"]:
+            tuple(entry["overrides"])
     except (ValueError, KeyError, TypeError) as exc:
         raise KitError(f"{path} is not a sweep record Kit can read: {exc}") from None
+    return stored
+
+
+def check_base(folder: Path, stored: dict[str, Any], base_hash: str) -> None:
+    """Refuse to resume a sweep of another base config."""
+    if stored.get("config_hash") != base_hash:
+        raise ConfigError(
+            f"{folder} holds this sweep of another base config (hash "
+            f"{stored.get('config_hash')}, now {base_hash}): its finished trials would not "
+            "be this config's\n"
+            "    fix: run with the config the sweep began with (`kit config diff` shows the "
+            "difference), or give this one its own output_dir"
+        )
+
+
+def _record_for(
+    folder: Path, overrides: list[str], trials: list[Trial], base_hash: str
+) -> dict[str, Any]:
+    """Return the sweep's record: the one in ``folder`` if it is this sweep, else a new one."""
+    stored = load_record(folder)
+    if stored is None:
+        return {
+            "kit_sweep": 1,
+            "config_hash": base_hash,
+            "overrides": overrides,
+            "trials": [
+                {"name": t.name, "overrides": list(t.overrides), "status": "pending"}
+                for t in trials
+            ],
+        }
+    if stored.get("search"):
+        raise ConfigError(
+            f"{folder} holds a search, not a grid sweep\n"
+            "    fix: run it with its search options to resume it (`--search optuna ...`), "
+            "or give this grid its own output_dir"
+        )
+    was = [tuple(t["overrides"]) for t in stored["trials"]]
     now = [t.overrides for t in trials]
     if was != now:
         gone = [" ".join(t) for t in was if t not in now][:3]
@@ -505,26 +650,18 @@ def _record_for(
             f"    only there: {gone or 'nothing'}\n    only here: {new or 'nothing'}\n"
             "    fix: run the same sweep to resume it, or give this one its own output_dir"
         )
-    if stored.get("config_hash") != base_hash:
-        raise ConfigError(
-            f"{folder} holds this sweep of another base config (hash "
-            f"{stored.get('config_hash')}, now {base_hash}): its finished trials would not "
-            "be this config's\n"
-            "    fix: run with the config the sweep began with (`kit config diff` shows the "
-            "difference), or give this one its own output_dir"
-        )
+    check_base(folder, stored, base_hash)
     for entry in stored["trials"]:
         if entry.get("status") not in ("completed",):
             entry["status"] = "pending"  # was running when the driver stopped: resumed
     return dict(stored)
 
 
-def _read_completed(trial: Trial) -> RunResult | None:
-    """Return a finished trial's stored result, or None when it must run (again)."""
+def read_stored(trial: Trial) -> RunResult | None:
+    """Return a trial's stored result, or None when its folder holds none Kit can read."""
     from kit.detached import read_result
 
     try:
-        result = read_result(trial.output_dir)
+        return read_result(trial.output_dir)
     except (OSError, KitError, ValueError):
         return None
-    return result if result.status == RunStatus.COMPLETED else None

@@ -80,8 +80,39 @@ def _run(args: argparse.Namespace) -> int:
     return _print_result(result)
 
 
+def _minimize(args: argparse.Namespace) -> bool:
+    if args.maximize and args.direction == "minimize":
+        raise KitError("--maximize and --direction minimize say opposite things: give one")
+    return not (args.maximize or args.direction == "maximize")
+
+
+def _search(args: argparse.Namespace, minimize: bool, ended: Any) -> Any:
+    from kit._search import pruner_named, search
+
+    if args.metric is None or args.trials is None:
+        raise KitError(
+            "--search optuna needs --trials N and --metric NAME (the summary metric to "
+            "optimize), e.g. --trials 20 --metric wer"
+        )
+    # The command line speaks for itself; Optuna's log lines would interleave with it.
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return search(
+        args.config,
+        args.overrides,
+        trials=args.trials,
+        metric=args.metric,
+        direction="minimize" if minimize else "maximize",
+        pruner=pruner_named(args.prune or "none"),
+        output_dir=args.output_dir,
+        concurrency=args.concurrency,
+        on_trial=ended,
+    )
+
+
 def _sweep(args: argparse.Namespace) -> int:
-    from kit._sweep import Trial, sweep
+    from kit._sweep import Trial, TrialPruned, sweep
 
     def ended(trial: Trial, result: RunResult | None, error: BaseException | None) -> None:
         where = " ".join(trial.overrides)
@@ -90,22 +121,30 @@ def _sweep(args: argparse.Namespace) -> int:
             return
         stats = result.stats
         summary = ", ".join(f"{k}={v}" for k, v in result.summary.items())
+        status = "pruned" if isinstance(error, TrialPruned) else result.status
         _say(
-            f"{trial.name} {where}: {result.status}, {stats.ok} ok, {stats.failed} failed"
+            f"{trial.name} {where}: {status}, {stats.ok} ok, {stats.failed} failed"
             f" in {stats.wall_seconds:.1f} s" + (f"; {summary}" if summary else "")
         )
 
-    result = sweep(
-        args.config,
-        args.overrides,
-        output_dir=args.output_dir,
-        concurrency=args.concurrency,
-        on_trial=ended,
-    )
+    minimize = _minimize(args)
+    if args.search is not None:
+        result = _search(args, minimize, ended)
+    else:
+        for flag, given in (("--trials", args.trials), ("--prune", args.prune)):
+            if given is not None:
+                raise KitError(f"{flag} goes with --search optuna; a grid runs every trial")
+        result = sweep(
+            args.config,
+            args.overrides,
+            output_dir=args.output_dir,
+            concurrency=args.concurrency,
+            on_trial=ended,
+        )
     if args.metric is not None and result.trials:
         try:
-            _say(_table(result.against_best(args.metric, minimize=not args.maximize)))
-            trial, best = result.best(args.metric, minimize=not args.maximize)
+            _say(_table(result.against_best(args.metric, minimize=minimize)))
+            trial, best = result.best(args.metric, minimize=minimize)
             _say(f"best: {trial.name} {' '.join(trial.overrides)}: {best.summary[args.metric]}")
         except KeyError as exc:  # no completed trial has the metric: say so, show the table
             _say(f"kit: {exc.args[0]}", file=sys.stderr)
@@ -220,6 +259,23 @@ def _sweep_options(parser: argparse.ArgumentParser) -> None:
         help="a summary metric (e.g. wer): each trial against the best, with a 95%% interval",
     )
     parser.add_argument("--maximize", action="store_true", help="with --metric: higher is better")
+    parser.add_argument(
+        "--direction",
+        choices=("minimize", "maximize"),
+        help="with --metric: whether lower (default) or higher is better",
+    )
+    parser.add_argument(
+        "--search",
+        choices=("optuna",),
+        help="search the space (interval(...), tag(log, ...), a=1,2) with Optuna instead of "
+        "running every trial of a grid",
+    )
+    parser.add_argument("--trials", type=int, help="with --search: how many trials to run")
+    parser.add_argument(
+        "--prune",
+        choices=("median", "wilcoxon", "none"),
+        help="with --search: stop trials that fall behind while they run (default none)",
+    )
 
 
 def _run_or_sweep(args: argparse.Namespace) -> int:

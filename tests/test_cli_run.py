@@ -341,3 +341,37 @@ def test_kit_sweep_with_a_metric_shows_each_trial_against_the_best(tmp_path: Pat
     header = next(line for line in lines if line.startswith("trial "))
     assert "max_y vs best" in header
     assert "best: trial-001 model.coefficients=[0,2]: 3.8" in lines
+
+
+def test_kit_sweep_search_asks_optuna_for_the_trials_and_resumes_the_study(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "poly.yaml"
+    config.write_text(
+        "provider: {_target_: kit.examples.quickstart.ModelProvider}\n"
+        "runner: {_target_: kit.examples.quickstart.Evaluate}\n"
+        "model: {coefficients: [0.0, 1.0], work_seconds: 0.0}\n"
+        "items: {start: 0, stop: 20}\nparallel: {env: inline}\n"
+    )
+    search = [
+        "sweep", str(config), "items.stop=int(interval(2,20))", "-o", str(tmp_path / "s"),
+        "--search", "optuna", "--metric", "max_y", "--direction", "maximize", "--prune", "median",
+    ]  # fmt: skip
+    done = kit_cli(*search, "--trials", "3")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len([line for line in lines if line.startswith("trial-0") and ": " in line]) == 3
+    assert any(line.startswith("best: trial-") for line in lines)
+    assert "optuna" not in done.stderr.lower()  # Optuna's own log lines stay out of the way
+    more = kit_cli(*search, "--trials", "5")  # the same search, further: two more trials
+    assert more.returncode == 0, more.stderr
+    ends = [
+        line for line in more.stdout.splitlines() if line.startswith("trial-0") and ": " in line
+    ]
+    assert sorted(line.split()[0] for line in ends) == ["trial-003", "trial-004"]
+    refused = kit_cli(*search[:-2], "--direction", "minimize", "--trials", "5")
+    assert refused.returncode == 2
+    assert "holds a search with direction 'maximize', not 'minimize'" in refused.stderr
+    bare = kit_cli(*search[:7])  # no --metric, no --trials
+    assert bare.returncode == 2
+    assert "--search optuna needs --trials N and --metric NAME" in bare.stderr

@@ -535,3 +535,17 @@ class Shifted(Runner):
             "began": began,
             "ended": time.time(),
         }
+
+
+class Quadratic(Runner):
+    """A search's toy objective: ``loss`` is ``(x - 0.3)**2`` plus a little per item."""
+
+    @staticmethod
+    def forward(idx: int, model: Model, config: DictConfig) -> dict[str, Any]:
+        time.sleep(config.get("sleep", 0))
+        x = float(config.x)
+        return {
+            "idx": idx,
+            "y": idx * model.factor,
+            "metrics": {"loss": round((x - 0.3) ** 2 + 0.01 * (idx % 3), 6)},
+        }

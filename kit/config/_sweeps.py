@@ -32,6 +32,8 @@ class SearchDimension:
     key: str
     kind: str
     values: tuple[Any, ...] = ()
+    #: The choices as written in the override (``[0,1]``, ``'a b'``), to write them back.
+    texts: tuple[str, ...] = ()
     low: float = 0.0
     high: float = 0.0
     log: bool = False
@@ -194,7 +196,8 @@ def search_space(overrides: Sequence[str]) -> tuple[list[SearchDimension], list[
                     full_key=key,
                     fix="give at least one value",
                 )
-            dims.append(SearchDimension(key, "choice", values=values))
+            texts = tuple(override.sweep_string_iterator())
+            dims.append(SearchDimension(key, "choice", values=values, texts=texts))
             continue
         sweep = override.value()
         low, high = sweep.start, sweep.end

@@ -1,0 +1,525 @@
+"""Search with Optuna, Kit driving: Optuna proposes each trial, Kit runs, prunes and resumes it.
+
+The space is written in Hydra's grammar (``lr=tag(log, interval(1e-4, 1e-1))``,
+``beam=1,3,5``). The study lives in the sweep folder as Optuna's journal file,
+written by the sweep's driver alone, so no shared-filesystem locking is
+needed. Trials are ordinary run folders, as in a grid sweep; ``sweep.json``
+maps each to its Optuna trial. Running the same search again resumes it:
+finished and pruned trials are kept, a trial that was running is told
+failed in the study and asked again with the same values, into its own
+folder, so it resumes at chunk level.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from kit._compare import item_metric, metric_of
+from kit._errors import KitError
+from kit._sweep import (
+    CONCURRENCY,
+    EXAMPLE,  # noqa: F401  (the examples below run it)
+    SweepHandle,
+    SweepResult,
+    Trial,
+    TrialCallback,
+    TrialPruned,
+    _default_dir,
+    check_base,
+    load_record,
+    read_stored,
+)
+from kit.config import ConfigError, config_hash, load_config
+from kit.config._sweeps import SearchDimension, search_space
+from kit.result import RunResult, RunStatus
+
+#: The study's file in the sweep folder: Optuna's journal (one JSON line per change).
+STUDY_FILE = "optuna.journal"
+STUDY_NAME = "kit"
+DIRECTIONS = ("minimize", "maximize")
+#: How often, at most, a running trial reports its metric to the pruner (per trial).
+REPORTS = 20
+#: Trial states in ``sweep.json`` that a resumed search keeps.
+KEPT = ("completed", "pruned")
+
+Summarize = Any  # Callable[[list[Any]], dict[str, Any]] | None
+
+
+def _optuna() -> Any:
+    try:
+        import optuna
+    except ImportError:
+        raise ImportError(
+            "a search needs optuna: pip install 'kit[search]' (or pip install optuna)"
+        ) from None
+    return optuna
+
+
+def pruner_named(name: str) -> Any:
+    """Return the Optuna pruner ``kit sweep --prune NAME`` means: median, wilcoxon or none.
+
+    Examples
+    --------
+    >>> type(pruner_named("median")).__name__, pruner_named("none")
+    ('MedianPruner', None)
+    """
+    optuna = _optuna()
+    pruners = {
+        "median": optuna.pruners.MedianPruner,
+        "wilcoxon": optuna.pruners.WilcoxonPruner,
+        "none": None,
+    }
+    if name not in pruners:
+        raise ConfigError(f"no pruner called {name!r}\n    fix: use one of {', '.join(pruners)}")
+    made = pruners[name]
+    if made is None:
+        return None
+    with warnings.catch_warnings():  # WilcoxonPruner is marked experimental in Optuna
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return made()
+
+
+class _SearchPlan:
+    """A search's trials: Optuna asks as slots free up, Kit runs, the study is told."""
+
+    def __init__(
+        self,
+        folder: Path,
+        dims: list[SearchDimension],
+        fixed: list[str],
+        total: int,
+        metric: str,
+        study: Any,
+        pruner: Any,
+        record: dict[str, Any],
+        summarize: Summarize,
+    ) -> None:
+        self.folder = folder
+        self.dims = dims
+        self.fixed = fixed
+        self.total = total
+        self.metric = metric
+        self.study = study
+        self._pruner = pruner
+        self._record = record
+        self.summarize = summarize
+        self.trials = [
+            Trial(number, tuple(entry["overrides"]), folder / entry["name"])
+            for number, entry in enumerate(record["trials"])
+        ]
+        self._again: list[Trial] = []
+        self._asked: dict[int, Any] = {}
+        self._pruned: dict[int, str] = {}
+        self._followers: dict[int, threading.Thread] = {}
+        self._study_lock = threading.RLock()
+        self._optuna = _optuna()
+
+    # ---------------------------------------------------------------- resume
+    def restore(self) -> dict[int, tuple[RunResult, str]]:
+        states = self._optuna.trial.TrialState
+        with self._study_lock:
+            known = {t.number: t.state for t in self.study.get_trials(deepcopy=False)}
+        done: dict[int, tuple[RunResult, str]] = {}
+        for trial, entry in zip(self.trials, self._record["trials"], strict=True):
+            state = known.get(entry.get("optuna_trial", -1))
+            status = entry.get("status")
+            # The study is told before sweep.json is written: it may know the end first.
+            if state == states.COMPLETE:
+                status = "completed"
+            elif state == states.PRUNED:
+                status = "pruned"
+            elif state in (states.RUNNING, states.WAITING):
+                with self._study_lock:  # the driver died while it ran: never left RUNNING
+                    self.study.tell(entry["optuna_trial"], state=states.FAIL)
+            stored = read_stored(trial) if status in KEPT else None
+            wanted = RunStatus.COMPLETED if status == "completed" else RunStatus.CANCELLED
+            if stored is not None and stored.status in (wanted, RunStatus.COMPLETED):
+                done[trial.number] = (stored, status)
+                entry["status"] = status
+            else:
+                entry["status"] = "pending"
+                self._again.append(trial)
+        return done
+
+    # ---------------------------------------------------------------- asking
+    def next(self) -> Trial | None:
+        if self._again:
+            trial = self._again.pop(0)
+            entry = self._record["trials"][trial.number]
+            with self._study_lock:
+                self.study.enqueue_trial(entry["params"])
+                asked = self.study.ask(self._distributions())
+            entry["optuna_trial"] = asked.number
+        elif len(self.trials) < self.total:
+            with self._study_lock:
+                asked = self.study.ask(self._distributions())
+            number = len(self.trials)
+            chosen = [self._override(dim, asked.params[dim.key]) for dim in self.dims]
+            trial = Trial(number, (*chosen, *self.fixed), self.folder / f"trial-{number:03d}")
+            self.trials.append(trial)
+            self._record["trials"].append(
+                {
+                    "name": trial.name,
+                    "overrides": list(trial.overrides),
+                    "status": "pending",
+                    "params": dict(asked.params),
+                    "optuna_trial": asked.number,
+                }
+            )
+        else:
+            return None
+        self._asked[trial.number] = asked
+        return trial
+
+    def _distributions(self) -> dict[str, Any]:
+        made = self._optuna.distributions
+        out: dict[str, Any] = {}
+        for dim in self.dims:
+            if dim.kind == "choice":
+                out[dim.key] = made.CategoricalDistribution(_choices(dim))
+            elif dim.integer:
+                out[dim.key] = made.IntDistribution(int(dim.low), int(dim.high), log=dim.log)
+            else:
+                out[dim.key] = made.FloatDistribution(dim.low, dim.high, log=dim.log)
+        return out
+
+    @staticmethod
+    def _override(dim: SearchDimension, value: Any) -> str:
+        if dim.kind == "choice":
+            return f"{dim.key}={dim.texts[_choices(dim).index(value)]}"
+        return f"{dim.key}={int(value) if dim.integer else repr(float(value))}"
+
+    # ---------------------------------------------------------------- pruning
+    def watch(self, trial: Trial, handle: Any, indices: Sequence[Any]) -> None:
+        if self._pruner is None:
+            return
+        follower = threading.Thread(
+            target=self._follow,
+            args=(trial, handle, list(indices), self._asked[trial.number]),
+            name=f"kit-prune-{trial.name}",
+            daemon=True,
+        )
+        self._followers[trial.number] = follower
+        follower.start()
+
+    def _follow(self, trial: Trial, handle: Any, indices: list[Any], asked: Any) -> None:
+        """Report the trial's metric as its items complete; stop it when the pruner says so."""
+        per_item = isinstance(self._pruner, self._optuna.pruners.WilcoxonPruner)
+        position = {index: pos for pos, index in enumerate(indices)}
+        stride = max(1, len(indices) // REPORTS)
+        records: list[Any] = []
+        try:
+            for index, record in handle:
+                records.append(record)
+                if per_item:
+                    value, step = item_metric(record, self.metric), position[index]
+                elif len(records) % stride == 0:
+                    value = metric_of(records, self.metric, self.summarize)
+                    step = len(records)
+                else:
+                    continue
+                if value is None:
+                    warnings.warn(
+                        f"{trial.name}: its records give no number {self.metric!r}, "
+                        "so the pruner cannot follow it; it runs to the end",
+                        RuntimeWarning,
+                        stacklevel=1,
+                    )
+                    return
+                try:
+                    with self._study_lock:
+                        asked.report(value, step)
+                        prune = asked.should_prune()
+                except Exception as failed:  # the pruner's own error: say it, prune nothing
+                    warnings.warn(
+                        f"{trial.name}: the pruner failed ({failed!r}); the trial runs to the end",
+                        RuntimeWarning,
+                        stacklevel=1,
+                    )
+                    return
+                if prune:
+                    self._pruned[trial.number] = (
+                        f"{trial.name} pruned after {len(records)} of {len(indices)} items: "
+                        f"{self.metric} {value:.4g} there"
+                    )
+                    handle.cancel()
+                    return
+        except Exception:
+            return  # the run's own end (its error is the trial's) stops following it
+
+    # ---------------------------------------------------------------- ending
+    def ended(
+        self, trial: Trial, result: RunResult | None, error: BaseException | None
+    ) -> tuple[str, BaseException | None]:
+        states = self._optuna.trial.TrialState
+        asked = self._asked.pop(trial.number)
+        follower = self._followers.pop(trial.number, None)
+        if follower is not None:
+            # Its last reports go in before the trial is told finished (the run has
+            # ended, so the follower reads what is left and stops).
+            follower.join()
+        if trial.number in self._pruned and result is not None:
+            with self._study_lock:
+                self.study.tell(asked, state=states.PRUNED)
+            return "pruned", TrialPruned(self._pruned.pop(trial.number))
+        if result is not None and result.status == RunStatus.COMPLETED and error is None:
+            value = metric_of(
+                [r for r in result.records if r is not None], self.metric, self.summarize
+            )
+            if value is None:
+                with self._study_lock:
+                    self.study.tell(asked, state=states.FAIL)
+                have = ", ".join(sorted(result.summary)) or "nothing"
+                return "error", ConfigError(
+                    f"{trial.name} gives no number {self.metric!r}: the summary has {have}, "
+                    f"and no record has metrics[{self.metric!r}]\n"
+                    "    fix: search on a metric the runner's summarize or its records give"
+                )
+            with self._study_lock:
+                self.study.tell(asked, value)
+            return "completed", None
+        with self._study_lock:
+            self.study.tell(asked, state=states.FAIL)
+        return ("error" if result is None else str(result.status)), error
+
+
+def _choices(dim: SearchDimension) -> tuple[Any, ...]:
+    """Return a choice's values for Optuna: as parsed when all are plain, else as written."""
+    plain = all(v is None or isinstance(v, bool | int | float | str) for v in dim.values)
+    return dim.values if plain and len(set(dim.values)) == len(dim.values) else dim.texts
+
+
+class _SoleWriter:
+    """Optuna's journal lock for a study only the sweep's driver writes: nothing to wait for."""
+
+    def acquire(self) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
+
+
+def open_study(
+    folder: Path, direction: str, sampler: Any = None, pruner: Any = None, seed: int | None = 0
+) -> Any:
+    """Open (or make) the search's study: Optuna's journal file in ``folder``."""
+    optuna = _optuna()
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    path = folder / STUDY_FILE
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise KitError(f"{path} is not a regular file: a search's study must be one")
+    _trim_torn_line(path)
+    # Optuna's file locks guard against other processes; a lock left by a killed
+    # driver would hold the resume up for their grace period (30 s).
+    lock: Any = _SoleWriter()
+    storage = JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+    study = optuna.create_study(
+        storage=storage,
+        study_name=STUDY_NAME,
+        direction=direction,
+        sampler=sampler,
+        pruner=pruner if pruner is not None else optuna.pruners.NopPruner(),
+        load_if_exists=True,
+    )
+    if sampler is None:
+        # Seeded past the trials already made, so a resumed search does not propose
+        # its first points again; constant_liar, so trials running side by side are
+        # not all asked the same point.
+        offset = len(study.get_trials(deepcopy=False))
+        study.sampler = optuna.samplers.TPESampler(
+            seed=None if seed is None else seed + offset, constant_liar=True
+        )
+    return study
+
+
+def _trim_torn_line(path: Path) -> None:
+    """Drop a last line the driver was killed while writing: the next one would join it."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as fh:
+            fh.truncate(data.rfind(b"\n") + 1)
+
+
+def _search_record(
+    folder: Path,
+    overrides: list[str],
+    base_hash: str,
+    search: dict[str, Any],
+) -> dict[str, Any]:
+    stored = load_record(folder)
+    if stored is None:
+        return {
+            "kit_sweep": 1,
+            "config_hash": base_hash,
+            "overrides": overrides,
+            "search": search,
+            "trials": [],
+        }
+    was = stored.get("search")
+    if not isinstance(was, dict):
+        raise ConfigError(
+            f"{folder} holds a grid sweep, not a search\n"
+            "    fix: give the search its own output_dir"
+        )
+    if stored.get("overrides") != overrides:
+        raise ConfigError(
+            f"{folder} holds a search of another space: {' '.join(stored.get('overrides', []))}"
+            f"\n    this one: {' '.join(overrides)}\n"
+            "    fix: search the same space to resume it, or give this one its own output_dir"
+        )
+    for key in ("metric", "direction"):
+        if was.get(key) != search[key]:
+            raise ConfigError(
+                f"{folder} holds a search with {key} {was.get(key)!r}, not {search[key]!r}\n"
+                f"    fix: resume it with --{key} {was.get(key)}, or give this one its own "
+                "output_dir"
+            )
+    check_base(folder, stored, base_hash)
+    stored["search"] = {**was, "trials": search["trials"]}
+    return dict(stored)
+
+
+def submit_search(
+    config: str | Path | DictConfig | dict[str, Any],
+    space: Sequence[str],
+    *,
+    trials: int,
+    metric: str,
+    direction: str = "minimize",
+    pruner: Any = None,
+    sampler: Any = None,
+    seed: int | None = 0,
+    output_dir: str | Path | None = None,
+    concurrency: int = CONCURRENCY,
+    on_trial: TrialCallback | None = None,
+) -> SweepHandle:
+    """Start an Optuna search of ``config`` over ``space``; return its handle.
+
+    ``space`` uses Hydra's grammar: ``lr=interval(0.001,0.1)``,
+    ``lr=tag(log, interval(1e-5,1e-1))``, ``layers=int(interval(1,8))`` (an
+    integer), ``beam=1,3,5`` or ``choice(...)`` (a choice); a plain override
+    applies to every trial. Optuna's sampler (default: TPE with
+    ``constant_liar``, seeded) proposes ``trials`` trials, up to
+    ``concurrency`` of them running at once on one session; each is scored by
+    ``metric`` (the runner's summary entry, else the mean of the records'
+    ``metrics[metric]``). With ``pruner`` (an Optuna pruner, e.g.
+    ``optuna.pruners.MedianPruner()`` or ``WilcoxonPruner()``, which is given
+    each item's value) a running trial reports the metric over its items done
+    so far and stops, ``pruned``, when the pruner says so; its completed items
+    are kept. The study is ``optuna.journal`` in the sweep folder; the same
+    search into the same folder resumes it.
+
+    Raises
+    ------
+    ImportError
+        Without optuna (``pip install 'kit[search]'``).
+    ConfigError
+        For a bad override, a space with nothing to search, or a folder
+        holding another sweep or search.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> handle = submit_search(
+    ...     EXAMPLE, ["model.work_seconds=interval(0,0.001)"], trials=3, metric="y",
+    ...     output_dir=folder, concurrency=1)
+    >>> result = handle.result(timeout=60)
+    >>> [row["status"] for row in result.rows()], len(result.study.trials)
+    (['completed', 'completed', 'completed'], 3)
+    """
+    _optuna()  # a missing extra is named before anything else is checked
+    if direction not in DIRECTIONS:
+        raise ConfigError(
+            f"direction must be minimize or maximize, not {direction!r}\n"
+            "    fix: --direction minimize (lower is better) or maximize"
+        )
+    if trials < 1:
+        raise ValueError(f"trials must be at least 1, got {trials}")
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    dims, fixed = search_space(list(space))
+    base = load_config(config)
+    folder = Path(output_dir if output_dir is not None else _default_dir(base)).expanduser()
+    search = {
+        "by": "optuna",
+        "metric": metric,
+        "direction": direction,
+        "trials": trials,
+        "study": STUDY_FILE,
+    }
+    record = _search_record(folder, list(space), config_hash(base), search)
+
+    from kit._from_config import build_runner
+
+    # A config no trial can run fails here, before any folder is written: the
+    # fixed overrides with each key's first value (or its interval's low end).
+    probe = [
+        f"{d.key}={d.texts[0]}" if d.kind == "choice" else _SearchPlan._override(d, d.low)
+        for d in dims
+    ]
+    first, _ = build_runner(load_config(config, [*probe, *fixed]))
+    folder.mkdir(parents=True, exist_ok=True)
+    study = open_study(folder, direction, sampler, pruner, seed)
+    plan = _SearchPlan(folder, dims, fixed, trials, metric, study, pruner, record, first.summarize)
+
+    def build(trial: Trial) -> tuple[Any, Sequence[Any]]:
+        return build_runner(load_config(config, list(trial.overrides)))
+
+    return SweepHandle(folder, plan, build, concurrency, record, on_trial, first.summarize).start()
+
+
+def search(
+    config: str | Path | DictConfig | dict[str, Any],
+    space: Sequence[str],
+    *,
+    trials: int,
+    metric: str,
+    direction: str = "minimize",
+    pruner: Any = None,
+    sampler: Any = None,
+    seed: int | None = 0,
+    output_dir: str | Path | None = None,
+    concurrency: int = CONCURRENCY,
+    on_trial: TrialCallback | None = None,
+) -> SweepResult:
+    """Run an Optuna search and wait for it (see :func:`submit_search`); Ctrl-C cancels it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> result = search(EXAMPLE, ["items.stop=int(interval(2,10))"], trials=3, metric="max_y",
+    ...                 direction="maximize", output_dir=tempfile.mkdtemp(), concurrency=1)
+    >>> trial, best = result.best("max_y", minimize=False)
+    >>> best.summary["max_y"] == result.study.best_value, result.swept
+    (True, ['items.stop'])
+    """
+    handle = submit_search(
+        config,
+        space,
+        trials=trials,
+        metric=metric,
+        direction=direction,
+        pruner=pruner,
+        sampler=sampler,
+        seed=seed,
+        output_dir=output_dir,
+        concurrency=concurrency,
+        on_trial=on_trial,
+    )
+    try:
+        return handle.result()
+    except KeyboardInterrupt:
+        handle.cancel()
+        handle.result(timeout=60)
+        raise
