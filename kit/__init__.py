@@ -13,6 +13,7 @@ Examples
 
 from kit._clusters import job_script
 from kit._compare import Comparison, compare
+from kit._detached_sweep import DetachedSweep
 from kit._engine import RunHandle
 from kit._errors import KitError
 from kit._search import search, submit_search
@@ -38,6 +39,7 @@ __all__ = [
     "Comparison",
     "ConfigError",
     "DetachedRun",
+    "DetachedSweep",
     "EnvironmentProvider",
     "ItemError",
     "KitError",

@@ -25,6 +25,7 @@ from kit._errors import KitError
 from kit._sweep import (
     CONCURRENCY,
     EXAMPLE,  # noqa: F401  (the examples below run it)
+    Prepared,
     SweepHandle,
     SweepResult,
     Trial,
@@ -438,6 +439,41 @@ def submit_search(
     >>> [row["status"] for row in result.rows()], len(result.study.trials)
     (['completed', 'completed', 'completed'], 3)
     """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    prepared = prepare_search(config, space, trials, metric, direction, output_dir)
+    prepared.folder.mkdir(parents=True, exist_ok=True)
+    study = open_study(prepared.folder, direction, sampler, pruner, seed)
+    plan = _SearchPlan(
+        prepared.folder,
+        *search_space(list(space)),
+        trials,
+        metric,
+        study,
+        pruner,
+        prepared.record,
+        prepared.summarize,
+    )
+    return SweepHandle(
+        prepared.folder,
+        plan,
+        prepared.build,
+        concurrency,
+        prepared.record,
+        on_trial,
+        prepared.summarize,
+    ).start()
+
+
+def prepare_search(
+    config: str | Path | DictConfig | dict[str, Any],
+    space: Sequence[str],
+    trials: int,
+    metric: str,
+    direction: str,
+    output_dir: str | Path | None = None,
+) -> Prepared:
+    """Check a search whole (space, config, folder, a first trial) without running it."""
     _optuna()  # a missing extra is named before anything else is checked
     if direction not in DIRECTIONS:
         raise ConfigError(
@@ -446,8 +482,6 @@ def submit_search(
         )
     if trials < 1:
         raise ValueError(f"trials must be at least 1, got {trials}")
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     dims, fixed = search_space(list(space))
     base = load_config(config)
     folder = Path(output_dir if output_dir is not None else _default_dir(base)).expanduser()
@@ -469,14 +503,11 @@ def submit_search(
         for d in dims
     ]
     first, _ = build_runner(load_config(config, [*probe, *fixed]))
-    folder.mkdir(parents=True, exist_ok=True)
-    study = open_study(folder, direction, sampler, pruner, seed)
-    plan = _SearchPlan(folder, dims, fixed, trials, metric, study, pruner, record, first.summarize)
 
     def build(trial: Trial) -> tuple[Any, Sequence[Any]]:
         return build_runner(load_config(config, list(trial.overrides)))
 
-    return SweepHandle(folder, plan, build, concurrency, record, on_trial, first.summarize).start()
+    return Prepared(folder, None, record, build, first.summarize)
 
 
 def search(

@@ -26,9 +26,15 @@ from kit.config import ConfigError, config_hash, load_config
 from kit.config._errors import error
 from kit.config._sweeps import expand_sweep
 from kit.result import RunError, RunResult, RunStatus
+from kit.store import RunStore
 
 #: The sweep's own file in its folder.
 SWEEP_FILE = "sweep.json"
+#: What Kit itself puts in a sweep folder besides its trials: the lock, a detached
+#: sweep's driver files, a search's study.
+SWEEP_NAMES = frozenset(
+    {SWEEP_FILE, ".lock", "driver.json", "driver.log", "job.pkl", "optuna.journal", "report.html"}
+)
 #: Trials running at once, at most, by default: enough to keep a cluster busy.
 CONCURRENCY = 8
 
@@ -73,6 +79,12 @@ class TrialPruned(KitError):
 
     ``on_trial`` callbacks get it as the error of a trial the pruner stopped;
     the trial's completed items are its result, and its status is ``pruned``.
+
+    Examples
+    --------
+    >>> error = TrialPruned("trial-002 pruned after 6 of 60 items: loss 0.42 there")
+    >>> isinstance(error, KitError), str(error).split(":")[0]
+    (True, 'trial-002 pruned after 6 of 60 items')
     """
 
 
@@ -295,6 +307,7 @@ class SweepHandle:
         self._results: dict[int, RunResult] = {}
         self._errors: dict[int, BaseException] = {}
         self._statuses: dict[int, str] = {}
+        self._store = RunStore(folder)
 
     @property
     def trials(self) -> list[Trial]:
@@ -308,8 +321,21 @@ class SweepHandle:
 
     # -------------------------------------------------------------- driving
     def start(self) -> SweepHandle:
-        """Start the first trials; return self."""
-        for number, (result, status) in self._plan.restore().items():
+        """Take the sweep folder's lock, start the first trials; return self.
+
+        Raises
+        ------
+        StoreError
+            If another process drives a sweep in the folder (it holds the lock).
+        """
+        self._store.lock()  # one driver per sweep folder: sweep.json has one writer
+        try:
+            self._save()
+            restored = self._plan.restore()
+        except BaseException:
+            self._store.unlock()
+            raise
+        for number, (result, status) in restored.items():
             self._results[number] = result
             if status != str(result.status):
                 self._statuses[number] = status
@@ -345,6 +371,8 @@ class SweepHandle:
             over = self._running == 0 and (self._exhausted or self._cancelled)
         if over:
             self._save()
+            self._write_report()
+            self._store.unlock()
             self._finished.set()
 
     def _start(self, trial: Trial) -> None:
@@ -384,7 +412,7 @@ class SweepHandle:
                     self._statuses[trial.number] = status
             if exc is not None and not isinstance(exc, TrialPruned):
                 self._errors[trial.number] = exc
-        self._set(trial, status)
+        self._set(trial, status, exc)
         if self._on_trial is not None:
             try:
                 self._on_trial(trial, result, exc)
@@ -397,9 +425,13 @@ class SweepHandle:
                 )
         self._launch()
 
-    def _set(self, trial: Trial, status: str) -> None:
+    def _set(self, trial: Trial, status: str, error: BaseException | None = None) -> None:
         with self._lock:
-            self._record["trials"][trial.number]["status"] = status
+            entry = self._record["trials"][trial.number]
+            entry["status"] = status
+            entry.pop("error", None)
+            if error is not None:  # what a reader in another process shows for it
+                entry["error"] = (str(error).strip().splitlines() or [type(error).__name__])[0]
         self._save()
 
     def _save(self) -> None:
@@ -407,6 +439,22 @@ class SweepHandle:
             text = json.dumps(self._record, indent=1)
             with atomic_file(self.folder / SWEEP_FILE) as fh:
                 fh.write(text + "\n")
+
+    def _write_report(self) -> None:
+        """Write the sweep's report.html (with bokeh); a report that fails is a warning."""
+        from kit.dashboard import write_sweep_report
+
+        try:
+            write_sweep_report(self.folder)
+        except ImportError:
+            pass  # no bokeh: `kit report FOLDER` says what to install
+        except Exception as exc:
+            warnings.warn(
+                f"kit: the sweep's report.html could not be written in {self.folder}: {exc}; "
+                f"its trials are stored; try `kit report {self.folder}`",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
     # -------------------------------------------------------------- reading
     def done(self) -> bool:
@@ -488,6 +536,8 @@ def submit_sweep(
     output_dir: str | Path | None = None,
     concurrency: int = CONCURRENCY,
     on_trial: TrialCallback | None = None,
+    metric: str | None = None,
+    minimize: bool = True,
 ) -> SweepHandle:
     """Start a grid sweep of ``config`` over ``overrides`` in the background; return its handle.
 
@@ -499,7 +549,10 @@ def submit_sweep(
     ``output_dir`` (default: the config's ``output_dir``). The same sweep into
     the same folder again runs only what is missing; a different one is refused.
     ``on_trial(trial, result, error)`` is called (on a run's thread) as each
-    trial ends.
+    trial ends. ``metric`` (lower is better, unless ``minimize=False``) is
+    the one the sweep's ``report.html`` judges the trials by, written as the
+    sweep ends (with bokeh installed); by default the first number in the
+    trials' summaries.
 
     Raises
     ------
@@ -518,6 +571,41 @@ def submit_sweep(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    prepared = prepare_grid(config, overrides, output_dir)
+    assert prepared.plan is not None  # a grid's
+    if metric is not None:
+        prepared.record["metric"] = metric
+        prepared.record["direction"] = "minimize" if minimize else "maximize"
+    prepared.folder.mkdir(parents=True, exist_ok=True)
+    return SweepHandle(
+        prepared.folder,
+        prepared.plan,
+        prepared.build,
+        concurrency,
+        prepared.record,
+        on_trial,
+        prepared.summarize,
+    ).start()
+
+
+@dataclass
+class Prepared:
+    """A sweep checked and ready to start: its folder, plan, record and how to build a trial."""
+
+    folder: Path
+    #: A grid's trials; None for a search, whose study only its driver opens.
+    plan: TrialPlan | None
+    record: dict[str, Any]
+    build: Callable[[Trial], tuple[Any, Sequence[Any]]]
+    summarize: Callable[[list[Any]], dict[str, Any]] | None
+
+
+def prepare_grid(
+    config: str | Path | DictConfig | dict[str, Any],
+    overrides: Sequence[str],
+    output_dir: str | Path | None,
+) -> Prepared:
+    """Check a grid sweep whole (overrides, config, folder, a first trial) without running it."""
     grid = expand_sweep(list(overrides))
     base = load_config(config)  # checked once, whole, before any trial
     folder = Path(output_dir if output_dir is not None else _default_dir(base)).expanduser()
@@ -538,11 +626,7 @@ def submit_sweep(
 
     # A config no trial can run fails here, before any folder is written.
     built[0] = build(trials[0])
-    first = built[0][0]
-    folder.mkdir(parents=True, exist_ok=True)
-    return SweepHandle(
-        folder, _Grid(trials, record), build, concurrency, record, on_trial, first.summarize
-    ).start()
+    return Prepared(folder, _Grid(trials, record), record, build, built[0][0].summarize)
 
 
 def sweep(
@@ -552,6 +636,8 @@ def sweep(
     output_dir: str | Path | None = None,
     concurrency: int = CONCURRENCY,
     on_trial: TrialCallback | None = None,
+    metric: str | None = None,
+    minimize: bool = True,
 ) -> SweepResult:
     """Run a grid sweep and wait for it (see :func:`submit_sweep`); Ctrl-C cancels it.
 
@@ -563,7 +649,13 @@ def sweep(
     (SweepResult(trials=2, completed=2, errors=0), [3, 6])
     """
     handle = submit_sweep(
-        config, overrides, output_dir=output_dir, concurrency=concurrency, on_trial=on_trial
+        config,
+        overrides,
+        output_dir=output_dir,
+        concurrency=concurrency,
+        on_trial=on_trial,
+        metric=metric,
+        minimize=minimize,
     )
     try:
         return handle.result()
@@ -590,7 +682,7 @@ def load_record(folder: Path) -> dict[str, Any] | None:
     if path.is_symlink() or (path.exists() and not path.is_file()):
         raise KitError(f"{path} is not a regular file: a sweep folder's record must be one")
     if not path.exists():
-        if folder.is_dir() and any(folder.iterdir()):
+        if folder.is_dir() and any(p.name not in SWEEP_NAMES for p in folder.iterdir()):
             raise ConfigError(
                 f"{folder} holds files but no {SWEEP_FILE}: not a sweep folder\n"
                 "    fix: give the sweep a folder of its own (output_dir=...)"
@@ -651,6 +743,8 @@ def _record_for(
             "    fix: run the same sweep to resume it, or give this one its own output_dir"
         )
     check_base(folder, stored, base_hash)
+    stored.pop("metric", None)  # judged as this run of the sweep says
+    stored.pop("direction", None)
     for entry in stored["trials"]:
         if entry.get("status") not in ("completed",):
             entry["status"] = "pending"  # was running when the driver stopped: resumed

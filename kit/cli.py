@@ -140,6 +140,8 @@ def _sweep(args: argparse.Namespace) -> int:
             output_dir=args.output_dir,
             concurrency=args.concurrency,
             on_trial=ended,
+            metric=args.metric,
+            minimize=minimize,
         )
     if args.metric is not None and result.trials:
         try:
@@ -181,7 +183,12 @@ def _cell(value: Any) -> str:
 
 def _submit(args: argparse.Namespace) -> int:
     from kit._from_config import build_runner
+    from kit.config._sweeps import is_sweep
 
+    if args.search is not None or is_sweep(args.overrides):
+        return _submit_sweep(args)
+    if args.output_dir is not None:
+        args.overrides = [*args.overrides, f"++output_dir={args.output_dir}"]
     runner, indices = build_runner(_load(args))
     run = runner.submit(indices, detached=True)
     pid = run.status()["driver"].get("pid")
@@ -192,10 +199,63 @@ def _submit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _submit_sweep(args: argparse.Namespace) -> int:
+    """Check the sweep here, then hand it to a detached driver running ``kit sweep``."""
+    import os
+
+    from kit._search import prepare_search
+    from kit._sweep import prepare_grid
+    from kit.detached import start_sweep_driver
+
+    minimize = _minimize(args)
+    if args.search is not None:
+        if args.metric is None or args.trials is None:
+            raise KitError(
+                "--search optuna needs --trials N and --metric NAME, e.g. --trials 20 --metric wer"
+            )
+        direction = "minimize" if minimize else "maximize"
+        prepared = prepare_search(
+            args.config, args.overrides, args.trials, args.metric, direction, args.output_dir
+        )
+        total = args.trials
+    else:
+        prepared = prepare_grid(args.config, args.overrides, args.output_dir)
+        total = len(prepared.record["trials"])
+    folder = prepared.folder.resolve()
+    # The driver runs this very command line as `kit sweep`, from this folder.
+    argv = [os.path.abspath(args.config), *args.overrides, "-o", str(folder)]
+    argv += ["--concurrency", str(args.concurrency)]
+    for flag in ("metric", "search", "trials", "prune", "direction"):
+        if getattr(args, flag) is not None:
+            argv += [f"--{flag}", str(getattr(args, flag))]
+    if args.maximize:
+        argv.append("--maximize")
+    folder.mkdir(parents=True, exist_ok=True)
+    start_sweep_driver(folder, argv, total, prepared.record)
+    _say(f"submitted a sweep of {total} trials: output {folder}")
+    _say(f"  progress:  kit status {folder}")
+    _say(f"  stop:      kit cancel {folder}")
+    _say(f"  in Python: kit.attach({str(folder)!r}).result()")
+    return EXIT_OK
+
+
+def _sweep_status(sweep: Any) -> int:
+    state = "running" if not sweep.done() else "ended"
+    _say(f"{sweep.folder}: sweep {state}, {sweep.progress}")
+    rows = sweep.table()
+    if rows:
+        _say(_table(rows))
+    return EXIT_OK
+
+
 def _status(args: argparse.Namespace) -> int:
+    from kit._detached_sweep import DetachedSweep
     from kit.detached import attach
 
-    status = attach(args.output_dir).status()
+    run = attach(args.output_dir)
+    if isinstance(run, DetachedSweep):
+        return _sweep_status(run)
+    status = run.status()
     done, total, failed = status.get("done", 0), status.get("total", 0), status.get("failed", 0)
     percent = f" ({100 * done // total}%)" if total else ""
     _say(f"{args.output_dir}: {status['state']}")
@@ -219,9 +279,17 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _cancel(args: argparse.Namespace) -> int:
+    from kit._detached_sweep import DetachedSweep
     from kit.detached import attach
 
     run = attach(args.output_dir)
+    if isinstance(run, DetachedSweep):
+        if run.done():
+            _say(f"{args.output_dir}: nothing to cancel (the sweep: {run.progress})")
+            return EXIT_OK
+        run.cancel()
+        _say(f"{args.output_dir}: cancelled, {run.progress}; run the sweep again to resume")
+        return EXIT_OK
     if run.done():
         _say(f"{args.output_dir}: nothing to cancel ({run.status()['state']})")
         return EXIT_OK
@@ -241,8 +309,14 @@ def _cluster_script(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from kit.dashboard import write_report
+    from pathlib import Path
 
+    from kit.dashboard import write_report, write_sweep_report
+
+    folder = Path(args.output_dir)
+    if (folder / "sweep.json").is_file() and not (folder / "manifest.json").exists():
+        _say(write_sweep_report(folder))
+        return EXIT_OK
     _say(write_report(args.output_dir))
     return EXIT_OK
 
@@ -341,6 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
         "submit", help="run it detached: a driver process that outlives this shell"
     )
     _with_config(submit)
+    _sweep_options(submit)  # a sweep (a=1,2 or --search optuna) is submitted whole
     submit.set_defaults(handler=_submit)
     status = commands.add_parser("status", help="progress of the run in OUTPUT_DIR")
     status.add_argument("output_dir", metavar="OUTPUT_DIR")

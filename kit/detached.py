@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import cloudpickle
 
@@ -38,6 +38,9 @@ from kit.result import (
     WorkerStats,
 )
 from kit.store import RecordWriter, RunStore, StoreError, indices_from_record
+
+if TYPE_CHECKING:
+    from kit._detached_sweep import DetachedSweep
 
 WAIT_STEP = 0.2
 #: Seconds a new driver waits for the process that submitted it to let go of the directory.
@@ -138,6 +141,58 @@ class DriverIdentity:
         )
 
 
+def signal_driver(output_dir: Path) -> bool:
+    """Send SIGTERM to the folder's detached driver when Kit can prove it is; return if it did.
+
+    Proof: ``driver.json`` is this user's and nobody else may change it, the
+    process it names started when the driver did and runs Kit's driver on
+    this folder, and no other process holds the folder's lock (the kernel
+    says who does). Returns False when there is no driver to stop (none
+    recorded, or it ended).
+
+    Raises
+    ------
+    StoreError
+        When the proof fails, saying why; nothing is signalled.
+    """
+    path = output_dir / "driver.json"
+    refused = "; nothing was signalled"
+    try:
+        with open_private(path, "r") as fh:
+            driver = json.load(fh)
+    except FileNotFoundError:
+        return False
+    except UnsafeFileError as exc:
+        raise StoreError(f"{exc}, so it may not name the driver Kit started{refused}") from None
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"cannot read {path}: {exc}{refused}") from None
+    if not isinstance(driver, dict) or not driver:
+        raise StoreError(f"{path} does not describe a driver{refused}")
+    identity = DriverIdentity(driver)
+    if identity.problem is not None:
+        raise StoreError(f"{output_dir}: {identity.problem}{refused}")
+    if not identity.here:
+        raise StoreError(
+            f"the driver runs on host {identity.host}, not on this one; run "
+            f"`kit cancel {output_dir}` there"
+        )
+    if not identity.running() or identity.pid is None:
+        return False  # it ended; whatever now has its pid is another process
+    holder = RunStore(output_dir).lock_holder()
+    # No holder: a driver still starting (it locks once its job is loaded).
+    if holder is not None and holder != identity.pid:
+        raise StoreError(
+            f"process {identity.pid}, named by {path}, does not hold the run's lock "
+            f"(process {holder} does), so Kit cannot prove it is this run's driver{refused}"
+        )
+    if not identity.drives(output_dir):
+        raise StoreError(
+            f"process {identity.pid}, named by {path}, is not Kit's driver of {output_dir}{refused}"
+        )
+    os.kill(identity.pid, signal.SIGTERM)
+    return True
+
+
 def start_driver(
     runner: Preparable, indices: Sequence[Index], forward_kwargs: Mapping[str, Any]
 ) -> DetachedRun:
@@ -178,37 +233,70 @@ def start_driver(
                 spec.options.resume,
             )
         job = {"runner": runner, "indices": indices, "kwargs": dict(forward_kwargs)}
-        with atomic_file(out / "job.pkl", "wb", private=True) as fh:
-            cloudpickle.dump(job, fh)
-        env = dict(os.environ)
-        # The driver imports what this process could (user modules next to the notebook).
-        env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), *sys.path] if p)
-        started = time.time()
-        with open_file(out / "driver.log", "a") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "kit._driver", str(out)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=os.getcwd(),
-                env=env,
-                start_new_session=True,  # survives the kernel and its process group
-            )
-        _write_json(
-            out / "driver.json",
-            {
-                "pid": proc.pid,
-                "host": socket.gethostname(),
-                "created": _start_time(proc.pid),
-                "started": started,
-                "python": sys.executable,
-                "total": len(indices),  # "0/300" while the driver starts, not "0/0"
-            },
-            private=True,
-        )
+        _spawn_driver(out, job, len(indices))
     finally:
         store.unlock()
     return DetachedRun(out)
+
+
+def _spawn_driver(out: Path, job: Mapping[str, Any], total: int) -> None:
+    """Write the job (private), start ``python -m kit._driver out``, record it in driver.json.
+
+    Called with ``out``'s lock held; the driver waits for it to be let go.
+    """
+    with atomic_file(out / "job.pkl", "wb", private=True) as fh:
+        cloudpickle.dump(dict(job), fh)
+    env = dict(os.environ)
+    # The driver imports what this process could (user modules next to the notebook).
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), *sys.path] if p)
+    started = time.time()
+    with open_file(out / "driver.log", "a") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kit._driver", str(out)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=os.getcwd(),
+            env=env,
+            start_new_session=True,  # survives the kernel and its process group
+        )
+    _write_json(
+        out / "driver.json",
+        {
+            "pid": proc.pid,
+            "host": socket.gethostname(),
+            "created": _start_time(proc.pid),
+            "started": started,
+            "python": sys.executable,
+            "total": total,  # "0/300" while the driver starts, not "0/0"
+        },
+        private=True,
+    )
+
+
+def start_sweep_driver(
+    folder: Path, argv: Sequence[str], trials: int, record: Mapping[str, Any]
+) -> None:
+    """Hand a sweep to a new driver process: it runs ``kit sweep *argv`` on ``folder``.
+
+    ``record`` (the sweep's ``sweep.json``) is written first if the folder has
+    none, so that ``kit.attach`` knows the folder for a sweep from the start.
+    """
+    store = RunStore(folder)
+    store.lock()
+    try:
+        driver = _read_json(folder / "driver.json")
+        if driver and DriverIdentity(driver).running():
+            raise StoreError(
+                f"a detached driver (pid {driver['pid']}) is already running in {folder}; "
+                f"attach to it with kit.attach({str(folder)!r}) or cancel it with "
+                f"`kit cancel {folder}`"
+            )
+        if not (folder / "sweep.json").exists():
+            _write_json(folder / "sweep.json", record)
+        _spawn_driver(folder, {"sweep": list(argv)}, trials)
+    finally:
+        store.unlock()
 
 
 class DetachedRun:
@@ -339,42 +427,8 @@ class DetachedRun:
         kernel says who does). Otherwise it refuses, saying why, and signals
         nothing.
         """
-        path = self.output_dir / "driver.json"
-        refused = "; nothing was signalled"
-        try:
-            with open_private(path, "r") as fh:
-                driver = json.load(fh)
-        except FileNotFoundError:
+        if not signal_driver(self.output_dir):
             return
-        except UnsafeFileError as exc:
-            raise StoreError(f"{exc}, so it may not name the driver Kit started{refused}") from None
-        except (OSError, ValueError) as exc:
-            raise StoreError(f"cannot read {path}: {exc}{refused}") from None
-        if not isinstance(driver, dict) or not driver:
-            raise StoreError(f"{path} does not describe a driver{refused}")
-        identity = DriverIdentity(driver)
-        if identity.problem is not None:
-            raise StoreError(f"{self.output_dir}: {identity.problem}{refused}")
-        if not identity.here:
-            raise StoreError(
-                f"the driver runs on host {identity.host}, not on this one; run "
-                f"`kit cancel {self.output_dir}` there"
-            )
-        if not identity.running() or identity.pid is None:
-            return  # it ended; whatever now has its pid is another process
-        holder = RunStore(self.output_dir).lock_holder()
-        # No holder: a driver still starting (it locks once its job is loaded).
-        if holder is not None and holder != identity.pid:
-            raise StoreError(
-                f"process {identity.pid}, named by {path}, does not hold the run's lock "
-                f"(process {holder} does), so Kit cannot prove it is this run's driver{refused}"
-            )
-        if not identity.drives(self.output_dir):
-            raise StoreError(
-                f"process {identity.pid}, named by {path}, is not Kit's driver of "
-                f"{self.output_dir}{refused}"
-            )
-        os.kill(identity.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while not self.done() and time.monotonic() < deadline:
             time.sleep(WAIT_STEP)
@@ -527,8 +581,14 @@ def read_result(output_dir: str | os.PathLike[str], *, allow_pickle: bool = Fals
     )
 
 
-def attach(output_dir: str | os.PathLike[str], *, allow_pickle: bool = False) -> DetachedRun:
-    """Return a handle on the run in ``output_dir``, from any process.
+def attach(
+    output_dir: str | os.PathLike[str], *, allow_pickle: bool = False
+) -> DetachedRun | DetachedSweep:
+    """Return a handle on the run (or the sweep) in ``output_dir``, from any process.
+
+    A folder holding a sweep (``sweep.json``, no run of its own) gives a
+    :class:`~kit._detached_sweep.DetachedSweep`: its trials, progress,
+    ``result()`` (a :class:`~kit.SweepResult`) and ``cancel()``.
 
     Reading it never runs code from the directory: records a run stored as
     pickle files (``runner.record_format=pickle``) are read only with
@@ -543,6 +603,11 @@ def attach(output_dir: str | os.PathLike[str], *, allow_pickle: bool = False) ->
     ...
     FileNotFoundError: ... holds no Kit run (no manifest.json or driver.json); check the path
     """
+    folder = Path(output_dir)
+    if (folder / "sweep.json").is_file() and not (folder / "manifest.json").exists():
+        from kit._detached_sweep import DetachedSweep
+
+        return DetachedSweep(folder)
     return DetachedRun(output_dir, allow_pickle=allow_pickle)
 
 
@@ -628,6 +693,8 @@ def drive(output_dir: Path) -> int:
     except StoreError as exc:
         print(f"kit: error: {exc}", file=sys.stderr)  # into driver.log, which attach() shows
         return 2
+    if "sweep" in job:
+        return _drive_sweep(job["sweep"])
     handle = job["runner"].prepare(job["indices"], **job["kwargs"])
 
     def session() -> dict[str, Any] | None:
@@ -641,5 +708,20 @@ def drive(output_dir: Path) -> int:
         return 0 if result.stats.failed == 0 else 1
     except RunError:
         return 1
+    finally:
+        kit.shutdown()
+
+
+def _drive_sweep(argv: Sequence[str]) -> int:
+    """Run ``kit sweep *argv`` (a detached sweep's driver); SIGTERM cancels it like Ctrl-C."""
+    import kit
+    from kit.cli import main
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        return main(["sweep", *argv])
     finally:
         kit.shutdown()

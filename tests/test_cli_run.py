@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -375,3 +377,98 @@ def test_kit_sweep_search_asks_optuna_for_the_trials_and_resumes_the_study(
     bare = kit_cli(*search[:7])  # no --metric, no --trials
     assert bare.returncode == 2
     assert "--search optuna needs --trials N and --metric NAME" in bare.stderr
+
+
+SLOW_POLY = (
+    "provider: {_target_: kit.examples.quickstart.ModelProvider}\n"
+    "runner: {_target_: kit.examples.quickstart.Evaluate, chunk_size: 2}\n"
+    "model: {coefficients: [0.0, 1.0], work_seconds: 0.02}\n"
+    "items: {start: 0, stop: 400}\nparallel: {env: inline}\n"
+)
+
+
+def a_trial_runs(folder: Path) -> bool:
+    path = folder / "sweep.json"
+    if not path.exists():
+        return False
+    trials = json.loads(path.read_text())["trials"]
+    return any(t["status"] == "running" for t in trials) and any(
+        (folder / t["name"] / "ledger.jsonl").exists() for t in trials
+    )
+
+
+def test_a_submitted_sweep_is_watched_cancelled_resumed_and_read_with_attach(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "poly.yaml"
+    config.write_text(SLOW_POLY)
+    folder = tmp_path / "s"
+    grid = ["submit", str(config), "model.coefficients=[0,1],[0,2],[0,3]", "-o", str(folder)]
+    done = kit_cli(*grid, "--concurrency", "2")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == f"submitted a sweep of 3 trials: output {folder}"
+    deadline = time.monotonic() + 120
+    while not a_trial_runs(folder):
+        assert time.monotonic() < deadline, (folder / "driver.log").read_text()
+        time.sleep(0.05)
+    status = kit_cli("status", str(folder))
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.splitlines()[0].startswith(f"{folder}: sweep running, ")
+    assert "trial-002  model.coefficients=[0,3]  " in status.stdout
+    sweep = kit.attach(folder)
+    assert not sweep.done()
+    cancelled = kit_cli("cancel", str(folder))
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert "run the sweep again to resume" in cancelled.stdout
+    assert sweep.done()
+    stopped = sweep.result(timeout=10)
+    assert "cancelled" in [row["status"] for row in stopped.rows()]
+    kept = {
+        t.name: r.stats.ok
+        for t, r in zip(stopped.trials, stopped.results, strict=True)
+        if r is not None
+    }
+    # The same submit again resumes: nothing done is done twice.
+    again = kit_cli(*grid, "--concurrency", "2")
+    assert again.returncode == 0, again.stderr
+    result = kit.attach(folder).result(timeout=240)
+    assert [row["status"] for row in result.rows()] == ["completed"] * 3, result.errors
+    for trial, run in zip(result.trials, result.results, strict=True):
+        assert run is not None and run.stats.ok == 400
+        assert run.stats.resumed == kept.get(trial.name, 0)
+    assert "kit: interrupted" in (folder / "driver.log").read_text()
+
+
+def test_a_submitted_search_keeps_its_study_and_attach_reads_it(tmp_path: Path) -> None:
+    config = tmp_path / "poly.yaml"
+    config.write_text(SLOW_POLY.replace("stop: 400", "stop: 10").replace("0.02", "0.0"))
+    folder = tmp_path / "s"
+    done = kit_cli(
+        "submit", str(config), "items.stop=int(interval(2,10))", "-o", str(folder),
+        "--search", "optuna", "--trials", "3", "--metric", "max_y", "--direction", "maximize",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = kit.attach(folder).result(timeout=240)
+    assert [row["status"] for row in result.rows()] == ["completed"] * 3
+    study = kit.attach(folder).study
+    assert len(study.trials) == 3 and study.direction.name == "MAXIMIZE"
+    assert study.best_value == max(r.summary["max_y"] for r in result.results)
+
+
+def test_a_sweep_a_notebook_drives_is_not_cancelled_from_outside(tmp_path: Path) -> None:
+    config = tmp_path / "poly.yaml"
+    config.write_text(SLOW_POLY)
+    folder = tmp_path / "s"
+    handle = kit.submit_sweep(str(config), ["model.coefficients=[0,1],[0,2]"], output_dir=folder)
+    try:
+        refused = kit_cli("cancel", str(folder))
+        assert refused.returncode == 2
+        assert f"is driven by process {os.getpid()}, not by a detached driver" in refused.stderr
+    finally:
+        handle.cancel()
+        handle.result(timeout=60)
+    (folder / "sweep.json").write_text(
+        json.dumps({"trials": [{"name": "../elsewhere", "overrides": [], "status": "completed"}]})
+    )
+    with pytest.raises(kit.KitError, match=r"'\.\./elsewhere' is not a trial's folder name"):
+        kit.attach(folder)

@@ -2,13 +2,15 @@
 
 :class:`DashboardState` (plain Python) folds events into what is shown;
 :class:`Dashboard` draws it live with bokeh; :func:`write_report` writes the
-standalone ``report.html``. bokeh is an optional extra: importing this
-package works without it, building a view says what to install.
+standalone ``report.html`` (:func:`write_sweep_report`, a sweep's). bokeh is
+an optional extra: importing this package works without it, building a view
+says what to install.
 """
 
 from kit.dashboard._live import Dashboard
 from kit.dashboard._report import ReportWriter, write_report
 from kit.dashboard._state import DashboardState, Series, Snapshot
+from kit.dashboard._sweep_report import write_sweep_report
 
 __all__ = [
     "Dashboard",
@@ -17,4 +19,5 @@ __all__ = [
     "Series",
     "Snapshot",
     "write_report",
+    "write_sweep_report",
 ]

@@ -1,0 +1,284 @@
+"""A sweep's report.html: the trials' table, parameters against the metric, offline.
+
+Drawn from the sweep folder alone (``sweep.json`` and the trials' stored
+results, read as :func:`kit.attach` reads them): no code from the folder runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kit._atomic import atomic_file
+from kit.dashboard._figures import PALETTE, require_bokeh
+
+#: Columns of the trials' table shown as they are (the swept values come first).
+SHOWN = ("status", "ok", "failed", "wall_seconds", "items_per_second")
+
+
+def sweep_metric(record: dict[str, Any], rows: Sequence[dict[str, Any]]) -> str | None:
+    """Return the metric a sweep is judged by: its search's, else the first number in the rows.
+
+    Examples
+    --------
+    >>> sweep_metric({"search": {"metric": "wer"}}, [])
+    'wer'
+    >>> sweep_metric({}, [{"trial": "trial-000", "x": "1", "status": "completed", "ok": 3,
+    ...                    "max_y": 0.9}])
+    'max_y'
+    """
+    judged = record.get("search") or record
+    if judged.get("metric"):
+        return str(judged["metric"])
+    plain = {"trial", "status", "error", *SHOWN}
+    for row in rows:
+        for key, value in row.items():
+            if key not in plain and isinstance(value, int | float) and not isinstance(value, bool):
+                return key
+    return None
+
+
+def as_number(text: Any) -> float | None:
+    """Return ``text`` as a finite float, or None (a swept value such as ``whisper``).
+
+    Examples
+    --------
+    >>> as_number("0.5"), as_number("5"), as_number("whisper"), as_number("nan")
+    (0.5, 5.0, None, None)
+    """
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def write_sweep_report(
+    folder: str | os.PathLike[str], metric: str | None = None, *, minimize: bool | None = None
+) -> Path:
+    """Write ``folder/report.html`` for the sweep stored there; return its path.
+
+    The page holds the trials' table (the swept values, status, the metric
+    and each trial's difference to the best with its 95% paired bootstrap
+    interval, time, items/s), a parallel-coordinates view of the swept
+    values against the metric, and the metric against each swept value.
+    ``metric`` defaults to the search's (or the first number in the
+    trials' summaries); ``minimize`` to the search's direction (else True).
+    ``kit report SWEEP_FOLDER`` calls this; a sweep writes it as it ends.
+
+    Examples
+    --------
+    >>> import tempfile, kit
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = kit.sweep(kit._sweep.EXAMPLE, ["model.coefficients=[0,1],[0,2]", "items.stop=2,4"],
+    ...               output_dir=folder)
+    >>> write_sweep_report(folder, "max_y", minimize=False).name
+    'report.html'
+    """
+    require_bokeh()
+    from bokeh.embed import file_html
+    from bokeh.layouts import column
+    from bokeh.models.widgets import Div
+    from bokeh.resources import INLINE
+
+    from kit._detached_sweep import DetachedSweep
+
+    sweep = DetachedSweep(folder)
+    record = sweep._read()
+    result = sweep.read()
+    judged = record.get("search") or record
+    if minimize is None:
+        minimize = judged.get("direction", "minimize") != "maximize"
+    rows = result.rows()
+    metric = metric or sweep_metric(record, rows)
+    values = {
+        t.number: metric_value(r, metric)
+        for t, r in zip(result.trials, result.results, strict=True)
+    }
+    if metric is not None and any(v is not None for v in values.values()):
+        # Without per-item values to pair, the table shows the metric alone.
+        with contextlib.suppress(KeyError, ValueError):
+            rows = result.against_best(metric, minimize=minimize)
+    swept = result.swept
+    for row, trial in zip(rows, result.trials, strict=True):
+        if metric is not None:
+            row[metric] = values[trial.number]
+    title = f"Kit sweep {Path(folder).name}"
+    parts: list[Any] = [
+        Div(text=_header_html(title, sweep.progress, metric, minimize), name="kit-sweep-header"),
+        Div(
+            text=_table_html(rows, swept, metric),
+            sizing_mode="stretch_width",
+            name="kit-sweep-table",
+        ),
+    ]
+    if metric is not None and swept and any(v is not None for v in values.values()):
+        points = [
+            (trial.values(), value)
+            for trial in result.trials
+            if (value := values[trial.number]) is not None
+        ]
+        parts.append(_parallel_coordinates(points, swept, metric))
+        parts.extend(_against_each(points, swept, metric))
+    page = file_html(column(*parts), resources=INLINE, title=title)
+    target = Path(folder) / "report.html"
+    with atomic_file(target) as fh:
+        fh.write(page)
+    return target
+
+
+def metric_value(result: Any, metric: str | None) -> float | None:
+    """Return a trial's ``metric`` (summary entry, else the records' mean), or None."""
+    from kit._compare import metric_of
+
+    if result is None or metric is None:
+        return None
+    value = result.summary.get(metric)
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return metric_of([r for r in result.records if r is not None], metric, None)
+
+
+def _header_html(title: str, progress: str, metric: str | None, minimize: bool) -> str:
+    judged = (
+        f" · judged by <b>{html.escape(metric)}</b> ({'lower' if minimize else 'higher'} is better)"
+        if metric
+        else ""
+    )
+    return (
+        f"<div style='font-size:14px'><b>{html.escape(title)}</b> · "
+        f"{html.escape(progress)}{judged}</div>"
+    )
+
+
+def _table_html(rows: Sequence[dict[str, Any]], swept: Sequence[str], metric: str | None) -> str:
+    against = f"{metric} vs best" if metric else None
+    columns = ["trial", *swept, *(c for c in (metric, against) if c), *SHOWN, "error"]
+    columns = [c for c in columns if any(c in row for row in rows)]
+    head = "".join(f"<th style='padding:2px 8px'>{html.escape(c)}</th>" for c in columns)
+    body = []
+    for row in rows:
+        cells = []
+        for column in columns:
+            value = row.get(column)
+            text = "" if value is None else f"{value:.4g}" if isinstance(value, float) else value
+            cells.append(f"<td style='padding:2px 8px'>{html.escape(str(text))}</td>")
+        body.append(f"<tr class='kit-trial'>{''.join(cells)}</tr>")
+    return (
+        "<h3>Trials</h3><table class='kit-sweep-trials' style='border-collapse:collapse'>"
+        f"<tr>{head}</tr>{''.join(body)}</table>"
+    )
+
+
+def _axis(points: Sequence[tuple[dict[str, str], float]], key: str) -> dict[str, Any]:
+    """Place one swept key's values on [0, 1]: numbers by value, other values in order."""
+    texts = [values.get(key, "") for values, _ in points]
+    numbers = [n for n in (as_number(t) for t in texts) if n is not None]
+    if len(numbers) == len(texts):
+        low, high = min(numbers), max(numbers)
+        span = (high - low) or 1.0
+        return {
+            "positions": [(n - low) / span for n in numbers],
+            "labels": {0.0: f"{low:.4g}", 1.0: f"{high:.4g}"},
+        }
+    order = list(dict.fromkeys(texts))
+    step = 1 / max(1, len(order) - 1)
+    return {
+        "positions": [order.index(t) * step for t in texts],
+        "labels": {i * step: t for i, t in enumerate(order)},
+    }
+
+
+def _parallel_coordinates(
+    points: Sequence[tuple[dict[str, str], float]], swept: Sequence[str], metric: str
+) -> Any:
+    """Return one line per trial across the swept keys' axes and the metric's, coloured by it."""
+    from bokeh.models import ColumnDataSource, FixedTicker, LinearColorMapper, Range1d
+    from bokeh.models.annotations import Label
+    from bokeh.plotting import figure
+
+    keys = [*swept, metric]
+    axes = [_axis(points, key) for key in swept]
+    scores = [score for _, score in points]
+    low, high = min(scores), max(scores)
+    span = (high - low) or 1.0
+    axes.append(
+        {
+            "positions": [(s - low) / span for s in scores],
+            "labels": {0.0: f"{low:.4g}", 1.0: f"{high:.4g}"},
+        }
+    )
+    source = ColumnDataSource(
+        {
+            "xs": [list(range(len(keys))) for _ in points],
+            "ys": [[axis["positions"][i] for axis in axes] for i in range(len(points))],
+            "score": scores,
+        }
+    )
+    plot = figure(
+        title=f"Parallel coordinates: the swept values and {metric}",
+        height=320,
+        sizing_mode="stretch_width",
+        x_range=Range1d(start=-0.3, end=len(keys) - 0.7),
+        y_range=Range1d(start=-0.12, end=1.12),
+        toolbar_location=None,
+        name="kit-sweep-parallel",
+    )
+    mapper = LinearColorMapper(
+        palette=("#1c7ed6", "#7048e8", "#d6336c", "#e8590c"), low=low, high=high
+    )
+    plot.multi_line(
+        "xs", "ys", source=source, line_width=2, line_alpha=0.8,
+        line_color={"field": "score", "transform": mapper},
+    )  # fmt: skip
+    plot.segment(
+        x0=list(range(len(keys))), y0=[0] * len(keys), x1=list(range(len(keys))),
+        y1=[1] * len(keys), color="#868e96",
+    )  # fmt: skip
+    plot.xaxis.ticker = FixedTicker(ticks=list(range(len(keys))))
+    plot.xaxis.major_label_overrides = {i: key for i, key in enumerate(keys)}
+    plot.yaxis.visible = False
+    plot.ygrid.visible = False
+    for i, axis in enumerate(axes):
+        for position, label in axis["labels"].items():
+            plot.add_layout(
+                Label(x=i, y=position, text=str(label), x_offset=4, text_font_size="10px")
+            )
+    return plot
+
+
+def _against_each(
+    points: Sequence[tuple[dict[str, str], float]], swept: Sequence[str], metric: str
+) -> list[Any]:
+    """Return a plot of the metric against each swept key: numbers on an axis, else categories."""
+    from bokeh.models import FactorRange
+    from bokeh.plotting import figure
+
+    plots = []
+    for n, key in enumerate(swept):
+        texts = [values.get(key, "") for values, _ in points]
+        scores = [score for _, score in points]
+        numbers = [n for n in (as_number(t) for t in texts) if n is not None]
+        common: dict[str, Any] = {
+            "title": f"{metric} against {key}",
+            "height": 240,
+            "width": 360,
+            "toolbar_location": None,
+            "name": f"kit-sweep-{key}",
+        }
+        if len(numbers) == len(texts):
+            plot = figure(x_axis_label=key, y_axis_label=metric, **common)
+            plot.scatter(numbers, scores, size=9, color=PALETTE[n % len(PALETTE)])
+        else:
+            factors = FactorRange(factors=list(dict.fromkeys(texts)))
+            plot = figure(x_range=factors, y_axis_label=metric, **common)
+            plot.scatter(texts, scores, size=9, color=PALETTE[n % len(PALETTE)])
+        plots.append(plot)
+    from bokeh.layouts import row
+
+    return [row(*plots)] if plots else []
