@@ -88,6 +88,9 @@ class TrialPruned(KitError):
     """
 
 
+#: Makes a trial's runner and its items from the trial's config (``kit run``'s way by default).
+BuildTrial = Callable[[DictConfig], tuple[Any, Sequence[Any]]]
+
 #: Called as each trial ends: the trial, its result (None if it ended in error), the error
 #: (a :class:`TrialPruned` for a trial a search's pruner stopped).
 TrialCallback = Callable[[Trial, RunResult | None, BaseException | None], None]
@@ -216,6 +219,18 @@ class SweepResult:
 
         ``metric`` is a summary entry, else the mean of the records' ``metrics[metric]``.
         """
+        return self.ranked(metric, minimize=minimize)[0]
+
+    def ranked(self, metric: str, *, minimize: bool = True) -> list[tuple[Trial, RunResult]]:
+        """Return the completed trials that have ``metric``, best first (ties: trial order).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> result = sweep(EXAMPLE, ["items.stop=2,4,3"], output_dir=tempfile.mkdtemp())
+        >>> [trial.name for trial, _ in result.ranked("max_y", minimize=False)]
+        ['trial-001', 'trial-002', 'trial-000']
+        """
         from kit._compare import metric_of
 
         scored = []
@@ -234,8 +249,8 @@ class SweepResult:
                 f"records' metrics (the summaries have: {', '.join(have) or 'nothing'})"
             )
         sign = 1 if minimize else -1
-        _, _, trial, result = min(scored, key=lambda row: (sign * row[0], row[1]))
-        return trial, result
+        scored.sort(key=lambda row: (sign * row[0], row[1]))
+        return [(trial, result) for _, _, trial, result in scored]
 
 
 class TrialPlan(Protocol):
@@ -457,6 +472,11 @@ class SweepHandle:
             )
 
     # -------------------------------------------------------------- reading
+    @property
+    def cancelled(self) -> bool:
+        """Whether :meth:`cancel` was called."""
+        return self._cancelled
+
     def done(self) -> bool:
         """Whether every trial has ended (or the sweep was cancelled and its trials stopped)."""
         return self._finished.is_set()
@@ -470,18 +490,61 @@ class SweepHandle:
                 ", cancelled" if self._cancelled else ""
             )
 
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per trial so far, as it stands now: what a live table shows.
+
+        Ended trials are as in :meth:`SweepResult.rows`; a running one says
+        ``running`` with its items ``done`` so far (``12/50``), a waiting one
+        ``pending``.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> handle = submit_sweep(EXAMPLE, ["items.stop=2,3"], output_dir=tempfile.mkdtemp())
+        >>> _ = handle.result(timeout=60)
+        >>> [(row["items.stop"], row["status"], row["done"]) for row in handle.rows()]
+        [('2', 'completed', '2/2'), ('3', 'completed', '3/3')]
+        """
+        with self._lock:
+            trials = list(self._plan.trials)
+            results = dict(self._results)
+            errors = dict(self._errors)
+            handles = dict(self.handles)
+            statuses = dict(self._statuses)
+        ended = SweepResult(
+            trials, [results.get(t.number) for t in trials], errors, statuses=statuses
+        )
+        rows = ended.rows()
+        for row, trial in zip(rows, trials, strict=True):
+            result = results.get(trial.number)
+            if result is not None:
+                row["done"] = f"{result.stats.ok + result.stats.failed}/{len(result.indices)}"
+            elif trial.number not in errors:
+                handle = handles.get(trial.number)
+                row.pop("error", None)
+                if handle is None:
+                    row["status"] = "pending"
+                else:
+                    progress = handle.progress
+                    row["status"] = "running"
+                    row["done"] = f"{progress.done}/{progress.total}"
+                    row["failed"] = progress.failed
+        return rows
+
     def result(self, timeout: float | None = None) -> SweepResult:
         """Wait for the sweep to end and return its :class:`SweepResult`."""
         if not self._finished.wait(timeout):
             raise TimeoutError(f"the sweep did not end within {timeout} s: {self.progress}")
-        trials = self.trials
+        return self.partial()
+
+    def partial(self) -> SweepResult:
+        """Return the sweep as it stands, without waiting: the trials ended so far have results."""
+        with self._lock:
+            trials = list(self._plan.trials)
+            results = [self._results.get(t.number) for t in trials]
+            errors, statuses = dict(self._errors), dict(self._statuses)
         return SweepResult(
-            trials,
-            [self._results.get(t.number) for t in trials],
-            self._errors,
-            self.summarize,
-            statuses=self._statuses,
-            study=self.study,
+            trials, results, errors, self.summarize, statuses=statuses, study=self.study
         )
 
     def cancel(self) -> None:
@@ -538,6 +601,7 @@ def submit_sweep(
     on_trial: TrialCallback | None = None,
     metric: str | None = None,
     minimize: bool = True,
+    build: BuildTrial | None = None,
 ) -> SweepHandle:
     """Start a grid sweep of ``config`` over ``overrides`` in the background; return its handle.
 
@@ -552,7 +616,10 @@ def submit_sweep(
     trial ends. ``metric`` (lower is better, unless ``minimize=False``) is
     the one the sweep's ``report.html`` judges the trials by, written as the
     sweep ends (with bokeh installed); by default the first number in the
-    trials' summaries.
+    trials' summaries. ``build(cfg)`` makes a trial's runner and items from
+    its config (default: as ``kit run`` does, from the config's ``provider``,
+    ``runner`` and ``items`` sections); the runners it makes should share
+    one ``parallel`` section, so that the trials share one cluster.
 
     Raises
     ------
@@ -571,7 +638,7 @@ def submit_sweep(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    prepared = prepare_grid(config, overrides, output_dir)
+    prepared = prepare_grid(config, overrides, output_dir, build)
     assert prepared.plan is not None  # a grid's
     if metric is not None:
         prepared.record["metric"] = metric
@@ -604,6 +671,7 @@ def prepare_grid(
     config: str | Path | DictConfig | dict[str, Any],
     overrides: Sequence[str],
     output_dir: str | Path | None,
+    make: BuildTrial | None = None,
 ) -> Prepared:
     """Check a grid sweep whole (overrides, config, folder, a first trial) without running it."""
     grid = expand_sweep(list(overrides))
@@ -622,7 +690,7 @@ def prepare_grid(
 
         if trial.number in built:
             return built.pop(trial.number)
-        return build_runner(load_config(config, list(trial.overrides)))
+        return (make or build_runner)(load_config(config, list(trial.overrides)))
 
     # A config no trial can run fails here, before any folder is written.
     built[0] = build(trials[0])
@@ -638,6 +706,7 @@ def sweep(
     on_trial: TrialCallback | None = None,
     metric: str | None = None,
     minimize: bool = True,
+    build: BuildTrial | None = None,
 ) -> SweepResult:
     """Run a grid sweep and wait for it (see :func:`submit_sweep`); Ctrl-C cancels it.
 
@@ -656,6 +725,7 @@ def sweep(
         on_trial=on_trial,
         metric=metric,
         minimize=minimize,
+        build=build,
     )
     try:
         return handle.result()

@@ -9,12 +9,14 @@ from widgets._config_editor import ConfigEditor
 from widgets._dashboard import dashboard_widget, show_dashboard
 from widgets._experiment import Experiment
 from widgets._run_panel import RunPanel
+from widgets._sweep_view import SweepView
 
 __all__ = [
     "ClusterPanel",
     "ConfigEditor",
     "Experiment",
     "RunPanel",
+    "SweepView",
     "dashboard_widget",
     "show_dashboard",
 ]

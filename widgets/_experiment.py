@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import os
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,34 @@ from widgets._cluster_panel import ClusterPanel
 from widgets._config_editor import ConfigEditor
 from widgets._history import new_run_dir, read_history, record_experiment, record_unstarted
 from widgets._run_panel import RunPanel
-from widgets._style import TABLE_STYLE, scrolling
+from widgets._style import TABLE_STYLE, error_html, scrolling
+from widgets._sweep_view import SweepView
+
+SWEEP_TIP = (
+    "Run a trial per combination of the values in the field, side by side on the cluster, "
+    "on the items the run panel would run"
+)
+
+
+def new_sweep_dir(runs_dir: Path) -> Path:
+    """Return the next free sweep folder, ``runs_dir/sweep-001``... (made, empty).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> new_sweep_dir(root).name, new_sweep_dir(root).name
+    ('sweep-001', 'sweep-002')
+    """
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while True:
+        path = runs_dir / f"sweep-{n:03d}"
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            n += 1
 
 
 def history_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -160,6 +188,17 @@ class Experiment(w.VBox):  # type: ignore[misc]
             check=self._check_config,
         )
         self.editor.observe(self._config_changed, names="value")
+        self.sweep_overrides = w.Text(
+            placeholder="e.g. decoder.beam_size=1,5 decoder.engine=whisper,pocketsphinx",
+            description="sweep",
+            layout=w.Layout(width="60%"),
+        )
+        self.sweep_button = w.Button(description="Sweep", icon="th", tooltip=SWEEP_TIP)
+        self.sweep_button.on_click(lambda _: self._sweep_clicked())
+        self.sweep_error = w.HTML()
+        self.sweep_box = w.VBox()
+        #: The sweeps this app started, oldest first (their views; ``.handle``, ``.result()``).
+        self.sweeps: list[SweepView] = []
         sections = w.Accordion(children=[self.editor, self.cluster])
         sections.set_title(0, "config")
         sections.set_title(1, "cluster")
@@ -167,6 +206,9 @@ class Experiment(w.VBox):  # type: ignore[misc]
         self.children = [
             sections,
             self.run_panel,
+            w.HBox([self.sweep_overrides, self.sweep_button]),
+            self.sweep_error,
+            self.sweep_box,
             w.HTML(f"<b>runs</b> <small>(stored in {html.escape(str(self.runs_dir))})</small>"),
             self._history,
         ]
@@ -213,6 +255,66 @@ class Experiment(w.VBox):  # type: ignore[misc]
         self.runs.append(self._run_dir.name)
         record_experiment(self._run_dir, self.editor.value, self.run_panel.selection)
         return self._run_dir
+
+    def sweep(
+        self,
+        overrides: Sequence[str] | str,
+        *,
+        metric: str | None = None,
+        minimize: bool = True,
+        concurrency: int = 8,
+    ) -> SweepView:
+        """Run every trial of a grid over the config as edited, on the run panel's items.
+
+        ``overrides`` are Hydra's sweep grammar (``decoder.beam_size=1,5``,
+        ``range(...)``, ``choice(...)``; a list, or one string split as a
+        shell would). The trials run side by side on the cluster panel's
+        cluster, sharing its workers' envs; they are stored in
+        ``runs_dir/sweep-NNN`` (a sweep folder: ``kit.attach`` reads it).
+        The returned view (also shown under the app) holds the live table,
+        ``.handle`` and ``.result()``.
+
+        Examples
+        --------
+        >>> # view = app.sweep("decoder.beam_size=1,5 decoder.engine=whisper,pocketsphinx")
+        >>> # view.result().to_pandas()
+        """
+        from kit._sweep import submit_sweep
+
+        if isinstance(overrides, str):
+            overrides = shlex.split(overrides)
+        self._check_config()
+        items = self.run_panel.selected()
+
+        def build(cfg: DictConfig) -> tuple[Runner, list[Any]]:
+            return self.make_runner(cfg), items
+
+        folder = new_sweep_dir(self.runs_dir)
+        try:
+            handle = submit_sweep(
+                self.editor.value,
+                list(overrides),
+                output_dir=folder,
+                concurrency=concurrency,
+                metric=metric,
+                minimize=minimize,
+                build=build,
+            )
+        except BaseException:
+            if not any(folder.iterdir()):
+                folder.rmdir()  # a sweep refused before it began leaves no folder behind
+            raise
+        view = SweepView(handle, metric=metric)
+        self.sweeps.append(view)
+        self.sweep_box.children = [view]
+        return view
+
+    def _sweep_clicked(self) -> None:
+        self.sweep_error.value = ""
+        try:
+            self.sweep(self.sweep_overrides.value)
+        except Exception as exc:  # shown under the field: a bad override, a config problem
+            self.sweep_error.value = error_html(f"{type(exc).__name__}: {exc}")
 
     def compare(self, runs: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Return the history rows of the runs this app started (or of ``runs``), to compare.

@@ -10,7 +10,7 @@ says what to install.
 from kit.dashboard._live import Dashboard
 from kit.dashboard._report import ReportWriter, write_report
 from kit.dashboard._state import DashboardState, Series, Snapshot
-from kit.dashboard._sweep_report import write_sweep_report
+from kit.dashboard._sweep_report import sweep_plots, write_sweep_report
 
 __all__ = [
     "Dashboard",
@@ -18,6 +18,7 @@ __all__ = [
     "ReportWriter",
     "Series",
     "Snapshot",
+    "sweep_plots",
     "write_report",
     "write_sweep_report",
 ]

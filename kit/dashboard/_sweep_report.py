@@ -117,19 +117,43 @@ def write_sweep_report(
             name="kit-sweep-table",
         ),
     ]
-    if metric is not None and swept and any(v is not None for v in values.values()):
-        points = [
-            (trial.values(), value)
-            for trial in result.trials
-            if (value := values[trial.number]) is not None
-        ]
-        parts.append(_parallel_coordinates(points, swept, metric))
-        parts.extend(_against_each(points, swept, metric))
+    plots = sweep_plots(result, metric) if metric is not None else None
+    if plots is not None:
+        parts.append(plots)
     page = file_html(column(*parts), resources=INLINE, title=title)
     target = Path(folder) / "report.html"
     with atomic_file(target) as fh:
         fh.write(page)
     return target
+
+
+def sweep_plots(result: Any, metric: str) -> Any:
+    """Return the bokeh layout of a sweep's plots, or None when no trial has ``metric`` yet.
+
+    A parallel-coordinates view of the swept values against ``metric``, and
+    ``metric`` against each swept value; for the report and the notebook.
+
+    Examples
+    --------
+    >>> import tempfile, kit
+    >>> result = kit.sweep(kit._sweep.EXAMPLE, ["items.stop=2,4"], output_dir=tempfile.mkdtemp())
+    >>> sorted(plot.name for plot in sweep_plots(result, "max_y").children[1].children)
+    ['kit-sweep-items.stop']
+    """
+    require_bokeh()
+    from bokeh.layouts import column
+
+    swept = result.swept
+    points = [
+        (trial.values(), value)
+        for trial, run in zip(result.trials, result.results, strict=True)
+        if (value := metric_value(run, metric)) is not None
+    ]
+    if not swept or not points:
+        return None
+    return column(
+        _parallel_coordinates(points, swept, metric), *_against_each(points, swept, metric)
+    )
 
 
 def metric_value(result: Any, metric: str | None) -> float | None:

@@ -1,0 +1,156 @@
+"""A sweep's live trials table: a row per trial, filling in as the trials run and end."""
+
+from __future__ import annotations
+
+import html
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import ipywidgets as w
+
+from kit import SweepHandle, SweepResult
+from kit._format import number, status_html
+from widgets._kernel import Painter
+from widgets._style import TABLE_STYLE, scrolling
+
+#: Columns the table shows first, after the trial and its swept values.
+FIRST = ("status", "done", "failed")
+#: Columns left out of the live table (in the result's rows, for pandas).
+LEFT_OUT = ("ok",)
+
+
+def trials_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Return a sweep's rows (``SweepHandle.rows()``) as an HTML table.
+
+    Examples
+    --------
+    >>> table = trials_table([{"trial": "trial-000", "beam": "5", "status": "running",
+    ...                        "done": "3/10", "failed": 0}])
+    >>> "kit-trials" in table and "3/10" in table and "data-status='running'" in table
+    True
+    >>> "no trials yet" in trials_table([])
+    True
+    """
+    if not rows:
+        return "<i>no trials yet</i>"
+    columns: list[str] = []
+    for row in rows:
+        columns += [key for key in row if key not in columns and key not in LEFT_OUT]
+    swept = [c for c in columns if c != "trial" and c not in FIRST and _is_swept(c, rows)]
+    order = ["trial", *swept, *(c for c in FIRST if c in columns)]
+    order += [c for c in columns if c not in order]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in order)
+    body = []
+    for row in rows:
+        cells = []
+        for column in order:
+            value = row.get(column)
+            text = (
+                status_html(str(value))
+                if column == "status"
+                else html.escape(number(value) if value is not None else "")
+            )
+            cells.append(f"<td>{text}</td>")
+        status = html.escape(str(row.get("status", "")))
+        body.append(f"<tr class='kit-trial-row' data-status='{status}'>{''.join(cells)}</tr>")
+    return TABLE_STYLE + scrolling(
+        f"<table class='kit-trials kit-table'><tr>{head}</tr>{''.join(body)}</table>"
+    )
+
+
+def _is_swept(column: str, rows: Sequence[dict[str, Any]]) -> bool:
+    """Tell a swept key's column (text values, as written) from a stat or a metric."""
+    return all(isinstance(row.get(column), str | None) for row in rows) and column != "error"
+
+
+class SweepView(w.VBox):  # type: ignore[misc]
+    """A sweep going on: its trials' table, redrawn as they run, and a Cancel button.
+
+    Made by :meth:`widgets.Experiment.sweep`, or around any
+    :class:`kit.SweepHandle`. The table is drawn from ``handle.rows()`` at
+    most every ``interval`` seconds while the sweep runs, and once more as
+    it ends; with ``metric``, the sweep's plots (parallel coordinates, the
+    metric against each swept value) are drawn under it as trials end.
+    :meth:`result` waits for the sweep.
+
+    Examples
+    --------
+    >>> import tempfile, kit
+    >>> handle = kit.submit_sweep(kit._sweep.EXAMPLE, ["items.stop=2,4"],
+    ...                           output_dir=tempfile.mkdtemp())
+    >>> view = SweepView(handle)
+    >>> view.result(timeout=60)
+    SweepResult(trials=2, completed=2, errors=0)
+    >>> view.table.value.count("<tr class='kit-trial-row' data-status='completed'>")
+    2
+    """
+
+    def __init__(
+        self,
+        handle: SweepHandle,
+        *,
+        metric: str | None = None,
+        interval: float = 0.5,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.add_class("kit-sweep")
+        self.handle = handle
+        self.header = w.HTML()
+        self.table = w.HTML()
+        self.cancel_button = w.Button(description="Cancel", icon="stop", button_style="warning")
+        self.cancel_button.on_click(lambda _: self.handle.cancel())
+        #: The sweep's plots (parallel coordinates, the metric against each swept
+        #: value), drawn anew as trials end, once one has ``metric``.
+        self.plots = w.VBox()
+        self.metric = metric
+        self._plotted = -1
+        self.children = [w.HBox([self.header, self.cancel_button]), self.table, self.plots]
+        self._painter = Painter(self.draw, interval, urgent=handle.done)
+        self._stopped = threading.Event()
+        self.draw()
+        threading.Thread(
+            target=self._follow, args=(interval,), name="kit-sweep-view", daemon=True
+        ).start()
+
+    def draw(self) -> None:
+        """Redraw the header and the table from the sweep as it stands (kernel thread)."""
+        ended = self.handle.done()
+        where = html.escape(str(self.handle.folder))
+        state = "running" if not ended else "cancelled" if self.handle.cancelled else "completed"
+        self.header.value = (
+            f"<b>sweep</b> {status_html(state)} · "
+            f"{html.escape(self.handle.progress)} <small>({where})</small>"
+        )
+        rows = self.handle.rows()
+        self.table.value = trials_table(rows)
+        self.cancel_button.disabled = ended
+        finished = sum(row["status"] not in ("running", "pending") for row in rows)
+        if self.metric is not None and finished != self._plotted:
+            self._plotted = finished
+            self._draw_plots(self.metric)
+
+    def _draw_plots(self, metric: str) -> None:
+        from jupyter_bokeh import BokehModel
+
+        from kit.dashboard import sweep_plots
+
+        layout = sweep_plots(self.handle.partial(), metric)
+        if layout is not None:
+            self.plots.children = [BokehModel(layout)]
+
+    def _follow(self, interval: float) -> None:
+        # Trials report on their runs' threads; the table is redrawn on the kernel's.
+        while not self._stopped.wait(interval):
+            self._painter.wake()
+            if self.handle.done():
+                break
+        self._painter.wake()
+
+    def result(self, timeout: float | None = None) -> SweepResult:
+        """Wait for the sweep to end; draw the final table; return its :class:`kit.SweepResult`."""
+        result = self.handle.result(timeout)
+        self._stopped.set()
+        self.draw()
+        return result
