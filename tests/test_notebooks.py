@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import kit
 from widgets.workshop import blanks
 
 nbclient = pytest.importorskip("nbclient")
@@ -90,6 +91,24 @@ def test_02_decoding_check(tmp_path: Path, spoken_corpus: Callable[[Path], Path]
     # PocketSphinx 25.5%; on 10 random utterances the order holds.
     assert summaries["whisper"]["wer"] < summaries["sphinx"]["wer"]
     assert all(s["utterances"] == 10 for s in summaries.values())
+    # The same comparison as one sweep: four trials, the same 10 utterances, the same WERs.
+    sweep_cell = next(c for c in book.cells if "swept = view.result" in c.source)
+    assert "wer vs best" in sweep_cell.outputs[0]["data"]["text/plain"]
+    swept = kit.attach(tmp_path / "runs" / "decoderunner" / "sweep-001").result(timeout=10)
+    rows = swept.rows()
+    assert [(r["trial"], r["decoder.beam_size"], r["decoder.engine"]) for r in rows] == [
+        ("trial-000", "1", "whisper"),
+        ("trial-001", "1", "pocketsphinx"),
+        ("trial-002", "5", "whisper"),
+        ("trial-003", "5", "pocketsphinx"),
+    ]
+    wers = {(r["decoder.beam_size"], r["decoder.engine"]): r["wer"] for r in rows}
+    assert wers[("5", "whisper")] == pytest.approx(summaries["whisper"]["wer"])
+    assert wers[("1", "whisper")] == pytest.approx(summaries["greedy"]["wer"])
+    assert wers[("5", "pocketsphinx")] == pytest.approx(summaries["sphinx"]["wer"])
+    compared = next(c for c in book.cells if "kit.compare(best, runner_up" in c.source)
+    lines = compared.outputs[0]["text"].splitlines()
+    assert lines[1].startswith("wer: ") and "(95% paired bootstrap, 10 items" in lines[1]
 
 
 def test_03_scale_out(tmp_path: Path, spoken_corpus: Callable[[Path], Path]) -> None:

@@ -54,8 +54,12 @@ def trials_table(rows: Sequence[dict[str, Any]]) -> str:
             cells.append(f"<td>{text}</td>")
         status = html.escape(str(row.get("status", "")))
         body.append(f"<tr class='kit-trial-row' data-status='{status}'>{''.join(cells)}</tr>")
-    return TABLE_STYLE + scrolling(
-        f"<table class='kit-trials kit-table'><tr>{head}</tr>{''.join(body)}</table>"
+    # A trial's name and status read on one line; the table scrolls sideways instead.
+    nowrap = "<style>.kit-trials td{white-space:nowrap}</style>"
+    return (
+        TABLE_STYLE
+        + nowrap
+        + scrolling(f"<table class='kit-trials kit-table'><tr>{head}</tr>{''.join(body)}</table>")
     )
 
 
@@ -126,6 +130,7 @@ class SweepView(w.VBox):  # type: ignore[misc]
         rows = self.handle.rows()
         self.table.value = trials_table(rows)
         self.cancel_button.disabled = ended
+        self.cancel_button.layout.display = "none" if ended else None
         finished = sum(row["status"] not in ("running", "pending") for row in rows)
         if self.metric is not None and finished != self._plotted:
             self._plotted = finished

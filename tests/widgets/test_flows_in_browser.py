@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -337,12 +338,32 @@ def test_the_decoding_check_reaches_its_wer_table(
     jupyter: Jupyter, page: Any, shots: Shots, run_shipped: Callable[..., Any]
 ) -> None:
     """Done when: from a cold kernel to notebook 02's WER table, nothing confusing on the way."""
-    table = page.locator(".jp-RenderedHTMLCommon table", has_text="rtf").last
+    table = page.locator(".jp-RenderedHTMLCommon table", has_text="changes").first
     run_shipped("02_decoding_check.ipynb", table, "wer-table", 240_000, speech=True)
     head = table.locator("thead").text_content() or ""
     assert all(column in head for column in ("changes", "sample", "wer", "rtf"))
     assert table.locator("tbody tr").count() == 3  # Whisper, beam size 1, PocketSphinx
     assert "decoder.engine=pocketsphinx" in (table.text_content() or "")
+    # The sweep cell: its trials' table fills in live, then the plots and the comparison.
+    sweep = page.locator(".kit-sweep").first
+    sweep.wait_for(timeout=120_000)
+    seen = set()
+    rows = sweep.locator("tr.kit-trial-row")
+    deadline = time.monotonic() + 240
+    while True:
+        statuses = [rows.nth(i).get_attribute("data-status") for i in range(rows.count())]
+        seen.update(statuses)
+        if len(statuses) == 4 and set(statuses) == {"completed"}:
+            break
+        assert time.monotonic() < deadline, f"the sweep's trials still read {statuses}"
+        page.wait_for_timeout(200)
+    assert seen & {"pending", "running"}, seen  # it filled in as the trials ran
+    sweep.locator(".bk-Canvas, canvas").first.wait_for(timeout=60_000)  # the plots
+    compared = page.locator(".jp-OutputArea-output", has_text="paired bootstrap").first
+    compared.wait_for(timeout=60_000)
+    shots(page, "sweep-table-and-plots", focus=sweep)
+    text = sweep.text_content() or ""
+    assert "decoder.engine" in text and "pocketsphinx" in text and "4/4 trials done" in text
     no_error_outputs(page)
     assert "AssertionError" not in (page.locator("body").text_content() or "")
 
