@@ -133,6 +133,8 @@ def test_04_workshop_runs_with_the_solutions_switch(
     assert out.count("exercise 1 skipped, its solution runs below") == 1
     dashboard_cell = next(c for c in book.cells if "show_dashboard(handle)" in c.source)
     assert "application/vnd.jupyter.widget-view+json" in str(dashboard_cell.outputs)
+    # Exercise 4's sweep: the larger vocabulary knows every word of the three sentences.
+    assert "('words=[the,cat,sat,on,mat,a,dog,ran]',) {'known_share': 1.0}" in out
 
 
 def test_04_workshop_ships_blanks_that_stop_run_all_clearly(
@@ -142,7 +144,7 @@ def test_04_workshop_ships_blanks_that_stop_run_all_clearly(
     book = nbformat.read(NOTEBOOKS / "04_workshop.ipynb", as_version=4)
     exercises = [c for c in book.cells if c.source.startswith("%%exercise")]
     solutions = [c for c in book.cells if c.source.startswith("%%solution")]
-    assert len(exercises) == len(solutions) == 3
+    assert len(exercises) == len(solutions) == 4
     bodies = [c.source.split("\n", 1)[1] for c in exercises]  # below the %%exercise line
     assert all("# your code here" in body and blanks(body) for body in bodies)
     assert all(c.metadata["jupyter"]["source_hidden"] for c in solutions)  # folded
