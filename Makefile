@@ -70,6 +70,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
 	$(BIN)/python benchmarks/bench_dashboard.py
 	$(BIN)/python benchmarks/bench_asr.py
+	$(BIN)/python benchmarks/bench_sweep.py
 	$(BIN)/python benchmarks/bench_notebooks.py
 	$(BIN)/python benchmarks/bench_rl.py
 	$(BIN)/python benchmarks/bench_tls.py

@@ -318,6 +318,7 @@ class SweepHandle:
         self._running = 0
         self._exhausted = False
         self._cancelled = False
+        self._ended_once = False
         self.handles: dict[int, Any] = {}
         self._results: dict[int, RunResult] = {}
         self._errors: dict[int, BaseException] = {}
@@ -384,6 +385,8 @@ class SweepHandle:
             self._start(trial)
         with self._lock:
             over = self._running == 0 and (self._exhausted or self._cancelled)
+            # Ended once: a cancel and the last trial's end may both get here.
+            over, self._ended_once = over and not self._ended_once, self._ended_once or over
         if over:
             self._save()
             self._write_report()

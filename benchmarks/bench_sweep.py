@@ -1,0 +1,286 @@
+"""A decoding sweep: Kit's sweep against 5 runs in a row, Hydra's joblib multirun and Optuna.
+
+Five values of ``decoder.beam_size`` (1 to 5) over the same 50 utterances
+(every fourth of the flite voices' 200), Whisper tiny.en (int8, one thread
+per decoder), two at a time on this 2-core machine:
+
+- **Kit sweep**: ``kit.sweep`` on a LocalCluster of 2 workers; the trials
+  share each worker's model (the decoder's ``env_keys`` leave the beam out).
+- **Kit, 5 runs in a row**: the same trials as separate runs on the same
+  cluster, one after another (the way before sweeps).
+- **Hydra multirun, joblib launcher** (2 jobs): a Hydra app that loads the
+  model and decodes the utterances, run with ``-m decoder.beam_size=1,2,3,4,5``;
+  the model is loaded per trial, as a Hydra app does.
+- **Optuna GridSampler, n_jobs=2**: an objective that loads the model and
+  decodes, over the same 5 beams.
+
+Then the same with a provider whose setup costs 5 s more (a stand-in for a
+larger model). Each variant starts from nothing (a new cluster, new
+processes). Reported: makespan, model loads, and Kit's ratio to the best
+peer; the bound is the decode work of all trials over 2 workers plus one
+load per worker.
+
+Results are printed and written to benchmarks/results/sweep.{json,md}.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+import kit
+from kit._plugin import env_report
+from kit.examples.asr import DecodeProvider, DecodeRunner, build_corpus, read_manifest
+from kit.examples.asr.corpus import FLITE_VOICES
+from kit.examples.asr.decode import CONFIG_PATH, build_env
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import describe, machine_line, write_results
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DATA = Path("runs/asr-data")
+PARALLEL = {"env": "local", "n_workers": 2}
+BEAMS = [1, 2, 3, 4, 5]
+SLOW_SETUP = 5.0
+
+
+def slow_build(plain: dict[str, Any], extra: float) -> dict[str, Any]:
+    """The decoder's env, with ``extra`` seconds of setup first (a larger model)."""
+    time.sleep(extra)
+    return build_env(plain)
+
+
+class SlowDecodeProvider(DecodeProvider):
+    """DecodeProvider whose setup costs ``SLOW_SETUP`` seconds more."""
+
+    def build_env_local(self) -> dict[str, Any]:
+        return slow_build(self._plain(), SLOW_SETUP)
+
+    def make_worker_setup_fn(self) -> Any:
+        return functools.partial(slow_build, self._plain(), SLOW_SETUP)
+
+
+def builds(provider: DecodeProvider) -> int:
+    client = kit.get_session(PARALLEL).client
+    return sum(r["builds"] for r in client.run(env_report, provider.env_name()).values())
+
+
+def kit_sweep(cfg: Any, items: list[int], slow: bool, folder: Path) -> dict[str, Any]:
+    provider_cls = SlowDecodeProvider if slow else DecodeProvider
+
+    def build(trial_cfg: Any) -> tuple[DecodeRunner, list[int]]:
+        return DecodeRunner(provider_cls(trial_cfg), parallel=PARALLEL), items
+
+    began = time.perf_counter()
+    result = kit.sweep(cfg, [f"decoder.beam_size={','.join(map(str, BEAMS))}"],
+                       output_dir=folder, build=build)  # fmt: skip
+    seconds = time.perf_counter() - began
+    assert all(r is not None and r.stats.ok == len(items) for r in result.results), result.errors
+    loads = builds(provider_cls(cfg))
+    work = sum(rec["decode_seconds"] for r in result.results for rec in r.records)
+    kit.shutdown()
+    wers = [r.summary["wer"] for r in result.results]
+    return {"seconds": seconds, "loads": loads, "decode_work": work, "wers": wers}
+
+
+def kit_in_a_row(cfg: Any, items: list[int], slow: bool) -> dict[str, Any]:
+    provider_cls = SlowDecodeProvider if slow else DecodeProvider
+    began = time.perf_counter()
+    wers = []
+    for beam in BEAMS:
+        trial = kit.load_config(cfg, [f"decoder.beam_size={beam}"])
+        wers.append(DecodeRunner(provider_cls(trial), parallel=PARALLEL).run(items).summary["wer"])
+    seconds = time.perf_counter() - began
+    loads = builds(provider_cls(cfg))
+    kit.shutdown()
+    return {"seconds": seconds, "loads": loads, "wers": wers}
+
+
+HYDRA_APP = textwrap.dedent(
+    """
+    import json, os, time
+    import hydra
+    from omegaconf import OmegaConf
+
+    @hydra.main(version_base=None, config_path=".", config_name="decode")
+    def main(cfg):
+        from kit.examples.asr.decode import DecodeRunner, build_env, corpus_wer
+        plain = OmegaConf.to_container(cfg, resolve=True)
+        time.sleep(cfg.extra_setup)
+        env = build_env(plain)  # the model, loaded for this trial
+        with open(cfg.loads_file, "a") as fh:
+            fh.write(f"{os.getpid()}\\n")
+        records = [DecodeRunner.forward(i, env["recognizer"], env["dataset"], cfg)
+                   for i in cfg.bench_items]
+        return corpus_wer(records)["wer"]
+
+    if __name__ == "__main__":
+        main()
+    """
+)
+
+
+def hydra_joblib(cfg: Any, items: list[int], slow: bool, folder: Path) -> dict[str, Any]:
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(plain, dict)
+    for key in ("provider", "runner", "parallel", "output_dir", "items"):
+        plain.pop(key, None)
+    plain.update(
+        bench_items=items,
+        extra_setup=SLOW_SETUP if slow else 0.0,
+        loads_file=str(folder / "loads.txt"),
+    )
+    (folder / "decode.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(plain)))
+    (folder / "app.py").write_text(HYDRA_APP)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    command = [
+        sys.executable, str(folder / "app.py"), "-m",
+        f"decoder.beam_size={','.join(map(str, BEAMS))}",
+        "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+        f"hydra.sweep.dir={folder / 'multirun'}", "hydra.job.chdir=false",
+    ]  # fmt: skip
+    began = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - began
+    assert done.returncode == 0, done.stderr[-3000:]
+    loads = len((folder / "loads.txt").read_text().splitlines())
+    return {"seconds": seconds, "loads": loads}
+
+
+OPTUNA_SCRIPT = textwrap.dedent(
+    """
+    import json, sys, time, threading
+    import optuna
+    from omegaconf import OmegaConf
+    from kit.examples.asr.decode import DecodeRunner, build_env, corpus_wer
+
+    plain, items, extra, beams = json.loads(sys.argv[1])
+    loads = []
+
+    def objective(trial):
+        beam = trial.suggest_categorical("beam", beams)
+        time.sleep(extra)
+        env = build_env(plain)  # the model, loaded for this trial
+        loads.append(1)
+        cfg = OmegaConf.create({"decoder": {"beam_size": beam}})
+        records = [DecodeRunner.forward(i, env["recognizer"], env["dataset"], cfg) for i in items]
+        return corpus_wer(records)["wer"]
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(sampler=optuna.samplers.GridSampler({"beam": beams}))
+    began = time.perf_counter()
+    study.optimize(objective, n_trials=len(beams), n_jobs=2)
+    print(json.dumps({"seconds": time.perf_counter() - began, "loads": len(loads)}))
+    """
+)
+
+
+def optuna_grid(cfg: Any, items: list[int], slow: bool) -> dict[str, Any]:
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    argument = json.dumps([plain, items, SLOW_SETUP if slow else 0.0, BEAMS])
+    began = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", OPTUNA_SCRIPT, argument],
+        env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    seconds = time.perf_counter() - began
+    assert done.returncode == 0, done.stderr[-3000:]
+    inner = json.loads(done.stdout.strip().splitlines()[-1])
+    # The process's own start (imports) counts, as Kit's cluster start does.
+    return {"seconds": seconds, "optimize_seconds": inner["seconds"], "loads": inner["loads"]}
+
+
+def load_seconds(cfg: Any) -> float:
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(plain, dict)
+    build_env(plain)  # imports and caches out of the timing
+    began = time.perf_counter()
+    build_env(plain)
+    return time.perf_counter() - began
+
+
+def main() -> int:
+    machine = describe(("dask", "distributed", "faster-whisper", "hydra-core", "optuna"))
+    manifests = build_corpus(DATA)
+    entries = read_manifest(manifests["corpus"])
+    flite = [i for i, e in enumerate(entries) if e["speaker"] in FLITE_VOICES]
+    items = flite[::4]
+    cfg = kit.load_config(
+        CONFIG_PATH,
+        [f"data.manifest={manifests['corpus']}", "decoder.engine=whisper", "decoder.cpu_threads=1"],
+    )
+    load = load_seconds(cfg)
+    rows: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for slow in (False, True):
+            tag = "5 s setup" if slow else "Whisper"
+            base = Path(tmp) / ("slow" if slow else "fast")
+            for name in ("kit", "row", "hydra", "optuna"):
+                (base / name).mkdir(parents=True)
+            rows[f"{tag}: Kit sweep"] = kit_sweep(cfg, items, slow, base / "kit" / "sweep")
+            rows[f"{tag}: Kit, 5 runs in a row"] = kit_in_a_row(cfg, items, slow)
+            rows[f"{tag}: Hydra multirun, joblib (2 jobs)"] = hydra_joblib(
+                cfg, items, slow, base / "hydra"
+            )
+            rows[f"{tag}: Optuna GridSampler, n_jobs=2"] = optuna_grid(cfg, items, slow)
+            print(tag, {k: round(v["seconds"], 1) for k, v in rows.items() if k.startswith(tag)})
+    checks: dict[str, bool] = {}
+    table = ["| variant | makespan (s) | model loads | Kit's sweep / this |", "|---|---|---|---|"]
+    bounds = {}
+    for tag, extra in (("Whisper", 0.0), ("5 s setup", SLOW_SETUP)):
+        kit_row = rows[f"{tag}: Kit sweep"]
+        bound = kit_row["decode_work"] / 2 + load + extra
+        bounds[tag] = bound
+        peers = [
+            v["seconds"] for k, v in rows.items() if k.startswith(tag) and "Kit sweep" not in k
+        ]
+        for key, row in rows.items():
+            if key.startswith(tag):
+                ratio = kit_row["seconds"] / row["seconds"]
+                table.append(f"| {key} | {row['seconds']:.1f} | {row['loads']} | {ratio:.2f} |")
+        checks[f"{tag}: model loads = 2 workers x 1 env"] = kit_row["loads"] == 2
+        checks[f"{tag}: makespan within 1.10x of the bound ({bound:.1f} s)"] = (
+            kit_row["seconds"] <= 1.10 * bound
+        )
+        checks[f"{tag}: ahead of every peer"] = kit_row["seconds"] < min(peers)
+    wers = rows["Whisper: Kit sweep"]["wers"]
+    lines = [
+        "# Sweep benchmark",
+        "",
+        machine_line(machine, ("faster-whisper", "hydra-core", "optuna", "dask")),
+        f"Command: `make bench` (or `python benchmarks/bench_sweep.py`). {len(items)} utterances "
+        "(every fourth of the flite voices'), Whisper tiny.en int8, one thread per decoder, "
+        f"decoder.beam_size = {', '.join(map(str, BEAMS))}; two decoders at a time. Each variant "
+        "starts from nothing (a new cluster or new processes).",
+        "",
+        *table,
+        "",
+        "Bound: the decode work of Kit's trials "
+        f"({rows['Whisper: Kit sweep']['decode_work']:.1f} s "
+        f"and {rows['5 s setup: Kit sweep']['decode_work']:.1f} s) over 2 workers, plus one "
+        f"model load per worker ({load:.2f} s, plus {SLOW_SETUP:.0f} s in the second set): "
+        f"{bounds['Whisper']:.1f} s and {bounds['5 s setup']:.1f} s. The peers load the model "
+        "once per trial (Hydra's app and Optuna's objective build what they use); Kit's trials "
+        "share each worker's. WER by beam size (Kit's sweep): "
+        + ", ".join(f"{b}: {w:.1%}" for b, w in zip(BEAMS, wers, strict=True))
+        + ".",
+        "",
+    ]
+    write_results(RESULTS, "sweep", {"machine": machine, "rows": rows, "bounds": bounds,
+                                     "load_seconds": load}, lines, checks)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
