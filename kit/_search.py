@@ -548,9 +548,4 @@ def search(
         concurrency=concurrency,
         on_trial=on_trial,
     )
-    try:
-        return handle.result()
-    except KeyboardInterrupt:
-        handle.cancel()
-        handle.result(timeout=60)
-        raise
+    return handle.join()

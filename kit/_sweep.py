@@ -540,6 +540,19 @@ class SweepHandle:
             raise TimeoutError(f"the sweep did not end within {timeout} s: {self.progress}")
         return self.partial()
 
+    def join(self) -> SweepResult:
+        """Wait for the sweep to end and return its result; Ctrl-C cancels it, then re-raises.
+
+        Cancelled, the running trials keep their completed chunks: the same
+        sweep again resumes them.
+        """
+        try:
+            return self.result()
+        except KeyboardInterrupt:
+            self.cancel()
+            self.result(timeout=60)
+            raise
+
     def partial(self) -> SweepResult:
         """Return the sweep as it stands, without waiting: the trials ended so far have results."""
         with self._lock:
@@ -730,12 +743,7 @@ def sweep(
         minimize=minimize,
         build=build,
     )
-    try:
-        return handle.result()
-    except KeyboardInterrupt:
-        handle.cancel()
-        handle.result(timeout=60)
-        raise
+    return handle.join()
 
 
 def _default_dir(base: DictConfig) -> str:
