@@ -109,6 +109,8 @@ def test_02_decoding_check(tmp_path: Path, spoken_corpus: Callable[[Path], Path]
     compared = next(c for c in book.cells if "kit.compare(best, runner_up" in c.source)
     lines = compared.outputs[0]["text"].splitlines()
     assert lines[1].startswith("wer: ") and "(95% paired bootstrap, 10 items" in lines[1]
+    differ = next(c for c in book.cells if "differences(runner_up, best)" in c.source)
+    assert "hyp_a" in differ.outputs[0]["data"]["text/plain"]  # a table, even an empty one
 
 
 def test_03_scale_out(tmp_path: Path, spoken_corpus: Callable[[Path], Path]) -> None:

@@ -6,5 +6,6 @@ decoding check on the local cluster with both engines.
 
 from kit.examples.asr.corpus import build_corpus
 from kit.examples.asr.decode import DecodeProvider, DecodeRunner, read_manifest
+from kit.examples.asr.wer import differences
 
-__all__ = ["DecodeProvider", "DecodeRunner", "build_corpus", "read_manifest"]
+__all__ = ["DecodeProvider", "DecodeRunner", "build_corpus", "differences", "read_manifest"]

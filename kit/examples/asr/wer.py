@@ -123,3 +123,48 @@ def wer_by(records: Sequence[dict[str, Any] | None], key: str) -> dict[str, floa
         if record is not None and record.get(key) is not None:
             groups.setdefault(str(record[key]), []).append(record)
     return {name: corpus_wer(group)["wer"] for name, group in sorted(groups.items())}
+
+
+def differences(a: Any, b: Any) -> list[dict[str, Any]]:
+    """Return the utterances two runs over the same items decoded differently, worst change first.
+
+    ``a`` and ``b`` are :class:`kit.RunResult` s (two trials of a sweep, say);
+    utterances are paired by index, and only those both decoded count. Each
+    row: the utterance (``id``, ``speaker``, ``ref``), each run's hypothesis
+    and errors, and ``change`` (b's errors minus a's: below 0, b did better).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> def run(hyps):  # what a RunResult holds: indices and records
+    ...     refs = ["one two", "three"]
+    ...     records = [{"id": str(i), "ref": ref, "hyp": hyp, **score(ref, hyp)}
+    ...                for i, (ref, hyp) in enumerate(zip(refs, hyps))]
+    ...     return SimpleNamespace(indices=[0, 1], records=records)
+    >>> rows = differences(run(["one two", "tree"]), run(["one", "three"]))
+    >>> [(row["id"], row["errors_a"], row["errors_b"], row["change"]) for row in rows]
+    [('0', 0, 1, 1), ('1', 1, 0, -1)]
+    """
+    theirs = {
+        index: record
+        for index, record in zip(b.indices, b.records, strict=True)
+        if record is not None
+    }
+    rows = []
+    for index, mine in zip(a.indices, a.records, strict=True):
+        other = theirs.get(index)
+        if mine is None or other is None or mine.get("hyp") == other.get("hyp"):
+            continue
+        rows.append(
+            {
+                "id": mine.get("id", index),
+                "speaker": mine.get("speaker"),
+                "ref": mine.get("ref"),
+                "hyp_a": mine.get("hyp"),
+                "hyp_b": other.get("hyp"),
+                "errors_a": int(mine["errors"]),
+                "errors_b": int(other["errors"]),
+                "change": int(other["errors"]) - int(mine["errors"]),
+            }
+        )
+    return sorted(rows, key=lambda row: -abs(row["change"]))
