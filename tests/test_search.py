@@ -240,3 +240,18 @@ def wait_until(check: Any, what: str, seconds: float = 120) -> None:
     while not check():
         assert time.monotonic() < deadline, f"{what} within {seconds} s"
         time.sleep(0.02)
+
+
+def test_without_optuna_a_search_names_the_extra_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "optuna", None)  # as if it were not installed
+    with pytest.raises(ImportError, match=r"a search needs optuna: pip install 'kit\[search\]'"):
+        kit.submit_search(
+            search_config(tmp_path, {"env": "inline"}),
+            ["x=interval(0,1)"],
+            trials=1,
+            metric="loss",
+            output_dir=tmp_path / "s",
+        )
+    assert not (tmp_path / "s").exists()  # nothing written
