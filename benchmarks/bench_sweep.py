@@ -7,7 +7,8 @@ per decoder), two at a time on this 2-core machine:
 - **Kit sweep**: ``kit.sweep`` on a LocalCluster of 2 workers; the trials
   share each worker's model (the decoder's ``env_keys`` leave the beam out).
 - **Kit, 5 runs in a row**: the same trials as separate runs on the same
-  cluster, one after another (the way before sweeps).
+  cluster, one after another, each stored as a trial is (the way before
+  sweeps; they share the model too, through the decoder's env keys).
 - **Hydra multirun, joblib launcher** (2 jobs): a Hydra app that loads the
   model and decodes the utterances, run with ``-m decoder.beam_size=1,2,3,4,5``;
   the model is loaded per trial, as a Hydra app does.
@@ -93,13 +94,17 @@ def kit_sweep(cfg: Any, items: list[int], slow: bool, folder: Path) -> dict[str,
     return {"seconds": seconds, "loads": loads, "decode_work": work, "wers": wers}
 
 
-def kit_in_a_row(cfg: Any, items: list[int], slow: bool) -> dict[str, Any]:
+def kit_in_a_row(cfg: Any, items: list[int], slow: bool, folder: Path) -> dict[str, Any]:
     provider_cls = SlowDecodeProvider if slow else DecodeProvider
     began = time.perf_counter()
     wers = []
     for beam in BEAMS:
         trial = kit.load_config(cfg, [f"decoder.beam_size={beam}"])
-        wers.append(DecodeRunner(provider_cls(trial), parallel=PARALLEL).run(items).summary["wer"])
+        # Stored as a sweep's trials are (records, report.html): the same work but the order.
+        runner = DecodeRunner(
+            provider_cls(trial), parallel=PARALLEL, output_dir=folder / f"beam-{beam}"
+        )
+        wers.append(runner.run(items).summary["wer"])
     seconds = time.perf_counter() - began
     loads = builds(provider_cls(cfg))
     kit.shutdown()
@@ -229,7 +234,7 @@ def main() -> int:
             for name in ("kit", "row", "hydra", "optuna"):
                 (base / name).mkdir(parents=True)
             rows[f"{tag}: Kit sweep"] = kit_sweep(cfg, items, slow, base / "kit" / "sweep")
-            rows[f"{tag}: Kit, 5 runs in a row"] = kit_in_a_row(cfg, items, slow)
+            rows[f"{tag}: Kit, 5 runs in a row"] = kit_in_a_row(cfg, items, slow, base / "row")
             rows[f"{tag}: Hydra multirun, joblib (2 jobs)"] = hydra_joblib(
                 cfg, items, slow, base / "hydra"
             )
