@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -45,9 +46,15 @@ def _load(args: argparse.Namespace) -> DictConfig:
     return cfg
 
 
+#: Trials of a sweep end on their runs' threads: one line at a time, never two interleaved.
+_SAYING = threading.Lock()
+
+
 def _say(*parts: object, file: Any = None, end: str = "\n") -> None:
     """Print, with control characters escaped: what Kit prints may come from records or files."""
-    print(*(printable(part) for part in parts), file=file, end=end)
+    text = " ".join(printable(part) for part in parts) + end
+    with _SAYING:
+        print(text, file=file, end="", flush=True)
 
 
 def _print_result(result: RunResult) -> int:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,26 @@ def test_the_installed_kit_script_runs(base: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "hidden: 64" in result.stdout
+
+
+def test_lines_said_from_many_threads_never_interleave(capsys: pytest.CaptureFixture[str]) -> None:
+    # A sweep's trials end on their runs' threads, each printing its line at once.
+    from kit.cli import _say
+
+    def say_many(n: int) -> None:
+        for _ in range(300):
+            _say(f"trial-{n:03d}", "x" * 60)
+
+    threads = [threading.Thread(target=say_many, args=(n,)) for n in range(8)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can: between any two writes
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 8 * 300
+    assert all(re.fullmatch(r"trial-\d{3} x{60}", line) for line in lines)

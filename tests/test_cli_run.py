@@ -383,7 +383,7 @@ SLOW_POLY = (
     "provider: {_target_: kit.examples.quickstart.ModelProvider}\n"
     "runner: {_target_: kit.examples.quickstart.Evaluate, chunk_size: 2}\n"
     "model: {coefficients: [0.0, 1.0], work_seconds: 0.02}\n"
-    "items: {start: 0, stop: 400}\nparallel: {env: inline}\n"
+    "items: {start: 0, stop: 200}\nparallel: {env: inline}\n"
 )
 
 
@@ -434,14 +434,14 @@ def test_a_submitted_sweep_is_watched_cancelled_resumed_and_read_with_attach(
     result = kit.attach(folder).result(timeout=240)
     assert [row["status"] for row in result.rows()] == ["completed"] * 3, result.errors
     for trial, run in zip(result.trials, result.results, strict=True):
-        assert run is not None and run.stats.ok == 400
+        assert run is not None and run.stats.ok == 200
         assert run.stats.resumed == kept.get(trial.name, 0)
     assert "kit: interrupted" in (folder / "driver.log").read_text()
 
 
 def test_a_submitted_search_keeps_its_study_and_attach_reads_it(tmp_path: Path) -> None:
     config = tmp_path / "poly.yaml"
-    config.write_text(SLOW_POLY.replace("stop: 400", "stop: 10").replace("0.02", "0.0"))
+    config.write_text(SLOW_POLY.replace("stop: 200", "stop: 10").replace("0.02", "0.0"))
     folder = tmp_path / "s"
     done = kit_cli(
         "submit", str(config), "items.stop=int(interval(2,10))", "-o", str(folder),

@@ -342,7 +342,7 @@ def test_the_decoding_check_reaches_its_wer_table(
     run_shipped("02_decoding_check.ipynb", table, "wer-table", 240_000, speech=True)
     head = table.locator("thead").text_content() or ""
     assert all(column in head for column in ("changes", "sample", "wer", "rtf"))
-    assert table.locator("tbody tr").count() == 3  # Whisper, beam size 1, PocketSphinx
+    assert table.locator("tbody tr").count() == 2  # Whisper, PocketSphinx
     assert "decoder.engine=pocketsphinx" in (table.text_content() or "")
     # The sweep cell: its trials' table fills in live, then the plots and the comparison.
     sweep = page.locator(".kit-sweep").first
