@@ -38,6 +38,7 @@ from kit._sweep import (
 )
 from kit.config import ConfigError, config_hash, load_config
 from kit.config._sweeps import SearchDimension, search_space
+from kit.events import ChunkFinished
 from kit.result import RunResult, RunStatus
 
 #: The study's file in the sweep folder: Optuna's journal (one JSON line per change).
@@ -117,7 +118,6 @@ class _SearchPlan:
         self._again: list[Trial] = []
         self._asked: dict[int, Any] = {}
         self._pruned: dict[int, str] = {}
-        self._followers: dict[int, threading.Thread] = {}
         self._study_lock = threading.RLock()
         self._optuna = _optuna()
 
@@ -135,9 +135,6 @@ class _SearchPlan:
                 status = "completed"
             elif state == states.PRUNED:
                 status = "pruned"
-            elif state in (states.RUNNING, states.WAITING):
-                with self._study_lock:  # the driver died while it ran: never left RUNNING
-                    self.study.tell(entry["optuna_trial"], state=states.FAIL)
             stored = read_stored(trial) if status in KEPT else None
             wanted = RunStatus.COMPLETED if status == "completed" else RunStatus.CANCELLED
             if stored is not None and stored.status in (wanted, RunStatus.COMPLETED):
@@ -146,6 +143,12 @@ class _SearchPlan:
             else:
                 entry["status"] = "pending"
                 self._again.append(trial)
+        # The driver died while these ran, or just after asking for one: none is left
+        # RUNNING (a trial sweep.json names is asked again with its values).
+        with self._study_lock:
+            for number, state in known.items():
+                if state == states.RUNNING:
+                    self.study.tell(number, state=states.FAIL)
         return done
 
     # ---------------------------------------------------------------- asking
@@ -200,59 +203,10 @@ class _SearchPlan:
     def watch(self, trial: Trial, handle: Any, indices: Sequence[Any]) -> None:
         if self._pruner is None:
             return
-        follower = threading.Thread(
-            target=self._follow,
-            args=(trial, handle, list(indices), self._asked[trial.number]),
-            name=f"kit-prune-{trial.name}",
-            daemon=True,
-        )
-        self._followers[trial.number] = follower
-        follower.start()
-
-    def _follow(self, trial: Trial, handle: Any, indices: list[Any], asked: Any) -> None:
-        """Report the trial's metric as its items complete; stop it when the pruner says so."""
-        per_item = isinstance(self._pruner, self._optuna.pruners.WilcoxonPruner)
-        position = {index: pos for pos, index in enumerate(indices)}
-        stride = max(1, len(indices) // REPORTS)
-        records: list[Any] = []
-        try:
-            for index, record in handle:
-                records.append(record)
-                if per_item:
-                    value, step = item_metric(record, self.metric), position[index]
-                elif len(records) % stride == 0:
-                    value = metric_of(records, self.metric, self.summarize)
-                    step = len(records)
-                else:
-                    continue
-                if value is None:
-                    warnings.warn(
-                        f"{trial.name}: its records give no number {self.metric!r}, "
-                        "so the pruner cannot follow it; it runs to the end",
-                        RuntimeWarning,
-                        stacklevel=1,
-                    )
-                    return
-                try:
-                    with self._study_lock:
-                        asked.report(value, step)
-                        prune = asked.should_prune()
-                except Exception as failed:  # the pruner's own error: say it, prune nothing
-                    warnings.warn(
-                        f"{trial.name}: the pruner failed ({failed!r}); the trial runs to the end",
-                        RuntimeWarning,
-                        stacklevel=1,
-                    )
-                    return
-                if prune:
-                    self._pruned[trial.number] = (
-                        f"{trial.name} pruned after {len(records)} of {len(indices)} items: "
-                        f"{self.metric} {value:.4g} there"
-                    )
-                    handle.cancel()
-                    return
-        except Exception:
-            return  # the run's own end (its error is the trial's) stops following it
+        follower = _Follower(self, trial, handle, len(indices), self._asked[trial.number])
+        # Delivered on the run's own thread as each chunk is stored, before the next
+        # is handed out: a pruned trial stops at the next chunk, however busy the machine.
+        handle.events.subscribe(follower)
 
     # ---------------------------------------------------------------- ending
     def ended(
@@ -260,11 +214,6 @@ class _SearchPlan:
     ) -> tuple[str, BaseException | None]:
         states = self._optuna.trial.TrialState
         asked = self._asked.pop(trial.number)
-        follower = self._followers.pop(trial.number, None)
-        if follower is not None:
-            # Its last reports go in before the trial is told finished (the run has
-            # ended, so the follower reads what is left and stops).
-            follower.join()
         if trial.number in self._pruned and result is not None:
             with self._study_lock:
                 self.study.tell(asked, state=states.PRUNED)
@@ -288,6 +237,77 @@ class _SearchPlan:
         with self._study_lock:
             self.study.tell(asked, state=states.FAIL)
         return ("error" if result is None else str(result.status)), error
+
+
+class _Follower:
+    """Report a running trial's metric to the pruner as its chunks are stored; stop it if told.
+
+    With a ``WilcoxonPruner`` each item's own value is reported (step: its
+    position); otherwise the metric over the first ``k * stride`` items done
+    (step: that count), so that trials report at the same steps.
+    """
+
+    def __init__(
+        self, plan: _SearchPlan, trial: Trial, handle: Any, total: int, asked: Any
+    ) -> None:
+        self.plan = plan
+        self.trial = trial
+        self.handle = handle
+        self.total = total
+        self.asked = asked
+        self.per_item = isinstance(plan._pruner, plan._optuna.pruners.WilcoxonPruner)
+        self.stride = max(1, total // REPORTS)
+        self.records: list[Any] = []
+        self.stopped = False
+
+    def __call__(self, event: Any) -> None:
+        if self.stopped or not isinstance(event, ChunkFinished):
+            return
+        try:
+            self._take(event)
+        except Exception as failed:  # the pruner's own error: say it, prune nothing
+            self.stopped = True
+            warnings.warn(
+                f"{self.trial.name}: the pruner failed ({failed!r}); the trial runs to the end",
+                RuntimeWarning,
+                stacklevel=1,
+            )
+
+    def _take(self, event: ChunkFinished) -> None:
+        metric, plan = self.plan.metric, self.plan
+        came = self.handle.records_between(event.start, event.start + event.items)
+        reports: list[tuple[float | None, int]] = []
+        for position, record in enumerate(came, start=event.start):
+            if record is None:
+                continue  # a failed item
+            self.records.append(record)
+            if self.per_item:
+                reports.append((item_metric(record, metric), position))
+            elif len(self.records) % self.stride == 0:
+                reports.append((metric_of(self.records, metric, plan.summarize), len(self.records)))
+        for value, step in reports:
+            if value is None:
+                self.stopped = True
+                warnings.warn(
+                    f"{self.trial.name}: its records give no number {metric!r}, so the "
+                    "pruner cannot follow it; it runs to the end",
+                    RuntimeWarning,
+                    stacklevel=1,
+                )
+                return
+            with plan._study_lock:
+                self.asked.report(value, step)
+        if not reports:
+            return
+        with plan._study_lock:
+            prune = self.asked.should_prune()
+        if prune:
+            self.stopped = True
+            plan._pruned[self.trial.number] = (
+                f"{self.trial.name} pruned after {len(self.records)} of {self.total} items: "
+                f"{metric} {reports[-1][0]:.4g} there"
+            )
+            self.handle.cancel()
 
 
 def _choices(dim: SearchDimension) -> tuple[Any, ...]:

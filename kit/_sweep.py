@@ -381,6 +381,10 @@ class SweepHandle:
                     continue  # finished in an earlier run of the sweep: read back, not run
                 self._running += 1
                 starting.append(trial)
+        if starting:
+            # In sweep.json before their folders exist: a driver killed now resumes them
+            # with the same values, into the same folders.
+            self._save()
         for trial in starting:
             self._start(trial)
         with self._lock:

@@ -242,6 +242,22 @@ def wait_until(check: Any, what: str, seconds: float = 120) -> None:
         time.sleep(0.02)
 
 
+def test_a_trial_asked_of_optuna_but_not_yet_in_sweep_json_is_not_left_running(
+    tmp_path: Path,
+) -> None:
+    # A driver killed between asking Optuna for a trial and writing sweep.json.
+    from kit._search import open_study
+
+    config = search_config(tmp_path, {"env": "inline"}, items={"start": 0, "stop": 2}, sleep=0)
+    folder = tmp_path / "search"
+    kit.search(config, ["x=interval(0,1)"], trials=2, metric="loss", output_dir=folder)
+    open_study(folder, "minimize").ask()  # RUNNING in the study, unknown to sweep.json
+    result = kit.search(config, ["x=interval(0,1)"], trials=3, metric="loss", output_dir=folder)
+    states = Counter(t.state.name for t in result.study.trials)
+    assert states == {"COMPLETE": 3, "FAIL": 1}, states
+    assert [row["status"] for row in result.rows()] == ["completed"] * 3
+
+
 def test_without_optuna_a_search_names_the_extra_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -132,6 +132,16 @@ class RunHandle:
                 return
         _call_quietly(callback, self)
 
+    def records_between(self, start: int, stop: int) -> list[Any]:
+        """Return the records at positions ``start`` to ``stop`` as they stand now.
+
+        None where an item failed or has not come back. For event
+        subscribers: a ``ChunkFinished`` names its positions (``start``,
+        ``items``), and is delivered once its records are in.
+        """
+        with self._ledger.cond:
+            return list(self._ledger.records[start:stop])
+
     def __iter__(self) -> Iterator[tuple[Index, Any]]:
         """Yield ``(index, record)`` for every successful item, as items complete.
 
