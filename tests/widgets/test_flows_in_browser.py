@@ -5,6 +5,7 @@ Every step saves a screenshot into the test's tmp folder (``screenshots/``).
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import time
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+import kit
 from tests.browser import browser
 from tests.jupyter import ROOT, UIS, Jupyter, Shots, jupyter_server, open_and_run_all
 
@@ -337,7 +339,12 @@ def test_a_solved_training_reads_completed(
 def test_the_decoding_check_reaches_its_wer_table(
     jupyter: Jupyter, page: Any, shots: Shots, run_shipped: Callable[..., Any]
 ) -> None:
-    """Done when: from a cold kernel to notebook 02's WER table, nothing confusing on the way."""
+    """Notebook 02 as shipped, in JupyterLab, from a cold kernel: its tables, values and sweep.
+
+    This is notebook 02's one full run in the suite (decoding is its cost):
+    it checks what a headless run would (outputs, values, no log noise) and
+    what a person sees.
+    """
     table = page.locator(".jp-RenderedHTMLCommon table", has_text="changes").first
     run_shipped("02_decoding_check.ipynb", table, "wer-table", 240_000, speech=True)
     head = table.locator("thead").text_content() or ""
@@ -364,6 +371,35 @@ def test_the_decoding_check_reaches_its_wer_table(
     shots(page, "sweep-table-and-plots", focus=sweep)
     text = sweep.text_content() or ""
     assert "decoder.engine" in text and "pocketsphinx" in text and "4/4 trials done" in text
+    assert "random 10 of 250, seed 1" in (table.text_content() or "")
+    # The values: Whisper beats PocketSphinx on these 10, and the sweep's trials agree with
+    # the runs by hand on the same utterances.
+    summaries = {}
+    for name in ("whisper", "sphinx"):
+        cell = page.locator(".jp-CodeCell", has_text=f"{name} = panel.wait").first
+        output = cell.locator(".jp-OutputArea-output").last.text_content() or ""
+        summaries[name] = ast.literal_eval(output)  # a plain dict literal
+    assert summaries["whisper"]["wer"] < summaries["sphinx"]["wer"]
+    assert all(s["utterances"] == 10 for s in summaries.values())
+    swept = kit.attach(jupyter.folder / "runs" / "decoderunner" / "sweep-001").result(timeout=10)
+    rows = swept.rows()
+    assert [(r["trial"], r["decoder.beam_size"], r["decoder.engine"]) for r in rows] == [
+        ("trial-000", "1", "whisper"),
+        ("trial-001", "1", "pocketsphinx"),
+        ("trial-002", "5", "whisper"),
+        ("trial-003", "5", "pocketsphinx"),
+    ]
+    wers = {(r["decoder.beam_size"], r["decoder.engine"]): r["wer"] for r in rows}
+    assert wers[("5", "whisper")] == pytest.approx(summaries["whisper"]["wer"])
+    assert wers[("5", "pocketsphinx")] == pytest.approx(summaries["sphinx"]["wer"])
+    assert "10 items" in (compared.text_content() or "")
+    page.locator(".jp-OutputArea-output", has_text="hyp_a").first.wait_for(timeout=60_000)
+    page.locator(".jp-OutputArea-output", has_text="kit submit").first.wait_for(timeout=60_000)
+    outputs = page.locator(".jp-OutputArea-output")
+    texts = [outputs.nth(i).text_content() or "" for i in range(outputs.count())]
+    assert any("parallel.env=slurm" in t and "decoder.engine=pocketsphinx" in t for t in texts)
+    noise = [t for t in texts if re.search(r" - distributed(\.\w+)* - [A-Z]+ - ", t)]
+    assert not noise, noise[:2]
     no_error_outputs(page)
     assert "AssertionError" not in (page.locator("body").text_content() or "")
 
