@@ -198,3 +198,22 @@ def item_metric(record: Any, metric: str) -> float | None:
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def run_metric(result: Any, metric: str) -> float | None:
+    """Return a run's ``metric``: its summary entry, else the mean of its records' metrics.
+
+    None when neither has a number (a sweep's trials are ranked, reported and
+    plotted by this one rule).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> run = SimpleNamespace(summary={}, records=[{"metrics": {"wer": 0.1}}, None])
+    >>> run_metric(run, "wer"), run_metric(run, "rtf")
+    (0.1, None)
+    """
+    value = result.summary.get(metric)
+    if _number(value):
+        return float(value)
+    return metric_of([r for r in result.records if r is not None], metric, None)

@@ -43,12 +43,13 @@ class DetachedSweep:
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder)
-        self._read()  # a folder that is no sweep says so now, not at the first look
+        self.record()  # a folder that is no sweep says so now, not at the first look
 
     def __repr__(self) -> str:
         return f"<DetachedSweep {self.folder} {self.progress}>"
 
-    def _read(self) -> dict[str, Any]:
+    def record(self) -> dict[str, Any]:
+        """Return the sweep's ``sweep.json`` as read now, checked but not interpreted."""
         path = self.folder / SWEEP_FILE
         if path.is_symlink() or not path.is_file():
             raise FileNotFoundError(
@@ -73,7 +74,7 @@ class DetachedSweep:
         """The sweep's trials so far, as ``sweep.json`` lists them."""
         return [
             Trial(number, tuple(entry["overrides"]), self.folder / entry["name"])
-            for number, entry in enumerate(self._read()["trials"])
+            for number, entry in enumerate(self.record()["trials"])
         ]
 
     def table(self) -> list[dict[str, str]]:
@@ -84,13 +85,13 @@ class DetachedSweep:
                 "overrides": " ".join(entry["overrides"]),
                 "status": str(entry.get("status")),
             }
-            for entry in self._read()["trials"]
+            for entry in self.record()["trials"]
         ]
 
     @property
     def progress(self) -> str:
         """One line: trials done, running (as the sweep's handle says it)."""
-        record = self._read()
+        record = self.record()
         counts = Counter(str(e.get("status")) for e in record["trials"])
         total = max(len(record["trials"]), int((record.get("search") or {}).get("trials", 0)))
         done = len(record["trials"]) - counts["pending"] - counts["running"]
@@ -126,7 +127,7 @@ class DetachedSweep:
         """Return the trials as stored now, without waiting (a running trial as far as it got)."""
         from kit.detached import read_result
 
-        record = self._read()
+        record = self.record()
         trials = self.trials
         results: list[RunResult | None] = []
         errors: dict[int, BaseException] = {}
@@ -149,22 +150,18 @@ class DetachedSweep:
     @property
     def study(self) -> Any:
         """A search's ``optuna.Study``, read from its journal (None for a grid)."""
-        record = self._read()
+        record = self.record()
         if not record.get("search"):
             return None
-        from kit._search import STUDY_FILE, STUDY_NAME, _optuna, _SoleWriter
+        from kit._search import STUDY_FILE, STUDY_NAME, _optuna, journal_storage
 
         _optuna()
         from optuna import load_study
-        from optuna.storages import JournalStorage
-        from optuna.storages.journal import JournalFileBackend
 
         path = self.folder / STUDY_FILE
         if path.is_symlink() or not path.is_file():
             raise FileNotFoundError(f"{path} is missing: the search has no study yet")
-        lock: Any = _SoleWriter()  # reading takes no lock; only the driver writes
-        storage = JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
-        return load_study(study_name=STUDY_NAME, storage=storage)
+        return load_study(study_name=STUDY_NAME, storage=journal_storage(path))
 
     def cancel(self, timeout: float = 60) -> None:
         """Stop the sweep's detached driver (proven Kit's own); finished trials are kept.

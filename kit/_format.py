@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from kit.result import RunStatus
 
@@ -122,3 +124,30 @@ def number(value: object) -> str:
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
     return str(value)
+
+
+def rows_table(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, table_class: str, row_class: str
+) -> str:
+    """Return rows as an HTML table: a status column as :func:`status_html`, the rest escaped.
+
+    Each row carries its status (``data-status``), for tests and a user's CSS.
+
+    Examples
+    --------
+    >>> table = rows_table([{"trial": "trial-000", "status": "completed", "wer": 0.1234567}],
+    ...                    ["trial", "wer"], table_class="t", row_class="r")
+    >>> table.split("</tr>")[1]
+    "<tr class='r' data-status='completed'><td>trial-000</td><td>0.1235</td>"
+    """
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = []
+    for row in rows:
+        cells = "".join(
+            f"<td>{status_html(str(row[c])) if c == 'status' else html.escape(number(row.get(c)))}"
+            "</td>"
+            for c in columns
+        )
+        status = html.escape(str(row.get("status", "")))
+        body.append(f"<tr class='{row_class}' data-status='{status}'>{cells}</tr>")
+    return f"<table class='{table_class}'><tr>{head}</tr>{''.join(body)}</table>"

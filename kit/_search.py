@@ -326,24 +326,31 @@ class _SoleWriter:
         pass
 
 
+def journal_storage(path: Path) -> Any:
+    """Return Optuna's journal storage on ``path``, without Optuna's file lock.
+
+    Only the sweep's driver writes the journal and readers take no lock, while
+    a lock left by a killed driver would hold a resume up for its grace period
+    (30 s).
+    """
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    lock: Any = _SoleWriter()
+    return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+
+
 def open_study(
     folder: Path, direction: str, sampler: Any = None, pruner: Any = None, seed: int | None = 0
 ) -> Any:
     """Open (or make) the search's study: Optuna's journal file in ``folder``."""
     optuna = _optuna()
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
-
     path = folder / STUDY_FILE
     if path.is_symlink() or (path.exists() and not path.is_file()):
         raise KitError(f"{path} is not a regular file: a search's study must be one")
     _trim_torn_line(path)
-    # Optuna's file locks guard against other processes; a lock left by a killed
-    # driver would hold the resume up for their grace period (30 s).
-    lock: Any = _SoleWriter()
-    storage = JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
     study = optuna.create_study(
-        storage=storage,
+        storage=journal_storage(path),
         study_name=STUDY_NAME,
         direction=direction,
         sampler=sampler,

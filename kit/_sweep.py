@@ -231,15 +231,13 @@ class SweepResult:
         >>> [trial.name for trial, _ in result.ranked("max_y", minimize=False)]
         ['trial-001', 'trial-002', 'trial-000']
         """
-        from kit._compare import metric_of
+        from kit._compare import run_metric
 
         scored = []
         for trial, result in zip(self.trials, self.results, strict=True):
             if result is None or result.status != RunStatus.COMPLETED:
                 continue
-            value = result.summary.get(metric)
-            if not isinstance(value, int | float) or isinstance(value, bool):
-                value = metric_of([r for r in result.records if r is not None], metric, None)
+            value = run_metric(result, metric)
             if value is not None:
                 scored.append((float(value), trial.number, trial, result))
         if not scored:
@@ -513,30 +511,28 @@ class SweepHandle:
         [('2', 'completed', '2/2'), ('3', 'completed', '3/3')]
         """
         with self._lock:
-            trials = list(self._plan.trials)
-            results = dict(self._results)
-            errors = dict(self._errors)
             handles = dict(self.handles)
-            statuses = dict(self._statuses)
-        ended = SweepResult(
-            trials, [results.get(t.number) for t in trials], errors, statuses=statuses
-        )
-        rows = ended.rows()
-        for row, trial in zip(rows, trials, strict=True):
-            result = results.get(trial.number)
+        ended = self.partial()  # after: a trial ended in between reads as ended
+        live = []
+        for row, trial, result in zip(ended.rows(), ended.trials, ended.results, strict=True):
             if result is not None:
-                row["done"] = f"{result.stats.ok + result.stats.failed}/{len(result.indices)}"
-            elif trial.number not in errors:
-                handle = handles.get(trial.number)
-                row.pop("error", None)
-                if handle is None:
-                    row["status"] = "pending"
-                else:
-                    progress = handle.progress
-                    row["status"] = "running"
-                    row["done"] = f"{progress.done}/{progress.total}"
-                    row["failed"] = progress.failed
-        return rows
+                done = f"{result.stats.ok + result.stats.failed}/{len(result.indices)}"
+            elif trial.number in ended.errors:
+                done = None
+            elif trial.number in handles:
+                progress = handles[trial.number].progress
+                row.update(status="running", failed=progress.failed, error=None)
+                done = f"{progress.done}/{progress.total}"
+            else:
+                row.update(status="pending", error=None)
+                done = None
+            # Trial, swept values, status and items done first: what a live table reads.
+            first = ["trial", *ended.swept, "status"]
+            ordered = {key: row.get(key) for key in first}
+            ordered["done"] = done
+            ordered.update((k, v) for k, v in row.items() if k not in ordered and v is not None)
+            live.append(ordered)
+        return live
 
     def result(self, timeout: float | None = None) -> SweepResult:
         """Wait for the sweep to end and return its :class:`SweepResult`."""

@@ -93,14 +93,18 @@ def _minimize(args: argparse.Namespace) -> bool:
     return not (args.maximize or args.direction == "maximize")
 
 
-def _search(args: argparse.Namespace, minimize: bool, ended: Any) -> Any:
-    from kit._search import pruner_named, search
-
+def _check_search_args(args: argparse.Namespace) -> None:
     if args.metric is None or args.trials is None:
         raise KitError(
             "--search optuna needs --trials N and --metric NAME (the summary metric to "
             "optimize), e.g. --trials 20 --metric wer"
         )
+
+
+def _search(args: argparse.Namespace, minimize: bool, ended: Any) -> Any:
+    from kit._search import pruner_named, search
+
+    _check_search_args(args)
     # The command line speaks for itself; Optuna's log lines would interleave with it.
     import optuna
 
@@ -216,10 +220,7 @@ def _submit_sweep(args: argparse.Namespace) -> int:
 
     minimize = _minimize(args)
     if args.search is not None:
-        if args.metric is None or args.trials is None:
-            raise KitError(
-                "--search optuna needs --trials N and --metric NAME, e.g. --trials 20 --metric wer"
-            )
+        _check_search_args(args)
         direction = "minimize" if minimize else "maximize"
         prepared = prepare_search(
             args.config, args.overrides, args.trials, args.metric, direction, args.output_dir

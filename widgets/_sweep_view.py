@@ -10,18 +10,16 @@ from typing import Any
 import ipywidgets as w
 
 from kit import SweepHandle, SweepResult
-from kit._format import number, status_html
+from kit._format import rows_table, status_html
 from widgets._kernel import Painter
 from widgets._style import TABLE_STYLE, scrolling
 
-#: Columns the table shows first, after the trial and its swept values.
-FIRST = ("status", "done", "failed")
 #: Columns left out of the live table (in the result's rows, for pandas).
 LEFT_OUT = ("ok",)
 
 
 def trials_table(rows: Sequence[dict[str, Any]]) -> str:
-    """Return a sweep's rows (``SweepHandle.rows()``) as an HTML table.
+    """Return a sweep's rows (``SweepHandle.rows()``) as an HTML table, columns as they come.
 
     Examples
     --------
@@ -37,35 +35,9 @@ def trials_table(rows: Sequence[dict[str, Any]]) -> str:
     columns: list[str] = []
     for row in rows:
         columns += [key for key in row if key not in columns and key not in LEFT_OUT]
-    swept = [c for c in columns if c != "trial" and c not in FIRST and _is_swept(c, rows)]
-    order = ["trial", *swept, *(c for c in FIRST if c in columns)]
-    order += [c for c in columns if c not in order]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in order)
-    body = []
-    for row in rows:
-        cells = []
-        for column in order:
-            value = row.get(column)
-            text = (
-                status_html(str(value))
-                if column == "status"
-                else html.escape(number(value) if value is not None else "")
-            )
-            cells.append(f"<td>{text}</td>")
-        status = html.escape(str(row.get("status", "")))
-        body.append(f"<tr class='kit-trial-row' data-status='{status}'>{''.join(cells)}</tr>")
+    table = rows_table(rows, columns, table_class="kit-trials kit-table", row_class="kit-trial-row")
     # A trial's name and status read on one line; the table scrolls sideways instead.
-    nowrap = "<style>.kit-trials td{white-space:nowrap}</style>"
-    return (
-        TABLE_STYLE
-        + nowrap
-        + scrolling(f"<table class='kit-trials kit-table'><tr>{head}</tr>{''.join(body)}</table>")
-    )
-
-
-def _is_swept(column: str, rows: Sequence[dict[str, Any]]) -> bool:
-    """Tell a swept key's column (text values, as written) from a stat or a metric."""
-    return all(isinstance(row.get(column), str | None) for row in rows) and column != "error"
+    return TABLE_STYLE + "<style>.kit-trials td{white-space:nowrap}</style>" + scrolling(table)
 
 
 class SweepView(w.VBox):  # type: ignore[misc]

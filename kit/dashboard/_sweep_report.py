@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from kit._atomic import atomic_file
+from kit._compare import run_metric
+from kit._format import rows_table
 from kit.dashboard._figures import PALETTE, require_bokeh
 
 #: Columns of the trials' table shown as they are (the swept values come first).
@@ -89,7 +91,7 @@ def write_sweep_report(
     from kit._detached_sweep import DetachedSweep
 
     sweep = DetachedSweep(folder)
-    record = sweep._read()
+    record = sweep.record()
     result = sweep.read()
     judged = record.get("search") or record
     if minimize is None:
@@ -97,7 +99,7 @@ def write_sweep_report(
     rows = result.rows()
     metric = metric or sweep_metric(record, rows)
     values = {
-        t.number: metric_value(r, metric)
+        t.number: None if r is None or metric is None else run_metric(r, metric)
         for t, r in zip(result.trials, result.results, strict=True)
     }
     if metric is not None and any(v is not None for v in values.values()):
@@ -147,25 +149,13 @@ def sweep_plots(result: Any, metric: str) -> Any:
     points = [
         (trial.values(), value)
         for trial, run in zip(result.trials, result.results, strict=True)
-        if (value := metric_value(run, metric)) is not None
+        if run is not None and (value := run_metric(run, metric)) is not None
     ]
     if not swept or not points:
         return None
     return column(
         _parallel_coordinates(points, swept, metric), *_against_each(points, swept, metric)
     )
-
-
-def metric_value(result: Any, metric: str | None) -> float | None:
-    """Return a trial's ``metric`` (summary entry, else the records' mean), or None."""
-    from kit._compare import metric_of
-
-    if result is None or metric is None:
-        return None
-    value = result.summary.get(metric)
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return metric_of([r for r in result.records if r is not None], metric, None)
 
 
 def _header_html(title: str, progress: str, metric: str | None, minimize: bool) -> str:
@@ -184,19 +174,9 @@ def _table_html(rows: Sequence[dict[str, Any]], swept: Sequence[str], metric: st
     against = f"{metric} vs best" if metric else None
     columns = ["trial", *swept, *(c for c in (metric, against) if c), *SHOWN, "error"]
     columns = [c for c in columns if any(c in row for row in rows)]
-    head = "".join(f"<th style='padding:2px 8px'>{html.escape(c)}</th>" for c in columns)
-    body = []
-    for row in rows:
-        cells = []
-        for column in columns:
-            value = row.get(column)
-            text = "" if value is None else f"{value:.4g}" if isinstance(value, float) else value
-            cells.append(f"<td style='padding:2px 8px'>{html.escape(str(text))}</td>")
-        body.append(f"<tr class='kit-trial'>{''.join(cells)}</tr>")
-    return (
-        "<h3>Trials</h3><table class='kit-sweep-trials' style='border-collapse:collapse'>"
-        f"<tr>{head}</tr>{''.join(body)}</table>"
-    )
+    style = ".kit-sweep-trials td,.kit-sweep-trials th{padding:2px 8px;text-align:left}"
+    table = rows_table(rows, columns, table_class="kit-sweep-trials", row_class="kit-trial")
+    return f"<h3>Trials</h3><style>{style}</style>{table}"
 
 
 def _axis(points: Sequence[tuple[dict[str, str], float]], key: str) -> dict[str, Any]:

@@ -50,7 +50,7 @@ def drawn(path: Path) -> tuple[str, set[str]]:
 
 
 def cells(page: str) -> list[list[str]]:
-    rows = re.findall(r"<tr class='kit-trial'>(.*?)</tr>", page)
+    rows = re.findall(r"<tr class='kit-trial'[^>]*>(.*?)</tr>", page)
     return [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in rows]
 
 
