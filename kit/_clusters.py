@@ -406,7 +406,7 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
     if env == "local":
         from distributed import LocalCluster
 
-        from kit._nanny import KitNanny
+        from kit._nanny import KitNanny, light_sampling
 
         kwargs: dict[str, Any] = {
             "worker_class": KitNanny,
@@ -420,7 +420,8 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
         if "security" not in kwargs and "protocol" not in kwargs:
             kwargs.update(local_tls())
         _set_allowed_failures(kwargs)
-        cluster = LocalCluster(**kwargs)  # type: ignore[no-untyped-call]
+        with light_sampling():  # the scheduler reads its settings as it is made
+            cluster = LocalCluster(**kwargs)  # type: ignore[no-untyped-call]
         client = Client(cluster, security=kwargs.get("security"), set_as_default=False)  # type: ignore[no-untyped-call]
         return client, cluster
     if env == "remote":

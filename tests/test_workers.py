@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import dask.config
 import pytest
 
 import kit
@@ -23,6 +24,7 @@ from tests.workloads import (
     ToyProvider,
     WhereRan,
     lines,
+    sampling,
     toy_config,
 )
 
@@ -210,3 +212,19 @@ def test_local_workers_keep_glibcs_malloc_defaults_unless_told(
     workers, driver = out.stdout.strip().splitlines()[-2:]
     assert workers == seen
     assert driver == str(given)  # the driver's environment is left as it was
+
+
+def test_local_clusters_sample_lightly_unless_told(local: dict) -> None:
+    # Dask's profiler and 20 ms ticks would take CPU from the items (see kit/_nanny.py).
+    client = kit.get_session(local).client
+    assert set(client.run(sampling).values()) == {(False, 0.5)}
+    assert client.run_on_scheduler(sampling)[1] == 0.5
+    assert dask.config.get("distributed.worker.profile.enabled") is True  # the driver's own
+    # A value someone set is theirs.
+    with dask.config.set({"distributed.admin.tick.interval": "100ms"}):
+        session = kit.get_session({**local, "n_workers": 1})
+    try:
+        assert set(session.client.run(sampling).values()) == {(False, 0.1)}
+        assert session.client.run_on_scheduler(sampling)[1] == 0.1
+    finally:
+        session.close()

@@ -386,6 +386,14 @@ def env_var(name: str) -> str | None:
     return os.environ.get(name)
 
 
+def sampling(dask_worker: Any = None, dask_scheduler: Any = None) -> tuple[Any, float]:
+    """For ``client.run`` or ``run_on_scheduler``: its profiler setting and tick interval (s)."""
+    import dask.config
+
+    server = dask_worker if dask_worker is not None else dask_scheduler
+    return dask.config.get("distributed.worker.profile.enabled"), server._tick_interval
+
+
 class Tripwire:
     """Unpickling it leaves a file behind: proof that code from the directory ran."""
 
