@@ -302,7 +302,10 @@ def main() -> int:
         f"Command: `make bench` (or `python benchmarks/bench_sweep.py`). {len(items)} utterances "
         "(every fourth of the flite voices'), Whisper tiny.en int8, one thread per decoder, "
         f"decoder.beam_size = {', '.join(map(str, BEAMS))}; two decoders at a time. Each variant "
-        "starts from nothing (a new cluster or new processes).",
+        f"starts from nothing (a new cluster or new processes). {ROUNDS} rounds, each running "
+        "every variant once in a rotated order (this machine is shared and its speed drifts by "
+        "more than the differences measured); Kit's sweep is judged against the best other "
+        "variant of the same round.",
         "",
         *table,
         "",

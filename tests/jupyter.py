@@ -323,3 +323,19 @@ def open_and_run_all(page: Any, jupyter: Jupyter, name: str) -> None:
             if not dialog.count():
                 page.keyboard.press("Escape")
     started.wait_for(timeout=1_000)
+
+
+def log_console_entries(page: Any, ui: str) -> list[str]:
+    """Open JupyterLab's log console (View → Show Log Console) and return every entry.
+
+    Notebook 7 has no log console: there the browser's console is what is read.
+    """
+    if ui != "lab":
+        return []
+    page.get_by_text("View", exact=True).first.click()
+    page.get_by_text("Show Log Console", exact=True).click()
+    panel = page.locator(".jp-LogConsolePanel").first
+    panel.wait_for(timeout=30_000)
+    # At its default level (warning) it shows stderr and errors: where tracebacks land.
+    texts: list[str] = panel.locator(".jp-OutputArea-output").all_text_contents()
+    return texts

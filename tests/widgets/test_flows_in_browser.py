@@ -17,7 +17,15 @@ import pytest
 
 import kit
 from tests.browser import browser
-from tests.jupyter import ROOT, UIS, Jupyter, Shots, jupyter_server, open_and_run_all
+from tests.jupyter import (
+    ROOT,
+    UIS,
+    Jupyter,
+    Shots,
+    jupyter_server,
+    log_console_entries,
+    open_and_run_all,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -402,6 +410,8 @@ def test_the_decoding_check_reaches_its_wer_table(
     assert not noise, noise[:2]
     no_error_outputs(page)
     assert "AssertionError" not in (page.locator("body").text_content() or "")
+    # Nor behind the page: the sweep's view redraws its plots as trials end.
+    assert log_console_entries(page, "lab") == []
 
 
 def test_an_exercise_filled_in_runs_and_its_solution_stays_out_of_the_way(

@@ -18,7 +18,15 @@ from typing import Any
 import pytest
 
 from tests.browser import browser
-from tests.jupyter import ROOT, Jupyter, Shots, jupyter_server, notebook, open_and_run_all
+from tests.jupyter import (
+    ROOT,
+    Jupyter,
+    Shots,
+    jupyter_server,
+    log_console_entries,
+    notebook,
+    open_and_run_all,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -119,22 +127,6 @@ def page(jupyter: Jupyter, console: list[str]) -> Iterator[Any]:
 def keep(console: list[str], error: str) -> None:
     if error not in NOT_KITS:
         console.append(error)
-
-
-def log_console_entries(page: Any, ui: str) -> list[str]:
-    """Open JupyterLab's log console (View → Show Log Console) and return every entry.
-
-    Notebook 7 has no log console: there the browser's console is what is read.
-    """
-    if ui != "lab":
-        return []
-    page.get_by_text("View", exact=True).first.click()
-    page.get_by_text("Show Log Console", exact=True).click()
-    panel = page.locator(".jp-LogConsolePanel").first
-    panel.wait_for(timeout=30_000)
-    # At its default level (warning) it shows stderr and errors: where tracebacks land.
-    texts: list[str] = panel.locator(".jp-OutputArea-output").all_text_contents()
-    return texts
 
 
 def kernel_stderr_tracebacks(log: Path, since: int) -> list[str]:
