@@ -144,6 +144,19 @@ def no_error_outputs(page: Any) -> None:
     assert not [t for t in texts if "Traceback" in t or "Error" in t], texts
 
 
+def broken_words(page: Any, table: str) -> list[str]:
+    """One-word cells of ``table`` (a CSS selector) drawn over more than one line."""
+    script = """(selector) => [...document.querySelectorAll(selector + ' td')].filter(td => {
+        const text = td.textContent.trim();
+        if (!text || /\\s/.test(text)) return false;
+        const range = document.createRange();
+        range.selectNodeContents(td);
+        return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size > 1;
+    }).map(td => td.textContent)"""
+    found: list[str] = page.evaluate(script, table)
+    return found
+
+
 def test_edit_run_and_watch(jupyter: Jupyter, page: Any, shots: Shots) -> None:
     """Type a value into the config editor, run on 10 items, read the table and history."""
     cell = app_cell(
@@ -412,6 +425,11 @@ def test_the_decoding_check_reaches_its_wer_table(
     assert "AssertionError" not in (page.locator("body").text_content() or "")
     # Nor behind the page: the sweep's view redraws its plots as trials end.
     assert log_console_entries(page, "lab") == []
+    # The run history under the sweep, as wide as the notebook: no word split in two.
+    history = page.locator(".kit-history").first
+    assert history.locator("td", has_text="completed").count() >= 2
+    assert broken_words(page, ".kit-history") == []
+    shots(page, "run-history", focus=history)
 
 
 def test_an_exercise_filled_in_runs_and_its_solution_stays_out_of_the_way(
