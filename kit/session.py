@@ -87,6 +87,9 @@ class Session:
     _recent: list[str] = field(default_factory=list, repr=False)
     _envs_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _building: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
+    # Envs one attach is tearing down now: runs attaching other envs at once (a
+    # sweep's trials) must not pick them too, or the second teardown finds none.
+    _leaving: set[str] = field(default_factory=set, repr=False)
     #: The client was made by the user: Kit forgets it on close, never closes it.
     borrowed: bool = False
     job_logs: str | None = None
@@ -177,12 +180,17 @@ class Session:
 
         At most ``parallel.max_envs`` are kept, the least recently used idle
         ones going first; an env a run holds stays, over the bound if need be.
+        The envs returned are claimed: call :meth:`_gone` with them once torn down.
         """
         prefix = env_name_prefix(type(provider))
         with self._envs_lock:
             order = {n: i for i, n in enumerate(self._recent)}
             others = sorted(
-                (n for n in present if n.startswith(prefix) and n != name),
+                (
+                    n
+                    for n in present
+                    if n.startswith(prefix) and n != name and n not in self._leaving
+                ),
                 key=lambda n: order.get(n, -1),
             )
             excess = len(others) - (self.parallel.max_envs - 1)
@@ -191,7 +199,13 @@ class Session:
             for old in stale:
                 if old in self._recent:
                     self._recent.remove(old)
+            self._leaving.update(stale)
             return stale
+
+    def _gone(self, stale: list[str]) -> None:
+        """Say the envs :meth:`_stale` claimed are torn down (or that it was given up)."""
+        with self._envs_lock:
+            self._leaving.difference_update(stale)
 
     def _attach_inline(
         self,
@@ -202,8 +216,12 @@ class Session:
         timeout: float | None,
     ) -> list[str]:
         if name not in self.local_envs:
-            for old in self._stale(provider, name, list(self.local_envs)):
-                _teardown_stale(provider, self.local_envs.pop(old), label)
+            stale = self._stale(provider, name, list(self.local_envs))
+            try:
+                for old in stale:
+                    _teardown_stale(provider, self.local_envs.pop(old), label)
+            finally:
+                self._gone(stale)
             self.local_envs[name] = _bounded(
                 functools.partial(_build_local, provider, label),
                 should_stop,
@@ -241,6 +259,8 @@ class Session:
                 with contextlib.suppress(Exception):
                     self.client.unregister_worker_plugin(name)
                 raise
+            finally:
+                self._gone(stale)
             for old in stale:
                 self._env_keys.pop(old, None)
             self._env_keys[name] = keys
@@ -425,7 +445,9 @@ def _attach_to_cluster(
     from kit._plugin import ProviderPlugin, env_report
 
     for old in stale:
-        client.unregister_worker_plugin(old)
+        # Gone already is fine: another client of a shared scheduler may have removed it.
+        with contextlib.suppress(ValueError):
+            client.unregister_worker_plugin(old)
     with reading_env(type(provider)):  # make_worker_setup_fn may read the config here
         setup = functools.partial(env_only_setup, provider.worker_setup_fn(), type(provider))
     plugin = ProviderPlugin(name, label, cloudpickle.dumps(setup), cloudpickle.dumps(provider))

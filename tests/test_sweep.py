@@ -235,3 +235,17 @@ def test_a_stopped_trial_keeps_its_items_and_a_raising_on_trial_stops_nothing(
     assert [row["status"] for row in result.rows()] == ["stopped", "stopped"]
     stored = json.loads((tmp_path / "s" / "sweep.json").read_text())
     assert [t["status"] for t in stored["trials"]] == ["stopped", "stopped"]
+
+
+def test_trials_attaching_new_envs_at_once_tear_each_stale_env_down_once(
+    tmp_path: Path, local: dict
+) -> None:
+    # An earlier sweep leaves two envs on the workers (parallel.max_envs is 2); the trials
+    # of the next one build two others at once, and both would tear down the same old one.
+    for folder in ("earlier", "later"):
+        (tmp_path / folder).mkdir()
+    earlier = sweep_config(tmp_path / "earlier", local, sleep=0)
+    kit.sweep(earlier, ["factor=2,3"], output_dir=tmp_path / "one")
+    config = sweep_config(tmp_path / "later", local, sleep=0)
+    result = kit.sweep(config, ["offset=0,1", "factor=2,3"], output_dir=tmp_path / "two")
+    assert [row["status"] for row in result.rows()] == ["completed"] * 4, result.errors
