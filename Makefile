@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.kit-installed
-EXTRAS ?= dev,jobqueue,notebook,asr,rl,search
+EXTRAS ?= dev,jobqueue,notebook,asr,rl,search,mlflow,tensorboard
 
 .PHONY: demo quickstart lab test system-deps lint typecheck unit bench clean
 
@@ -71,6 +71,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_dashboard.py
 	$(BIN)/python benchmarks/bench_asr.py
 	$(BIN)/python benchmarks/bench_sweep.py
+	$(BIN)/python benchmarks/bench_tracking.py
 	$(BIN)/python benchmarks/bench_notebooks.py
 	$(BIN)/python benchmarks/bench_rl.py
 	$(BIN)/python benchmarks/bench_tls.py

@@ -66,7 +66,12 @@ def build_runner(cfg: DictConfig) -> tuple[Any, Sequence[Index]]:
             fix="write it as a string, e.g. `output_dir=runs/decode`",
         )
     runner = runner_cls(
-        provider_cls(cfg), parallel=cfg.get("parallel"), output_dir=output_dir, **options
+        provider_cls(cfg),
+        parallel=cfg.get("parallel"),
+        output_dir=output_dir,
+        # Only when set: a runner of one's own with its own __init__ need not take it.
+        **({"tracking": cfg.tracking} if cfg.get("tracking") else {}),
+        **options,
     )
     return runner, items_of(cfg)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +35,15 @@ from kit._sweep import (
     check_base,
     load_record,
     read_stored,
+    split_watching,
+    sweep_tracking,
 )
-from kit.config import ConfigError, config_hash, load_config
+from kit.config import ConfigError, load_config
+from kit.config._api import outcome_hash
 from kit.config._sweeps import SearchDimension, search_space
 from kit.events import ChunkFinished
 from kit.result import RunResult, RunStatus
+from kit.tracking import Tracking
 
 #: The study's file in the sweep folder: Optuna's journal (one JSON line per change).
 STUDY_FILE = "optuna.journal"
@@ -430,6 +434,7 @@ def submit_search(
     output_dir: str | Path | None = None,
     concurrency: int = CONCURRENCY,
     on_trial: TrialCallback | None = None,
+    tracking: Tracking | Mapping[str, Any] | None = None,
 ) -> SweepHandle:
     """Start an Optuna search of ``config`` over ``space``; return its handle.
 
@@ -445,7 +450,8 @@ def submit_search(
     each item's value) a running trial reports the metric over its items done
     so far and stops, ``pruned``, when the pruner says so; its completed items
     are kept. The study is ``optuna.journal`` in the sweep folder; the same
-    search into the same folder resumes it.
+    search into the same folder resumes it. ``tracking`` exports it as
+    :func:`kit.submit_sweep` does.
 
     Raises
     ------
@@ -473,7 +479,7 @@ def submit_search(
     study = open_study(prepared.folder, direction, sampler, pruner, seed)
     plan = _SearchPlan(
         prepared.folder,
-        *search_space(list(space)),
+        *search_space(split_watching(space)[1]),
         trials,
         metric,
         study,
@@ -489,6 +495,8 @@ def submit_search(
         prepared.record,
         on_trial,
         prepared.summarize,
+        sweep_tracking(tracking, prepared.base),
+        prepared.base,
     ).start()
 
 
@@ -509,8 +517,9 @@ def prepare_search(
         )
     if trials < 1:
         raise ValueError(f"trials must be at least 1, got {trials}")
+    watching, space = split_watching(space)
     dims, fixed = search_space(list(space))
-    base = load_config(config)
+    base = load_config(config, watching)
     folder = Path(output_dir if output_dir is not None else _default_dir(base)).expanduser()
     search = {
         "by": "optuna",
@@ -519,7 +528,7 @@ def prepare_search(
         "trials": trials,
         "study": STUDY_FILE,
     }
-    record = _search_record(folder, list(space), config_hash(base), search)
+    record = _search_record(folder, list(space), outcome_hash(base), search)
 
     from kit._from_config import build_runner
 
@@ -534,7 +543,7 @@ def prepare_search(
     def build(trial: Trial) -> tuple[Any, Sequence[Any]]:
         return build_runner(load_config(config, list(trial.overrides)))
 
-    return Prepared(folder, None, record, build, first.summarize)
+    return Prepared(folder, None, record, build, first.summarize, base)
 
 
 def search(
@@ -550,6 +559,7 @@ def search(
     output_dir: str | Path | None = None,
     concurrency: int = CONCURRENCY,
     on_trial: TrialCallback | None = None,
+    tracking: Tracking | Mapping[str, Any] | None = None,
 ) -> SweepResult:
     """Run an Optuna search and wait for it (see :func:`submit_search`); Ctrl-C cancels it.
 
@@ -574,5 +584,6 @@ def search(
         output_dir=output_dir,
         concurrency=concurrency,
         on_trial=on_trial,
+        tracking=tracking,
     )
     return handle.join()

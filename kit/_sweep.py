@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,18 +22,31 @@ from omegaconf import DictConfig
 
 from kit._atomic import atomic_file
 from kit._errors import KitError
-from kit.config import ConfigError, config_hash, load_config
+from kit.config import ConfigError, load_config
+from kit.config._api import outcome_hash
 from kit.config._errors import error
 from kit.config._sweeps import expand_sweep
 from kit.result import RunError, RunResult, RunStatus
 from kit.store import RunStore
+from kit.tracking import Tracking
+from kit.tracking._exporter import Exporters
+from kit.tracking._sweep import SweepTracker
 
 #: The sweep's own file in its folder.
 SWEEP_FILE = "sweep.json"
 #: What Kit itself puts in a sweep folder besides its trials: the lock, a detached
 #: sweep's driver files, a search's study.
 SWEEP_NAMES = frozenset(
-    {SWEEP_FILE, ".lock", "driver.json", "driver.log", "job.pkl", "optuna.journal", "report.html"}
+    {
+        SWEEP_FILE,
+        ".lock",
+        "driver.json",
+        "driver.log",
+        "job.pkl",
+        "optuna.journal",
+        "report.html",
+        "tracking.json",
+    }
 )
 #: Trials running at once, at most, by default: enough to keep a cluster busy.
 CONCURRENCY = 8
@@ -303,6 +316,8 @@ class SweepHandle:
         record: dict[str, Any],
         on_trial: TrialCallback | None = None,
         summarize: Callable[[list[Any]], dict[str, Any]] | None = None,
+        tracking: Tracking | None = None,
+        base: DictConfig | None = None,
     ) -> None:
         self.folder = folder
         self._plan = plan
@@ -322,6 +337,13 @@ class SweepHandle:
         self._errors: dict[int, BaseException] = {}
         self._statuses: dict[int, str] = {}
         self._store = RunStore(folder)
+        #: Where the sweep is exported to (its trials nested under it), or None.
+        self.tracking = tracking
+        self._tracker = (
+            SweepTracker(tracking, folder, list(record.get("overrides", [])), base)
+            if tracking is not None
+            else None
+        )
 
     @property
     def trials(self) -> list[Trial]:
@@ -353,6 +375,8 @@ class SweepHandle:
             self._results[number] = result
             if status != str(result.status):
                 self._statuses[number] = status
+        if self._tracker is not None:
+            self._tracker.start()
         self._launch()
         return self
 
@@ -392,6 +416,14 @@ class SweepHandle:
         if over:
             self._save()
             self._write_report()
+            if self._tracker is not None:
+                search = self._record.get("search") or self._record
+                self._tracker.finish(
+                    self.partial(),
+                    self._cancelled,
+                    search.get("metric"),
+                    search.get("direction", "minimize") == "minimize",
+                )
             self._store.unlock()
             self._finished.set()
 
@@ -399,7 +431,13 @@ class SweepHandle:
         try:
             runner, indices = self._build(trial)
             runner.output_dir = trial.output_dir
-            handle = runner.submit(indices)
+            # The sweep exports its trials itself: nested under it, with their swept values.
+            runner.tracking = None
+            handle = runner.prepare(indices)
+            if self._tracker is not None:
+                exporters = self._tracker.exporters(trial, runner.provider.config)
+                handle.events.subscribe(Exporters(exporters))
+            handle.start()
         except BaseException as exc:
             self._ended(trial, None, exc)
             return
@@ -618,6 +656,7 @@ def submit_sweep(
     metric: str | None = None,
     minimize: bool = True,
     build: BuildTrial | None = None,
+    tracking: Tracking | Mapping[str, Any] | None = None,
 ) -> SweepHandle:
     """Start a grid sweep of ``config`` over ``overrides`` in the background; return its handle.
 
@@ -636,6 +675,9 @@ def submit_sweep(
     its config (default: as ``kit run`` does, from the config's ``provider``,
     ``runner`` and ``items`` sections); the runners it makes should share
     one ``parallel`` section, so that the trials share one cluster.
+    ``tracking`` (default: the config's ``tracking`` section) exports the
+    sweep as it goes: an MLflow parent run with a run nested per trial, and
+    a TensorBoard HParams experiment (see :class:`kit.tracking.Tracking`).
 
     Raises
     ------
@@ -668,7 +710,18 @@ def submit_sweep(
         prepared.record,
         on_trial,
         prepared.summarize,
+        sweep_tracking(tracking, prepared.base),
+        prepared.base,
     ).start()
+
+
+def sweep_tracking(
+    given: Tracking | Mapping[str, Any] | None, base: DictConfig | None
+) -> Tracking | None:
+    """Return the sweep's tracking: as given, else as its base config's ``tracking`` says."""
+    if given is not None:
+        return Tracking.of(given)
+    return Tracking.of(base.get("tracking")) if base is not None else None
 
 
 @dataclass
@@ -681,6 +734,8 @@ class Prepared:
     record: dict[str, Any]
     build: Callable[[Trial], tuple[Any, Sequence[Any]]]
     summarize: Callable[[list[Any]], dict[str, Any]] | None
+    #: The sweep's base config.
+    base: DictConfig | None = None
 
 
 def prepare_grid(
@@ -690,14 +745,15 @@ def prepare_grid(
     make: BuildTrial | None = None,
 ) -> Prepared:
     """Check a grid sweep whole (overrides, config, folder, a first trial) without running it."""
+    watching, overrides = split_watching(overrides)
     grid = expand_sweep(list(overrides))
-    base = load_config(config)  # checked once, whole, before any trial
+    base = load_config(config, watching)  # checked once, whole, before any trial
     folder = Path(output_dir if output_dir is not None else _default_dir(base)).expanduser()
     trials = [
         Trial(number, tuple(trial), folder / f"trial-{number:03d}")
         for number, trial in enumerate(grid)
     ]
-    record = _record_for(folder, list(overrides), trials, config_hash(base))
+    record = _record_for(folder, list(overrides), trials, outcome_hash(base))
 
     built: dict[int, tuple[Any, Sequence[Any]]] = {}
 
@@ -710,7 +766,26 @@ def prepare_grid(
 
     # A config no trial can run fails here, before any folder is written.
     built[0] = build(trials[0])
-    return Prepared(folder, _Grid(trials, record), record, build, built[0][0].summarize)
+    return Prepared(folder, _Grid(trials, record), record, build, built[0][0].summarize, base)
+
+
+def split_watching(overrides: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split the ``tracking`` overrides (where the sweep is watched from) from the others.
+
+    They go to the sweep's base config, not into every trial's overrides: a
+    sweep resumed with tracking turned on is the same sweep.
+
+    Examples
+    --------
+    >>> split_watching(["beam=1,5", "tracking.mlflow=true", "+tracking.experiment=asr"])
+    (['tracking.mlflow=true', '+tracking.experiment=asr'], ['beam=1,5'])
+    """
+    watching: list[str] = []
+    others: list[str] = []
+    for override in overrides:
+        key = override.split("=", 1)[0].lstrip("+~")
+        (watching if key.split(".", 1)[0] == "tracking" else others).append(override)
+    return watching, others
 
 
 def sweep(
@@ -723,6 +798,7 @@ def sweep(
     metric: str | None = None,
     minimize: bool = True,
     build: BuildTrial | None = None,
+    tracking: Tracking | Mapping[str, Any] | None = None,
 ) -> SweepResult:
     """Run a grid sweep and wait for it (see :func:`submit_sweep`); Ctrl-C cancels it.
 
@@ -742,6 +818,7 @@ def sweep(
         metric=metric,
         minimize=minimize,
         build=build,
+        tracking=tracking,
     )
     return handle.join()
 

@@ -8,6 +8,7 @@ printed as ``kit: error: ...`` without a traceback; ``kit --debug`` shows it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import sys
 import threading
@@ -74,11 +75,29 @@ def _print_result(result: RunResult) -> int:
     return EXIT_OK if stats.failed == 0 and stats.not_run == 0 else EXIT_ITEMS_FAILED
 
 
+def _say_viewers(tracking: Any, folder: Any, indent: str = "") -> None:
+    """Print the commands that open the trackers a run or sweep is exported to."""
+    if tracking is not None:
+        for command in tracking.commands(folder):
+            _say(f"{indent}{'watch:':<10} {command}")
+
+
+def _tracked(runner: Any, overrides: list[str]) -> Any:
+    """Return ``runner`` with its overrides noted for the trackers (MLflow's kit.overrides tag)."""
+    from kit._sweep import split_watching
+
+    made = split_watching(overrides)[1]
+    if runner.tracking is not None and made:
+        runner.tracking = dataclasses.replace(runner.tracking, overrides=tuple(made))
+    return runner
+
+
 def _run(args: argparse.Namespace) -> int:
     from kit._from_config import build_runner
     from kit.views import TerminalProgress
 
     runner, indices = build_runner(_load(args))
+    _say_viewers(_tracked(runner, args.overrides).tracking, runner.output_dir)
     try:
         result = runner.run(indices, on_event=TerminalProgress())
     except RunError as exc:
@@ -102,14 +121,14 @@ def _check_search_args(args: argparse.Namespace) -> None:
 
 
 def _search(args: argparse.Namespace, minimize: bool, ended: Any) -> Any:
-    from kit._search import pruner_named, search
+    from kit._search import pruner_named, submit_search
 
     _check_search_args(args)
     # The command line speaks for itself; Optuna's log lines would interleave with it.
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return search(
+    return submit_search(
         args.config,
         args.overrides,
         trials=args.trials,
@@ -123,7 +142,7 @@ def _search(args: argparse.Namespace, minimize: bool, ended: Any) -> Any:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from kit._sweep import Trial, TrialPruned, sweep
+    from kit._sweep import Trial, TrialPruned, submit_sweep
 
     def ended(trial: Trial, result: RunResult | None, error: BaseException | None) -> None:
         where = " ".join(trial.overrides)
@@ -140,12 +159,12 @@ def _sweep(args: argparse.Namespace) -> int:
 
     minimize = _minimize(args)
     if args.search is not None:
-        result = _search(args, minimize, ended)
+        handle = _search(args, minimize, ended)
     else:
         for flag, given in (("--trials", args.trials), ("--prune", args.prune)):
             if given is not None:
                 raise KitError(f"{flag} goes with --search optuna; a grid runs every trial")
-        result = sweep(
+        handle = submit_sweep(
             args.config,
             args.overrides,
             output_dir=args.output_dir,
@@ -154,6 +173,8 @@ def _sweep(args: argparse.Namespace) -> int:
             metric=args.metric,
             minimize=minimize,
         )
+    _say_viewers(handle.tracking, handle.folder)
+    result = handle.join()
     if args.metric is not None and result.trials:
         try:
             _say(_table(result.against_best(args.metric, minimize=minimize)))
@@ -201,12 +222,13 @@ def _submit(args: argparse.Namespace) -> int:
     if args.output_dir is not None:
         args.overrides = [*args.overrides, f"++output_dir={args.output_dir}"]
     runner, indices = build_runner(_load(args))
-    run = runner.submit(indices, detached=True)
+    run = _tracked(runner, args.overrides).submit(indices, detached=True)
     pid = run.status()["driver"].get("pid")
     _say(f"submitted {len(indices)} items: driver pid {pid}, output {run.output_dir}")
     _say(f"  progress:  kit status {run.output_dir}")
     _say(f"  stop:      kit cancel {run.output_dir}")
     _say(f"  in Python: kit.attach({str(run.output_dir)!r}).result()")
+    _say_viewers(runner.tracking, run.output_dir, indent="  ")
     return EXIT_OK
 
 
@@ -215,7 +237,7 @@ def _submit_sweep(args: argparse.Namespace) -> int:
     import os
 
     from kit._search import prepare_search
-    from kit._sweep import prepare_grid
+    from kit._sweep import prepare_grid, sweep_tracking
     from kit.detached import start_sweep_driver
 
     minimize = _minimize(args)
@@ -244,6 +266,7 @@ def _submit_sweep(args: argparse.Namespace) -> int:
     _say(f"  progress:  kit status {folder}")
     _say(f"  stop:      kit cancel {folder}")
     _say(f"  in Python: kit.attach({str(folder)!r}).result()")
+    _say_viewers(sweep_tracking(None, prepared.base), folder, indent="  ")
     return EXIT_OK
 
 

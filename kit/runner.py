@@ -23,6 +23,8 @@ from kit.provider import EnvironmentProvider
 from kit.result import Index, RunResult
 from kit.session import check_client
 from kit.store import RecordWriter, RunStore
+from kit.tracking import Tracking
+from kit.tracking._exporter import Exporters
 
 if TYPE_CHECKING:
     from kit.detached import DetachedRun
@@ -59,6 +61,10 @@ class Runner:
     writer
         How records are stored in ``output_dir``; overrides ``record_format``
         (default: a :class:`kit.RecordWriter` for ``record_format``).
+    tracking
+        Export the run to TensorBoard and MLflow as it goes: a
+        :class:`kit.tracking.Tracking` or the ``tracking`` config section as a
+        mapping (``{"mlflow": True}``); None (the default) exports nothing.
 
     Examples
     --------
@@ -114,6 +120,7 @@ class Runner:
         setup_timeout: float | None = None,
         writer: RecordWriter | None = None,
         client: Any = None,
+        tracking: Tracking | Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(provider, EnvironmentProvider):
             raise TypeError(
@@ -143,6 +150,8 @@ class Runner:
         # "~/runs/x" from a config or a widget means the home folder, not a folder named "~".
         self.output_dir = Path(output_dir).expanduser() if output_dir is not None else None
         self.writer = writer
+        #: Where the run is exported to (:class:`kit.tracking.Tracking`), or None.
+        self.tracking = Tracking.of(tracking)
         if client is not None:
             check_client(client)
         self.client = client
@@ -301,10 +310,21 @@ class Runner:
             config=self.provider.config if isinstance(self.provider.config, DictConfig) else None,
         )
         events = EventStream()
+        path = store.path if store is not None else None
+        exporters = Exporters(
+            self.tracking.exporters(path, spec.config, resume=self.options.resume)
+            if self.tracking is not None
+            else []
+        )
         if store is not None:
             # Both start writing at this run's RunStarted, i.e. once it holds the lock.
             events.subscribe(EventLog(store.path / "events.jsonl"))
+        # The exporters end the run in the trackers while its report is drawn, then
+        # upload the report once it is written.
+        events.subscribe(exporters.take)
+        if store is not None:
             events.subscribe(ReportWriter(store.path))
+        events.subscribe(exporters.finish)
         if on_event is not None:
             events.subscribe(on_event)
         return RunHandle(spec, events)

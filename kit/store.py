@@ -301,9 +301,9 @@ def indices_digest(indices: Sequence[Index]) -> str:
 
 
 def _config_hash(config: DictConfig) -> str:
-    from kit.config import config_hash
+    from kit.config._api import outcome_hash
 
-    return config_hash(config)
+    return outcome_hash(config)
 
 
 class StoreWarning(UserWarning):

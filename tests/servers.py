@@ -1,5 +1,5 @@
 """Real servers for tests: a Dask cluster from the `dask scheduler`/`dask worker` programs,
-and throwaway TLS certificates made with openssl."""
+`mlflow server` and `tensorboard`, and throwaway TLS certificates made with openssl."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ import contextlib
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +86,69 @@ def dask_cluster(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def free_port() -> int:
+    """A port nothing listens on now (the server started next takes it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def http_server(command: Sequence[str], ready: str, folder: Path) -> Iterator[str]:
+    """Run a program serving HTTP on 127.0.0.1 (``{port}`` in ``command``); yield its base URL.
+
+    Ready when ``ready`` (a path) answers 200; its output goes to ``folder/server.log``.
+    """
+    port = free_port()
+    log = (folder / "server.log").open("wb")
+    proc = subprocess.Popen(
+        [part.format(port=port) for part in command],
+        cwd=folder,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            said = (folder / "server.log").read_text
+            assert proc.poll() is None, f"{command[0]} exited: {said()}"
+            try:
+                with urllib.request.urlopen(base + ready, timeout=5) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, f"{command[0]} did not answer within 120 s"
+            time.sleep(0.2)
+        yield base
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+def mlflow_server(store_uri: str, folder: Path) -> contextlib.AbstractContextManager[str]:
+    """``mlflow server`` on ``store_uri`` (one worker), on 127.0.0.1; yields its URL."""
+    mlflow = str(Path(sys.executable).with_name("mlflow"))
+    command = [mlflow, "server", "--backend-store-uri", store_uri, "--host", "127.0.0.1"]
+    command += ["--port", "{port}", "--workers", "1"]
+    return http_server(command, "/health", folder)
+
+
+def tensorboard_server(logdir: Path, folder: Path) -> contextlib.AbstractContextManager[str]:
+    """``tensorboard --logdir`` on 127.0.0.1; yields its URL."""
+    tensorboard = str(Path(sys.executable).with_name("tensorboard"))
+    command = [tensorboard, "--logdir", str(logdir), "--host", "127.0.0.1", "--port", "{port}"]
+    return http_server(command, "/data/runs", folder)
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,47 @@ def test_kit_submit_is_the_detached_form(config: Path, tmp_path: Path) -> None:
     assert outcome.stats.ok == 200
 
 
+def test_kit_run_and_kit_submit_export_to_the_trackers_whose_viewers_they_print(
+    config: Path, tmp_path: Path
+) -> None:
+    from mlflow import MlflowClient
+
+    store = f"sqlite:///{tmp_path}/mlflow.db"
+    tracking = [f"tracking.mlflow={store}", "tracking.tensorboard=true"]
+    result = kit_cli("run", str(config), "parallel.env=inline", "offset=3", *tracking)
+    assert result.returncode == 0, result.stderr
+    assert f"watch:     tensorboard --logdir {tmp_path / 'tensorboard'}\n" in result.stdout
+    assert f"watch:     mlflow ui --backend-store-uri {store}\n" in result.stdout
+    assert (tmp_path / "tensorboard" / "out").is_dir()
+    submitted = kit_cli(
+        "submit",
+        str(config),
+        "parallel.env=inline",
+        f"tracking.mlflow={store}",
+        "-o",
+        str(tmp_path / "detached"),
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    assert f"  watch:     mlflow ui --backend-store-uri {store}\n" in submitted.stdout
+
+    client = MlflowClient(store)
+    experiment = client.get_experiment_by_name("kit")
+    assert experiment is not None
+
+    def finished() -> dict[str, object]:
+        runs = client.search_runs([experiment.experiment_id])
+        return {r.info.run_name: r for r in runs if r.info.status == "FINISHED"}
+
+    deadline = time.monotonic() + 120
+    while len(finished()) < 2:  # the detached driver exports as its run ends
+        assert time.monotonic() < deadline, "the detached run reached MLflow within 120 s"
+        time.sleep(0.2)
+    runs = finished()
+    assert runs["out"].data.tags["kit.overrides"] == "parallel.env=inline offset=3"
+    assert runs["out"].data.params["offset"] == "3"
+    assert runs["detached"].data.metrics["items/done"] == 50
+
+
 def test_two_submits_at_once_one_runs_and_the_other_is_refused(
     config: Path, tmp_path: Path
 ) -> None:

@@ -1,4 +1,4 @@
-"""The core imports and works with the notebook stack blocked from import."""
+"""The core imports and works with the notebook stack and the trackers blocked from import."""
 
 from __future__ import annotations
 
@@ -6,7 +6,16 @@ import subprocess
 import sys
 import textwrap
 
-BLOCKED = ("ipywidgets", "bokeh", "IPython", "jupyter_bokeh", "ipykernel", "widgets")
+BLOCKED = (
+    "ipywidgets",
+    "bokeh",
+    "IPython",
+    "jupyter_bokeh",
+    "ipykernel",
+    "widgets",
+    "mlflow",
+    "tensorboard",
+)
 
 SCRIPT = textwrap.dedent(
     """
@@ -34,6 +43,15 @@ SCRIPT = textwrap.dedent(
     pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(lambda: gym_env("CartPole-v1"), 2))
     episodes = EpisodeCollector(pool).collect(2, lambda obs, rngs: [0] * len(obs))
     assert [e.status for e in episodes] == ["terminated", "terminated"]
+    # A tracker whose package is missing is named with its extra, before anything runs.
+    from kit.tracking import Tracking
+    for tracker in ("mlflow", "tensorboard"):
+        try:
+            Tracking.of({{tracker: True}})
+        except ImportError as exc:
+            assert f"pip install 'kit[{{tracker}}]'" in str(exc), exc
+        else:
+            raise AssertionError(f"{{tracker}}: no ImportError")
     leaked = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
     assert not leaked, leaked
     print("ok")
@@ -41,7 +59,7 @@ SCRIPT = textwrap.dedent(
 ).format(blocked=BLOCKED)
 
 
-def test_kit_works_without_jupyter_ipywidgets_or_bokeh() -> None:
+def test_kit_works_without_jupyter_ipywidgets_bokeh_or_trackers() -> None:
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=False
     )

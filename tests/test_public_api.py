@@ -11,10 +11,11 @@ import kit
 import kit.config
 import kit.dashboard
 import kit.rl
+import kit.tracking
 import kit.views
 import widgets
 
-MODULES = [kit, kit.config, kit.views, kit.dashboard, kit.rl, widgets]
+MODULES = [kit, kit.config, kit.views, kit.dashboard, kit.rl, kit.tracking, widgets]
 
 
 def public_names(module: ModuleType) -> set[str]:

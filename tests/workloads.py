@@ -557,3 +557,17 @@ class Quadratic(Runner):
             "y": idx * model.factor,
             "metrics": {"loss": round((x - 0.3) ** 2 + 0.01 * (idx % 3), 6)},
         }
+
+
+class Graded(Runner):
+    """Shifted with a running metric (``err``) and a summary: what the trackers plot."""
+
+    @staticmethod
+    def forward(idx: int, model: Model, config: DictConfig) -> dict[str, Any]:
+        record: dict[str, Any] = Shifted.forward(idx, model, config)
+        record["metrics"] = {"err": (idx % 4) / 4}
+        return record
+
+    def summarize(self, records: list[Any]) -> dict[str, Any]:
+        ys = [r["y"] for r in records]
+        return {"mean_y": sum(ys) / len(ys), "engine": "toy"}

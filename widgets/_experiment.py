@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import os
 import shlex
@@ -12,10 +13,11 @@ from typing import Any
 import ipywidgets as w
 from omegaconf import DictConfig, OmegaConf
 
-from kit import ConfigError, EnvironmentProvider, RunHandle, Runner, load_config
+from kit import ConfigError, EnvironmentProvider, RunHandle, Runner, load_config, to_overrides
 from kit._format import number, status_html
 from kit._from_config import items_of
 from kit.config import parallel_section
+from kit.tracking import Tracking
 from widgets._cluster_panel import ClusterPanel
 from widgets._config_editor import ConfigEditor
 from widgets._history import new_run_dir, read_history, record_experiment, record_unstarted
@@ -48,6 +50,11 @@ def new_sweep_dir(runs_dir: Path) -> Path:
             return path
         except FileExistsError:
             n += 1
+
+
+def tracking_of(cfg: DictConfig) -> Tracking | None:
+    """Return where ``cfg``'s ``tracking`` section sends runs (None: nowhere, or no section)."""
+    return Tracking.of(cfg.get("tracking")) if cfg.get("tracking") else None
 
 
 def history_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -113,6 +120,12 @@ class Experiment(w.VBox):  # type: ignore[misc]
     runs_dir
         Where the runs are stored; default ``runs/<runner class, lower case>``.
 
+    The "track" box exports every run and sweep to TensorBoard and MLflow as
+    it goes (as the config's ``tracking`` section says, else to
+    ``runs_dir/tensorboard`` and ``runs_dir/mlflow.db``); the commands that
+    open the two viewers show beside it. It starts ticked when the config
+    has a ``tracking`` section.
+
     Examples
     --------
     >>> from kit import EnvironmentProvider, Runner
@@ -174,6 +187,13 @@ class Experiment(w.VBox):  # type: ignore[misc]
                 "no items: give indices= (e.g. indices=range(100)) or an items section "
                 "in the config (e.g. items: {start: 0, stop: 100})"
             )
+        self.track = w.Checkbox(
+            value=tracking_of(self.base) is not None,
+            description="track in TensorBoard and MLflow",
+            indent=False,
+            layout=w.Layout(width="auto"),
+        )
+        self.viewers = w.HTML()
         self.run_panel = RunPanel(
             self.make_runner(self.base),
             items_of(self.base) if from_config else indices,
@@ -188,6 +208,8 @@ class Experiment(w.VBox):  # type: ignore[misc]
             check=self._check_config,
         )
         self.editor.observe(self._config_changed, names="value")
+        self.track.observe(lambda _: self._tracking_changed(), names="value")
+        self._tracking_changed()
         self.sweep_overrides = w.Text(
             placeholder="e.g. decoder.beam_size=1,5 decoder.engine=whisper,pocketsphinx",
             description="sweep",
@@ -206,6 +228,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
         self.children = [
             sections,
             self.run_panel,
+            w.HBox([self.track, self.viewers]),
             w.HBox([self.sweep_overrides, self.sweep_button]),
             self.sweep_error,
             self.sweep_box,
@@ -220,7 +243,29 @@ class Experiment(w.VBox):  # type: ignore[misc]
             container = OmegaConf.to_container(cfg.runner, resolve=True)
             assert isinstance(container, dict)
             options = {str(k): v for k, v in container.items() if k != "_target_"}
-        return self.runner_cls(self.provider_cls(cfg), parallel=self.cluster.for_runs(), **options)
+        tracking = self.tracking(cfg)
+        if tracking is not None:
+            made = tuple(to_overrides(self.base, cfg))
+            tracking = dataclasses.replace(tracking, overrides=made)
+        return self.runner_cls(
+            self.provider_cls(cfg), parallel=self.cluster.for_runs(), tracking=tracking, **options
+        )
+
+    def tracking(self, cfg: DictConfig | None = None) -> Tracking | None:
+        """Where runs go as the "track" box and ``cfg`` (default: as edited) say; None: nowhere."""
+        if not self.track.value:
+            return None
+        return tracking_of(self.editor.value if cfg is None else cfg) or Tracking(
+            tensorboard=True, mlflow=True
+        )
+
+    def _tracking_changed(self) -> None:
+        tracking = self.tracking()
+        commands = tracking.commands(self.runs_dir / "run") if tracking is not None else []
+        self.viewers.value = " ".join(
+            f"<code class='kit-viewer'>{html.escape(c)}</code>" for c in commands
+        )
+        self.run_panel.runner = self.make_runner(self.editor.value)
 
     def refresh(self) -> None:
         """Read the history again from ``runs_dir`` (runs from other notebooks too)."""
@@ -299,6 +344,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
                 metric=metric,
                 minimize=minimize,
                 build=build,
+                tracking=self.tracking() or Tracking(),  # unticked: not even the config's
             )
         except BaseException:
             if not any(folder.iterdir()):

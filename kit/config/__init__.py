@@ -15,6 +15,7 @@ from kit.config._schema import (
     PARALLEL_ENVS,
     ParallelConfig,
     RunnerConfig,
+    TrackingConfig,
     config_problems,
     parallel_section,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "ConfigError",
     "ParallelConfig",
     "RunnerConfig",
+    "TrackingConfig",
     "config_hash",
     "config_problems",
     "load_config",

@@ -184,6 +184,30 @@ def config_hash(cfg: ConfigSource) -> str:
     return hashlib.sha256(_canonical(container).encode()).hexdigest()[:12]
 
 
+#: Sections that say where a run is watched from, not what it computes: a run or
+#: sweep resumes with them changed (tracking turned on afterwards, say).
+WATCH_SECTIONS = ("tracking",)
+
+
+def outcome_hash(cfg: ConfigSource) -> str:
+    """Return :func:`config_hash` of ``cfg`` less the sections that do not change results.
+
+    A stored run or sweep is resumed only under a config of the same outcome hash.
+
+    Examples
+    --------
+    >>> outcome_hash({"a": 1, "tracking": {"mlflow": True}}) == outcome_hash({"a": 1})
+    True
+    """
+    config = _as_config(source=cfg)
+    if not any(name in config for name in WATCH_SECTIONS):
+        return config_hash(config)
+    trimmed = copy.copy(config)
+    for name in WATCH_SECTIONS:
+        trimmed.pop(name, None)
+    return config_hash(trimmed)
+
+
 def _canonical(value: Any) -> str:
     if isinstance(value, dict):
         items = sorted((_canonical(k), _canonical(v)) for k, v in value.items())

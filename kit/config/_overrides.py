@@ -111,7 +111,8 @@ def _apply_one(cfg: DictConfig, override: Any, line: str, provenance: Provenance
                 full_key=key,
                 fix=f"write `{key}=...` to change it, or `++{key}=...` to add or change",
             )
-        if not (override.is_add() or override.is_force_add()) and not exists:
+        adding = override.is_add() or override.is_force_add()
+        if not adding and not exists and not _kit_field(key):
             raise _no_such_key(cfg, key, line, f"to add it, write `+{line}`")
         # A mapping merges into an existing section, as in Hydra; anything
         # else (including a mapping over a list) replaces the old value.
@@ -123,6 +124,26 @@ def _apply_one(cfg: DictConfig, override: Any, line: str, provenance: Provenance
     provenance[key] = where
 
 
+def _kit_fields(section: str) -> list[str]:
+    """Return the keys of ``section`` if Kit owns it (``tracking.mlflow``...): they exist.
+
+    Examples
+    --------
+    >>> _kit_fields("tracking")[:2], _kit_fields("model")
+    (['tracking.tensorboard', 'tracking.mlflow'], [])
+    """
+    import dataclasses
+
+    from kit.config._schema import SECTIONS
+
+    schema = SECTIONS.get(section)
+    return [f"{section}.{f.name}" for f in dataclasses.fields(schema)] if schema else []
+
+
+def _kit_field(key: str) -> bool:
+    return key in _kit_fields(key.partition(".")[0])
+
+
 def _is_section(cfg: DictConfig, key: str) -> bool:
     parent, _, last = key.rpartition(".")
     node = OmegaConf.select(cfg, parent) if parent else cfg
@@ -131,7 +152,7 @@ def _is_section(cfg: DictConfig, key: str) -> bool:
 
 
 def _no_such_key(cfg: DictConfig, key: str, line: str, fix: str) -> ConfigError:
-    guess = closest(key, all_keys(cfg))
+    guess = closest(key, [*all_keys(cfg), *_kit_fields(key.partition(".")[0])])
     problem = f"override {line!r} names a key that does not exist"
     if guess:
         problem += f"; did you mean '{guess}'?"

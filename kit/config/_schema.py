@@ -212,12 +212,43 @@ class TargetConfig:
     _target_: str = MISSING
 
 
+@dataclass
+class TrackingConfig:
+    """Schema of the ``tracking`` section: the trackers a run is exported to, live.
+
+    Attributes
+    ----------
+    tensorboard
+        A folder for TensorBoard logs, or true for ``tensorboard`` beside the
+        run's folder; null (the default) writes none.
+    mlflow
+        An MLflow tracking URI (``sqlite:///runs/mlflow.db``, a server's
+        ``http://127.0.0.1:5000``), or true for ``mlflow.db`` beside the run's
+        folder; null (the default) exports nothing to MLflow.
+    experiment
+        The MLflow experiment runs go in.
+    records
+        Also upload the stored records to MLflow as artifacts.
+
+    Examples
+    --------
+    >>> TrackingConfig().mlflow is None
+    True
+    """
+
+    tensorboard: Any = field(default=None, metadata={"path_or_flag": "a folder"})
+    mlflow: Any = field(default=None, metadata={"path_or_flag": "a tracking URI"})
+    experiment: str = "kit"
+    records: bool = False
+
+
 #: The kit-owned sections and their schemas.
 SECTIONS: Mapping[str, type] = {
     "parallel": ParallelConfig,
     "runner": RunnerConfig,
     "items": ItemsConfig,
     "provider": TargetConfig,
+    "tracking": TrackingConfig,
 }
 
 Provenance = Callable[[str], str | None]
@@ -392,6 +423,17 @@ def _check_field(
             source=source_of(key),
             expected=f"{'a number' if 'float' in str(f.type) else 'an integer'} >= {minimum}",
             fix=f"set it with `{key}={minimum}` or more",
+        )
+    what = f.metadata.get("path_or_flag")
+    if what is not None and not (
+        value is None or isinstance(value, bool) or (isinstance(value, str) and value.strip())
+    ):
+        raise error(
+            f"must be true, false or {what}, got {value!r}",
+            full_key=key,
+            source=source_of(key),
+            expected=f"true (the default place), false, or {what}",
+            fix=f"set it with `{key}=true`",
         )
     auto_min = f.metadata.get("auto_or_min")
     if auto_min is not None and value != "auto":

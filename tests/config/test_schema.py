@@ -137,3 +137,26 @@ def test_n_workers_is_bounded_for_the_kind_of_cluster(env: str, limit: int) -> N
         f"parallel.n_workers: 100000000 workers is more than Kit starts for env {env!r} "
         f"(at most {limit}, for {where})"
     )
+
+
+@pytest.mark.parametrize(
+    ("tracking", "message"),
+    [
+        ({"mlflow": 5}, "tracking.mlflow: must be true, false or a tracking URI, got 5"),
+        ({"tensorboard": ""}, "tracking.tensorboard: must be true, false or a folder, got ''"),
+        ({"mlfow": True}, "tracking.mlfow: unknown key 'mlfow' in section 'tracking'; did you"),
+        ({"records": "all"}, "tracking.records: 'all' is not a value of type bool"),
+    ],
+)
+def test_tracking_section_errors(tracking: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config({"tracking": tracking})
+    assert str(info.value).startswith(message)
+
+
+def test_a_tracking_key_is_set_without_a_plus_even_without_the_section() -> None:
+    cfg = load_config({"a": 1}, ["tracking.mlflow=sqlite:///runs/mlflow.db"])
+    assert cfg.tracking.mlflow == "sqlite:///runs/mlflow.db"
+    with pytest.raises(ConfigError) as info:
+        load_config({"a": 1}, ["tracking.mlfow=true"])
+    assert "did you mean 'tracking.mlflow'?" in str(info.value)

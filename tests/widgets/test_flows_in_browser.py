@@ -180,6 +180,24 @@ def test_edit_run_and_watch(jupyter: Jupyter, page: Any, shots: Shots) -> None:
     assert "10/10" in (page.locator(".kit-header").first.text_content() or "")
     assert "(first run)" in (page.locator(".kit-history").first.text_content() or "")
 
+    # Tick "track": the viewers' commands show beside the box, and the next run is in MLflow.
+    page.locator(".widget-checkbox", has_text="track in TensorBoard and MLflow").locator(
+        "input"
+    ).check()
+    viewer = page.locator("code.kit-viewer", has_text="mlflow ui --backend-store-uri").first
+    viewer.wait_for(timeout=30_000)
+    button(page, "Run").click()
+    page.locator(".kit-history tr.kit-run-row").nth(1).wait_for(timeout=120_000)
+    shots(page, "tracked", focus=viewer)
+    runs = jupyter.folder / "runs" / "edit"
+    assert (
+        viewer.text_content() or ""
+    ) == "mlflow ui --backend-store-uri sqlite:///runs/edit/mlflow.db"
+    assert "tensorboard --logdir runs/edit/tensorboard" in (
+        page.locator("code.kit-viewer").first.text_content() or ""
+    )
+    assert (runs / "tensorboard" / "002").is_dir() and (runs / "mlflow.db").is_file()
+
 
 def test_the_first_dashboard_reaches_completed(
     jupyter: Jupyter, page: Any, shots: Shots, run_shipped: Callable[..., Any]

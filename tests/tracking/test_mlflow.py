@@ -1,0 +1,184 @@
+"""Runs and sweeps in a real MLflow store (SQLite), read back by MlflowClient and a server."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mlflow import MlflowClient
+
+import kit
+from kit._from_config import build_runner
+from kit.tracking import TrackingWarning
+from tests.servers import mlflow_server
+
+
+def graded_config(tmp_path: Path, parallel: dict[str, Any], **values: Any) -> dict[str, Any]:
+    """24 items in chunks of 4, a running ``err`` and a ``mean_y`` summary, logged to MLflow."""
+    return {
+        "provider": {"_target_": "tests.workloads.KeyedProvider"},
+        "runner": {"_target_": "tests.workloads.Graded", "chunk_size": 4},
+        "items": {"start": 0, "stop": 24},
+        "factor": 2,
+        "offset": 0,
+        "log_dir": str(tmp_path),
+        "parallel": parallel,
+        "output_dir": str(tmp_path / "runs" / "graded"),
+        "tracking": {"mlflow": f"sqlite:///{tmp_path}/runs/mlflow.db"},
+        **values,
+    }
+
+
+def client_of(tmp_path: Path) -> MlflowClient:
+    return MlflowClient(f"sqlite:///{tmp_path}/runs/mlflow.db")
+
+
+def runs_of(client: MlflowClient) -> list[Any]:
+    experiment = client.get_experiment_by_name("kit")
+    assert experiment is not None, "the runs go in the experiment 'kit'"
+    return list(client.search_runs([experiment.experiment_id]))
+
+
+def wait_until(check: Any, what: str, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"{what} within {seconds} s"
+        time.sleep(0.02)
+
+
+def test_a_run_becomes_an_mlflow_run_with_params_stepped_metrics_artifacts_and_status(
+    tmp_path: Path,
+) -> None:
+    runner, items = build_runner(kit.load_config(graded_config(tmp_path, {"env": "inline"})))
+    result = runner.run(items)
+    assert str(result.status) == "completed"
+
+    client = client_of(tmp_path)
+    [run] = runs_of(client)
+    assert run.info.status == "FINISHED"
+    assert run.info.run_name == "graded"
+    assert run.data.params["factor"] == "2"
+    assert run.data.params["runner.chunk_size"] == "4"
+    assert run.data.tags["kit.output_dir"] == str(tmp_path / "runs" / "graded")
+    assert run.data.metrics["mean_y"] == pytest.approx(23.0)  # the summary, by its name
+    assert "engine" not in run.data.metrics  # text is not a metric
+    done = [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "items/done")]
+    assert done[-1] == (24, 24.0)
+    assert [step for step, _ in done] == sorted(step for step, _ in done)
+    running = client.get_metric_history(run.info.run_id, "running/err")
+    assert running[-1].value == pytest.approx(sum((i % 4) / 4 for i in range(24)) / 24)
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"report.html", "config.yaml"} <= artifacts
+    # Artifacts live beside the database, not in ./mlruns of wherever the test ran.
+    assert (tmp_path / "runs" / "mlartifacts").is_dir()
+    assert not Path("mlruns").exists()
+
+
+def test_a_resumed_run_goes_on_in_its_mlflow_run(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    # Items take 20 ms: each chunk is stored as it ends (quicker ones are stored together).
+    values = {"gate": str(gate), "gate_offset": 0, "sleep": 0.02}
+    cfg = kit.load_config(graded_config(tmp_path, {"env": "inline"}, **values))
+    runner, items = build_runner(cfg)
+    handle = runner.submit(items)
+    wait_until(lambda: handle.progress.done >= 8, "the first two chunks are done")
+    handle.cancel()
+    gate.touch()
+    assert str(handle.result().status) == "cancelled"
+    client = client_of(tmp_path)
+    [first] = runs_of(client)
+    assert first.info.status == "KILLED"
+
+    again, items = build_runner(cfg)
+    result = again.run(items)
+    assert result.stats.resumed >= 8 and str(result.status) == "completed"
+    [run] = runs_of(client)  # the same MLflow run, not a second one
+    assert run.info.run_id == first.info.run_id
+    assert run.info.status == "FINISHED"
+    steps = [m.step for m in client.get_metric_history(run.info.run_id, "items/done")]
+    assert steps[0] < 24 and steps[-1] == 24  # both runs' progress, on one axis
+
+
+def test_tracking_turned_on_later_resumes_the_stored_run_and_exports_it(tmp_path: Path) -> None:
+    cfg = graded_config(tmp_path, {"env": "inline"})
+    untracked = {key: value for key, value in cfg.items() if key != "tracking"}
+    runner, items = build_runner(kit.load_config(untracked))
+    assert runner.run(items).stats.ok == 24
+    # Where a run is watched from is not part of the config a resume compares.
+    again, items = build_runner(kit.load_config(cfg))
+    assert again.run(items).stats.resumed == 24
+    [run] = runs_of(client_of(tmp_path))
+    assert run.info.status == "FINISHED" and run.data.metrics["mean_y"] == pytest.approx(23.0)
+
+
+def test_a_tracker_that_fails_warns_once_and_the_run_loses_nothing(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the trackers want a folder")
+    cfg = graded_config(
+        tmp_path,
+        {"env": "inline"},
+        tracking={"mlflow": f"sqlite:///{blocker}/mlflow.db", "tensorboard": str(blocker / "tb")},
+    )
+    runner, items = build_runner(kit.load_config(cfg))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = runner.run(items)
+    assert str(result.status) == "completed" and result.stats.ok == 24
+    assert [r["y"] for r in kit.attach(tmp_path / "runs" / "graded").result().records] == [
+        2 * i for i in range(24)
+    ]
+    said = [str(w.message) for w in caught if issubclass(w.category, TrackingWarning)]
+    assert len(said) == 2, said
+    assert any(m.startswith("kit: MLflow export stopped") for m in said), said
+    assert any(m.startswith("kit: TensorBoard export stopped") for m in said), said
+    assert all("The run goes on and its output directory is complete" in m for m in said), said
+
+
+def test_a_sweep_is_a_parent_run_with_a_nested_run_per_trial_also_through_a_server(
+    tmp_path: Path, local: dict[str, Any]
+) -> None:
+    cfg = graded_config(tmp_path, local, output_dir=str(tmp_path / "runs" / "offsets"))
+    result = kit.sweep(cfg, ["offset=0,1", "factor=2,3"], metric="mean_y")
+    assert [str(r.status) for r in result.results if r is not None] == ["completed"] * 4
+
+    client = client_of(tmp_path)
+    runs = runs_of(client)
+    [parent] = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    trials = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert parent.info.run_name == "offsets" and parent.info.status == "FINISHED"
+    assert parent.data.tags["kit.sweep"] == "offset=0,1 factor=2,3"
+    assert parent.data.metrics["best/mean_y"] == pytest.approx(23.0)  # offset 0, factor 2
+    assert parent.data.metrics["trials/completed"] == 4
+    assert sorted(r.info.run_name for r in trials) == [f"offsets/trial-00{i}" for i in range(4)]
+    for trial in trials:
+        assert trial.info.status == "FINISHED"
+        tag = trial.data.tags["kit.overrides"]  # e.g. "offset=1 factor=3", as its params say
+        assert tag == f"offset={trial.data.params['offset']} factor={trial.data.params['factor']}"
+        assert "report.html" in {a.path for a in client.list_artifacts(trial.info.run_id)}
+    # The sweep and each trial keep their MLflow run's id: a resumed sweep goes on in them.
+    folder = tmp_path / "runs" / "offsets"
+    assert json.loads((folder / "tracking.json").read_text())["mlflow"]["run_id"] == (
+        parent.info.run_id
+    )
+
+    store = f"sqlite:///{tmp_path}/runs/mlflow.db"
+    with mlflow_server(store, tmp_path) as url:
+        query = {
+            "experiment_ids": [parent.info.experiment_id],
+            "filter": f"tags.mlflow.parentRunId = '{parent.info.run_id}'",
+        }
+        request = urllib.request.Request(
+            f"{url}/api/2.0/mlflow/runs/search",
+            data=json.dumps(query).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            found = json.load(reply)["runs"]
+    assert sorted(r["info"]["run_name"] for r in found) == [
+        f"offsets/trial-00{i}" for i in range(4)
+    ]
