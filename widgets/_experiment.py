@@ -262,8 +262,13 @@ class Experiment(w.VBox):  # type: ignore[misc]
     def _tracking_changed(self) -> None:
         tracking = self.tracking()
         commands = tracking.commands(self.runs_dir / "run") if tracking is not None else []
-        self.viewers.value = " ".join(
-            f"<code class='kit-viewer'>{html.escape(c)}</code>" for c in commands
+        lines = "".join(
+            f"<div><code class='kit-viewer'>{html.escape(c)}</code></div>" for c in commands
+        )
+        self.viewers.value = (
+            f"<div class='kit-viewers'><small>open the viewers with:</small>{lines}</div>"
+            if commands
+            else ""
         )
         self.run_panel.runner = self.make_runner(self.editor.value)
 
