@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import kit
-from kit import EnvironmentProvider, Runner
+from kit import Runner
 from kit.tracking import Tracking
 from kit.tracking._exporter import Exporters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import describe, machine_line, write_results
+from bench_dashboard import Nothing
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PARALLEL = {"env": "local", "n_workers": 2}
@@ -40,14 +41,6 @@ VARIANTS: dict[str, dict[str, Any] | None] = {
     "MLflow": {"mlflow": True},
     "both": {"tensorboard": True, "mlflow": True},
 }
-
-
-class Nothing(EnvironmentProvider):
-    def build_env_local(self) -> dict[str, Any]:
-        return {}
-
-    def make_worker_setup_fn(self) -> Any:
-        return dict
 
 
 class Trivial(Runner):

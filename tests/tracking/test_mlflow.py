@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 import warnings
 from pathlib import Path
@@ -16,6 +15,7 @@ import kit
 from kit._from_config import build_runner
 from kit.tracking import TrackingWarning
 from tests.servers import mlflow_server
+from tests.test_sweep import wait_until
 
 
 def graded_config(tmp_path: Path, parallel: dict[str, Any], **values: Any) -> dict[str, Any]:
@@ -42,13 +42,6 @@ def runs_of(client: MlflowClient) -> list[Any]:
     experiment = client.get_experiment_by_name("kit")
     assert experiment is not None, "the runs go in the experiment 'kit'"
     return list(client.search_runs([experiment.experiment_id]))
-
-
-def wait_until(check: Any, what: str, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, f"{what} within {seconds} s"
-        time.sleep(0.02)
 
 
 def test_a_run_becomes_an_mlflow_run_with_params_stepped_metrics_artifacts_and_status(
