@@ -31,16 +31,51 @@ def _parser() -> Any:
 
 
 def has_key(cfg: DictConfig, dotted: str) -> bool:
-    """Tell whether ``dotted`` names an existing key (a ``null`` or ``???`` value counts)."""
+    """Tell whether ``dotted`` names an existing key (a ``null`` or ``???`` value counts).
+
+    A number names an element of a list, as in Hydra (``x.0``, ``x.0.a``).
+
+    Examples
+    --------
+    >>> cfg = OmegaConf.create({"x": [1, {"a": 2}], "y": "???"})
+    >>> has_key(cfg, "x.1.a"), has_key(cfg, "x.2"), has_key(cfg, "y")
+    (True, False, True)
+    """
     node: Any = cfg
     for part in dotted.split("."):
-        if not isinstance(node, DictConfig) or node._is_none() or node._is_missing():
+        if not isinstance(node, (DictConfig, ListConfig)) or node._is_none() or node._is_missing():
             return False
+        if isinstance(node, ListConfig):
+            if not part.isdigit() or int(part) >= len(node):
+                return False
+            node = node._get_node(int(part))
+            continue
         # `in` on a DictConfig is False for a ``???`` value; keys() lists it.
         if part not in node.keys():  # noqa: SIM118
             return False
         node = node._get_node(part)
     return True
+
+
+def _parent_and_leaf(cfg: DictConfig, key: str) -> tuple[Any, str | int]:
+    """Return the container holding ``key`` and the key within it (an int in a list)."""
+    parent, _, last = key.rpartition(".")
+    node = OmegaConf.select(cfg, parent) if parent else cfg
+    leaf: str | int = int(last) if isinstance(node, ListConfig) and last.isdigit() else last
+    return node, leaf
+
+
+def _spelled(value: Any) -> str:
+    """Return ``value`` as an override writes it (``null`` for None)."""
+    return "null" if value is None else repr(value)
+
+
+def _current(cfg: DictConfig, key: str) -> Any:
+    """Return the value at ``key`` as an override spells it (``???`` for a missing one)."""
+    node, leaf = _parent_and_leaf(cfg, key)
+    if OmegaConf.is_missing(node, leaf):
+        return "???"
+    return OmegaConf.select(cfg, key)
 
 
 def apply_overrides(cfg: DictConfig, overrides: Sequence[str], provenance: Provenance) -> None:
@@ -92,16 +127,16 @@ def _apply_one(cfg: DictConfig, override: Any, line: str, provenance: Provenance
         if override.is_delete():
             if not exists:
                 raise _no_such_key(cfg, key, line, "nothing to delete: check the key name")
-            if value is not None and OmegaConf.select(cfg, key) != value:
-                current = OmegaConf.select(cfg, key)
+            # `~key=value` deletes only a key holding that value (null and ??? too).
+            current = _current(cfg, key)
+            if override.value_type is not None and current != value:
                 raise error(
-                    f"{where} expects the value {value!r}, but it is {current!r}",
+                    f"{where} expects the value {_spelled(value)}, but it is {_spelled(current)}",
                     full_key=key,
                     fix=f"write `~{key}` to delete whatever the value is",
                 )
-            parent, _, last = key.rpartition(".")
-            node = OmegaConf.select(cfg, parent) if parent else cfg
-            del node[last]
+            node, leaf = _parent_and_leaf(cfg, key)
+            del node[leaf]
             for known in [k for k in provenance if k == key or k.startswith(key + ".")]:
                 del provenance[known]
             return
@@ -114,9 +149,13 @@ def _apply_one(cfg: DictConfig, override: Any, line: str, provenance: Provenance
         adding = override.is_add() or override.is_force_add()
         if not adding and not exists and not _kit_field(key):
             raise _no_such_key(cfg, key, line, f"to add it, write `+{line}`")
-        # A mapping merges into an existing section, as in Hydra; anything
-        # else (including a mapping over a list) replaces the old value.
-        merge = isinstance(value, dict) and exists and _is_section(cfg, key)
+        # A mapping merges into an existing section and a list into an existing list
+        # (its elements then take the list's type: `users=[{name: bond}]` on a
+        # List[User]), as in Hydra; anything else replaces the old value.
+        merge = exists and (
+            (isinstance(value, dict) and _is_section(cfg, key))
+            or (isinstance(value, list) and _is_list(cfg, key))
+        )
         try:
             OmegaConf.update(cfg, key, value, merge=merge, force_add=True)
         except Exception as exc:
@@ -144,11 +183,21 @@ def _kit_field(key: str) -> bool:
     return key in _kit_fields(key.partition(".")[0])
 
 
+def _child(cfg: DictConfig, key: str) -> Any:
+    """Return the node at ``key`` (None where its parent holds no nodes)."""
+    node, leaf = _parent_and_leaf(cfg, key)
+    container = isinstance(node, (DictConfig, ListConfig))
+    return node._get_node(leaf) if container else None  # leaf: an int in a list
+
+
 def _is_section(cfg: DictConfig, key: str) -> bool:
-    parent, _, last = key.rpartition(".")
-    node = OmegaConf.select(cfg, parent) if parent else cfg
-    child = node._get_node(last) if isinstance(node, DictConfig) else None
+    child = _child(cfg, key)
     return isinstance(child, DictConfig) and not child._is_none() and not child._is_missing()
+
+
+def _is_list(cfg: DictConfig, key: str) -> bool:
+    child = _child(cfg, key)
+    return isinstance(child, ListConfig) and not child._is_none() and not child._is_missing()
 
 
 def _no_such_key(cfg: DictConfig, key: str, line: str, fix: str) -> ConfigError:

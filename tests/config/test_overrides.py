@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from kit import ConfigError, load_config
 
@@ -125,3 +127,35 @@ def test_a_config_or_override_nested_too_deep_is_a_config_error(tmp_path: Path) 
         load_config({"a": 1}, ["+x=" + "[" * 3000 + "]" * 3000])
     assert str(info.value).startswith("override '+x=[[[[[[[[[")
     assert "nests too deep to read" in str(info.value)
+
+
+def test_a_list_element_is_set_by_its_index_as_in_hydra() -> None:
+    cfg = load_config({"x": [1, {"a": 1}]}, ["x.0=5", "x.1.a=2"])
+    assert OmegaConf.to_container(cfg) == {"x": [5, {"a": 2}]}
+    assert load_config({"x": [1, 2, 3]}, ["~x.1"]).x == [1, 3]
+
+
+def test_a_delete_with_a_value_deletes_only_a_key_holding_it() -> None:
+    cfg = load_config({"a": 1, "b": None, "c": "???"}, ["~b=null", "~c=???"])
+    assert OmegaConf.to_container(cfg) == {"a": 1}
+    with pytest.raises(ConfigError) as info:
+        load_config({"a": 1}, ["~a=null"])
+    assert str(info.value).startswith("a: override '~a=null' expects the value null, but it is 1")
+
+
+@dataclasses.dataclass
+class User:
+    name: str = "nobody"
+    age: int = 0
+
+
+@dataclasses.dataclass
+class Users:
+    users: list[User] = dataclasses.field(default_factory=list)
+
+
+def test_a_list_of_mappings_on_a_typed_list_becomes_its_type_as_in_hydra() -> None:
+    cfg = load_config(OmegaConf.structured(Users), ["users=[{name:bond,age:7}]"])
+    assert OmegaConf.to_object(cfg).users == [User("bond", 7)]
+    with pytest.raises(ConfigError, match="users"):
+        load_config(OmegaConf.structured(Users), ["users=[{name:bond,age:old}]"])
