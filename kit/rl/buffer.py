@@ -313,6 +313,9 @@ class ReplayBuffer:
 class PrioritizedReplayBuffer(ReplayBuffer):
     """Prioritized replay (Schaul et al.): P(i) ~ p_i^alpha, importance weights with beta.
 
+    An item's weight is ``(N * P(i)) ** -beta`` over the largest any stored
+    item could get (the least likely one's), so weights are at most 1.
+
     New items get the highest priority seen so far. ``beta`` anneals
     linearly to 1 over ``beta_steps`` calls to :meth:`sample`. Priority
     updates name both the slot (``indices``) and the item's unique ``ids``:
@@ -374,8 +377,12 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         probs = scaled / scaled.sum()
         picked = self._rng.choice(len(candidates), size=batch_size, replace=replace, p=probs)
         weights = (len(candidates) * probs[picked]) ** (-self.beta)
+        # Normalised by the largest weight any item could get (the least likely one's),
+        # as the PER paper and DI-engine do: not by this batch's, or a batch of one
+        # would always weigh 1.
+        largest = (len(candidates) * probs[probs > 0].min()) ** (-self.beta)
         self.samples_drawn += 1
-        return candidates[picked], weights / weights.max()
+        return candidates[picked], weights / largest
 
     def update(self, info: Mapping[str, Sequence[Any]]) -> int:
         """Set ``priorities`` for (``indices``, ``ids``); return how many were applied."""

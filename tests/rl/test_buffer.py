@@ -82,10 +82,19 @@ def test_importance_weights_and_beta_annealing() -> None:
     batch = buffer.sample(2)
     probs = {"a": 0.75, "b": 0.25}
     raw = [(2 * probs[x]) ** -0.5 for x in batch.data]
-    assert np.allclose(batch.weights, np.array(raw) / max(raw), atol=1e-5)
+    largest = (2 * min(probs.values())) ** -0.5  # the least likely item's, not the batch's
+    assert np.allclose(batch.weights, np.array(raw) / largest, atol=1e-5)
     for _ in range(20):
         buffer.sample(1)
     assert buffer.beta == 1.0
+
+
+def test_a_batch_of_the_likeliest_item_weighs_less_than_one() -> None:
+    buffer = PrioritizedReplayBuffer(4, alpha=1.0, beta=1.0, seed=0)
+    buffer.push(["a", "b"])
+    buffer.update({"indices": [0, 1], "ids": [0, 1], "priorities": [1e6, 1.0]})
+    (weight,) = buffer.sample(1).weights  # "a" (P ~ 1): its weight is P(b) / P(a) ~ 1e-6
+    assert weight < 1e-3
 
 
 def test_stale_priority_updates_are_ignored() -> None:
