@@ -272,10 +272,11 @@ class _BattleLoop(EnvLoop):
                 by_agent.setdefault(agent, []).append(slot)
         for agent, agent_slots in by_agent.items():
             # Seats can differ between episodes (swap): call each policy on its own rows.
-            groups: dict[int, list[int]] = {}
+            groups: dict[tuple[int, str], list[int]] = {}
             seats = {s: lineup.seats(self.active[s].episode.episode_id)[agent] for s in agent_slots}
             for s in agent_slots:
-                groups.setdefault(id(seats[s][1]), []).append(s)
+                # By name too: one policy object may sit in both seats (self-play, swap).
+                groups.setdefault((id(seats[s][1]), seats[s][0]), []).append(s)
             for group in groups.values():
                 name, player = seats[group[0]]
                 chosen = [self.active[s] for s in group]

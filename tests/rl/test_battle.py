@@ -81,6 +81,20 @@ def test_self_play_against_a_frozen_copy_keeps_the_opponent_s_version() -> None:
     assert sides == [{"player_0"}, {"player_1"}]  # swap: both seats played
 
 
+@pytest.mark.parametrize("num_envs", [1, 2])
+def test_one_policy_in_both_seats_labels_each_transition_by_its_episode_s_seat(
+    num_envs: int,
+) -> None:
+    lineup = Lineup({"player_0": rock, "player_1": rock}, swap=True)
+    with get_worker_pool(RPS, num_envs=num_envs, mode="sync") as pool:
+        episodes = BattleCollector(pool, lineup).collect(2)
+    labels = [{(t.agent, t.policy) for t in e.transitions} for e in episodes]
+    assert labels == [  # episode 1 swaps the seats, whatever runs beside it
+        {("player_0", "player_0"), ("player_1", "player_1")},
+        {("player_0", "player_1"), ("player_1", "player_0")},
+    ]
+
+
 @pytest.mark.parametrize("mode", ["thread", "process", "shared_memory"])
 def test_battles_in_any_pool_match_the_in_process_ones(mode: str) -> None:
     lineup = {"player_0": uniform, "player_1": uniform}
