@@ -256,8 +256,7 @@ class Session:
                 keys = _bounded(register, should_stop, timeout, label)
             except (SetupCancelled, ProviderSetupError):
                 # Workers still building it drop the env when the build ends.
-                with contextlib.suppress(Exception):
-                    self.client.unregister_worker_plugin(name)
+                _drop_plugin(self.client, name)
                 raise
             finally:
                 self._gone(stale)
@@ -439,6 +438,19 @@ def _close_quietly(env: Env) -> None:
                 close()
 
 
+def _drop_plugin(client: Any, name: str) -> None:
+    """Unregister plugin ``name`` if the scheduler has it.
+
+    Unregistering one it does not have makes the scheduler log an ERROR with
+    a traceback, beside the clear error the run already gives.
+    """
+    from kit._plugin import scheduler_state
+
+    with contextlib.suppress(Exception):
+        if name in client.run_on_scheduler(scheduler_state)["plugins"]:
+            client.unregister_worker_plugin(name)
+
+
 def _attach_to_cluster(
     client: Any, provider: EnvironmentProvider, name: str, label: str, stale: list[str]
 ) -> list[str]:
@@ -455,8 +467,7 @@ def _attach_to_cluster(
         client.register_plugin(plugin, name=name)
     except Exception as exc:
         # Leave nothing half-registered: a later worker must not retry a broken setup.
-        with contextlib.suppress(Exception):
-            client.unregister_worker_plugin(name)
+        _drop_plugin(client, name)
         if isinstance(exc, KitError):
             raise exc.with_traceback(None) from None  # the provider's own ConfigError, say
         raise ProviderSetupError(
