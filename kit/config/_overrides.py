@@ -71,11 +71,18 @@ def _spelled(value: Any) -> str:
 
 
 def _current(cfg: DictConfig, key: str) -> Any:
-    """Return the value at ``key`` as an override spells it (``???`` for a missing one)."""
-    node, leaf = _parent_and_leaf(cfg, key)
-    if OmegaConf.is_missing(node, leaf):
-        return "???"
-    return OmegaConf.select(cfg, key)
+    """Return the value at ``key`` as an override spells it, unresolved (``???`` if missing).
+
+    Examples
+    --------
+    >>> cfg = OmegaConf.create({"a": "${b}", "b": 1, "c": "???", "d": {"e": None}})
+    >>> [_current(cfg, k) for k in ("a", "c", "d", "d.e")]
+    ['${b}', '???', {'e': None}, None]
+    """
+    child = _child(cfg, key)
+    if isinstance(child, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(child, resolve=False)
+    return child._value()
 
 
 def apply_overrides(cfg: DictConfig, overrides: Sequence[str], provenance: Provenance) -> None:
@@ -128,7 +135,7 @@ def _apply_one(cfg: DictConfig, override: Any, line: str, provenance: Provenance
             if not exists:
                 raise _no_such_key(cfg, key, line, "nothing to delete: check the key name")
             # `~key=value` deletes only a key holding that value (null and ??? too).
-            current = _current(cfg, key)
+            current = _current(cfg, key) if override.value_type is not None else None
             if override.value_type is not None and current != value:
                 raise error(
                     f"{where} expects the value {_spelled(value)}, but it is {_spelled(current)}",
