@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kit._errors import KitError, StoreError
+from kit._files import read_json
 from kit._sweep import SWEEP_FILE, SweepResult, Trial
 from kit.result import RunResult
 
@@ -99,12 +100,12 @@ class DetachedSweep:
 
     def done(self) -> bool:
         """Whether no process drives the sweep now (it ended, was cancelled or died)."""
-        from kit.detached import DriverIdentity, _read_json
+        from kit.detached import DriverIdentity
         from kit.store import RunStore
 
         if RunStore(self.folder).busy():
             return False
-        driver = _read_json(self.folder / "driver.json")
+        driver = read_json(self.folder / "driver.json")
         # A detached driver just started holds no lock yet: alive means not done.
         return not (driver and DriverIdentity(driver).running())
 

@@ -11,8 +11,10 @@ is the reader's own and nobody else may change it.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -130,3 +132,35 @@ def open_private(path: str | os.PathLike[str], mode: str = "rb") -> IO[Any]:
         fh.close()
         raise UnsafeFileError(problem)
     return fh
+
+
+def write_json(path: Path, data: Mapping[str, Any], private: bool = False) -> None:
+    """Write ``data`` to ``path`` as JSON, atomically, into a folder that must exist.
+
+    A run's folder deleted mid-run is not made again for one file.
+    """
+    from kit._atomic import atomic_file
+
+    with atomic_file(path, private=private, parents=False) as fh:
+        json.dump(data, fh, indent=1, default=repr)
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """Return the JSON object in ``path``; None if missing, garbled, a link or no object.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "status.json"
+    >>> read_json(path) is None
+    True
+    >>> write_json(path, {"done": 3})
+    >>> read_json(path)
+    {'done': 3}
+    """
+    try:
+        with open_file(path) as fh:
+            data = json.load(fh)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, UnsafeFileError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -13,7 +13,8 @@ import functools
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -23,6 +24,10 @@ from kit._leave import leave
 from kit.config import load_config, resolve_config, to_overrides
 from kit.provider import ProviderSetupError
 from kit.result import RunError, RunResult
+
+if TYPE_CHECKING:
+    from kit.runner import Runner
+    from kit.tracking import Tracking
 
 EXIT_OK = 0
 EXIT_ITEMS_FAILED = 1
@@ -75,14 +80,14 @@ def _print_result(result: RunResult) -> int:
     return EXIT_OK if stats.failed == 0 and stats.not_run == 0 else EXIT_ITEMS_FAILED
 
 
-def _say_viewers(tracking: Any, folder: Any, indent: str = "") -> None:
+def _say_viewers(tracking: Tracking | None, folder: Path | None, indent: str = "") -> None:
     """Print the commands that open the trackers a run or sweep is exported to."""
     if tracking is not None:
         for command in tracking.commands(folder):
             _say(f"{indent}{'watch:':<10} {command}")
 
 
-def _tracked(runner: Any, overrides: list[str]) -> Any:
+def _tracked(runner: Runner, overrides: list[str]) -> Runner:
     """Return ``runner`` with its overrides noted for the trackers (MLflow's kit.overrides tag)."""
     from kit._sweep import split_watching
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import cloudpickle
 
 from kit._atomic import atomic_file
-from kit._files import UnsafeFileError, open_file, open_private
+from kit._files import UnsafeFileError, open_file, open_private, read_json, write_json
 from kit._process import alive
 from kit.events import ChunkFinished, Event, EventStream, RunFinished, RunStarted
 from kit.result import (
@@ -55,22 +55,6 @@ class Preparable(Protocol):
 
     def prepare(self, indices: Sequence[Index], **forward_kwargs: Any) -> Any:
         """Return an unstarted run handle."""
-
-
-def _write_json(path: Path, data: Mapping[str, Any], private: bool = False) -> None:
-    # Into a run's folder, which must exist: one deleted mid-run is not made again.
-    with atomic_file(path, private=private, parents=False) as fh:
-        json.dump(data, fh, indent=1, default=repr)
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    """Return the JSON object in ``path``; None if missing, garbled, a link or no object."""
-    try:
-        with open_file(path) as fh:
-            data = json.load(fh)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, UnsafeFileError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _start_time(pid: int) -> float | None:
@@ -216,8 +200,8 @@ def start_driver(
     store = RunStore(out)
     store.lock()
     try:
-        driver = _read_json(out / "driver.json")
-        result = _fresh(_read_json(out / "result.json"), "finished", driver or {})
+        driver = read_json(out / "driver.json")
+        result = _fresh(read_json(out / "result.json"), "finished", driver or {})
         if driver and DriverIdentity(driver).running() and result is None:
             raise StoreError(
                 f"a detached driver (pid {driver['pid']}) is already running in {out}; "
@@ -260,7 +244,7 @@ def _spawn_driver(out: Path, job: Mapping[str, Any], total: int) -> None:
             env=env,
             start_new_session=True,  # survives the kernel and its process group
         )
-    _write_json(
+    write_json(
         out / "driver.json",
         {
             "pid": proc.pid,
@@ -285,7 +269,7 @@ def start_sweep_driver(
     store = RunStore(folder)
     store.lock()
     try:
-        driver = _read_json(folder / "driver.json")
+        driver = read_json(folder / "driver.json")
         if driver and DriverIdentity(driver).running():
             raise StoreError(
                 f"a detached driver (pid {driver['pid']}) is already running in {folder}; "
@@ -293,7 +277,7 @@ def start_sweep_driver(
                 f"`kit cancel {folder}`"
             )
         if not (folder / "sweep.json").exists():
-            _write_json(folder / "sweep.json", record)
+            write_json(folder / "sweep.json", record)
         _spawn_driver(folder, {"sweep": list(argv)}, trials)
     finally:
         store.unlock()
@@ -339,15 +323,15 @@ class DetachedRun:
     # ------------------------------------------------------------ reading
     def status(self) -> dict[str, Any]:
         """Return the latest status: state, progress, throughput, cluster, driver pid."""
-        driver = _read_json(self.output_dir / "driver.json") or {}
-        status = _fresh(_read_json(self.output_dir / "status.json"), "updated", driver)
+        driver = read_json(self.output_dir / "driver.json") or {}
+        status = _fresh(read_json(self.output_dir / "status.json"), "updated", driver)
         if status is None:
             status = (
                 {"state": "starting", "total": driver.get("total", 0)}
                 if driver
                 else self._directory_status()
             )
-        result = _fresh(_read_json(self.output_dir / "result.json"), "finished", driver)
+        result = _fresh(read_json(self.output_dir / "result.json"), "finished", driver)
         status = _well_formed(status)
         status["driver"] = driver
         if result is not None:
@@ -557,7 +541,7 @@ def read_result(output_dir: str | os.PathLike[str], *, allow_pickle: bool = Fals
         errors.extend(chunk.errors)
         covered += chunk.stop - chunk.start
     errors.sort(key=lambda e: e.position)
-    summary = _read_json(Path(output_dir) / "result.json") or {}
+    summary = read_json(Path(output_dir) / "result.json") or {}
     raw = dict(summary.get("stats") or {})
     raw.pop("items_per_second", None)
     workers = {k: WorkerStats(**v) for k, v in (raw.pop("workers", None) or {}).items()}
@@ -657,7 +641,7 @@ class StatusWriter:
                 state=event.status.value, done=event.done, failed=event.failed, error=event.error
             )
         self._last = now
-        _write_json(self.path, {**self.base, **self.state, "updated": time.time()})
+        write_json(self.path, {**self.base, **self.state, "updated": time.time()})
 
 
 def load_job(path: Path) -> dict[str, Any]:

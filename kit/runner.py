@@ -310,21 +310,23 @@ class Runner:
             config=self.provider.config if isinstance(self.provider.config, DictConfig) else None,
         )
         events = EventStream()
-        path = store.path if store is not None else None
-        exporters = Exporters(
-            self.tracking.exporters(path, spec.config, resume=self.options.resume)
-            if self.tracking is not None
-            else []
-        )
+        exporters = None
+        if self.tracking is not None:
+            path = store.path if store is not None else None
+            exporters = Exporters(
+                self.tracking.exporters(path, spec.config, resume=self.options.resume)
+            )
         if store is not None:
             # Both start writing at this run's RunStarted, i.e. once it holds the lock.
             events.subscribe(EventLog(store.path / "events.jsonl"))
-        # The exporters end the run in the trackers while its report is drawn, then
-        # upload the report once it is written.
-        events.subscribe(exporters.take)
+        if exporters is not None:
+            # They end the run in the trackers while its report is drawn (just below),
+            # then upload the report once it is written.
+            events.subscribe(exporters.take)
         if store is not None:
             events.subscribe(ReportWriter(store.path))
-        events.subscribe(exporters.finish)
+        if exporters is not None:
+            events.subscribe(exporters.finish)
         if on_event is not None:
             events.subscribe(on_event)
         return RunHandle(spec, events)

@@ -52,11 +52,6 @@ def new_sweep_dir(runs_dir: Path) -> Path:
             n += 1
 
 
-def tracking_of(cfg: DictConfig) -> Tracking | None:
-    """Return where ``cfg``'s ``tracking`` section sends runs (None: nowhere, or no section)."""
-    return Tracking.of(cfg.get("tracking")) if cfg.get("tracking") else None
-
-
 def history_table(rows: Sequence[dict[str, Any]]) -> str:
     """Return the run history as an HTML table (one column per stat and summary metric).
 
@@ -188,7 +183,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
                 "in the config (e.g. items: {start: 0, stop: 100})"
             )
         self.track = w.Checkbox(
-            value=tracking_of(self.base) is not None,
+            value=Tracking.of(self.base.get("tracking")) is not None,
             description="track in TensorBoard and MLflow",
             indent=False,
             layout=w.Layout(width="auto"),
@@ -255,9 +250,8 @@ class Experiment(w.VBox):  # type: ignore[misc]
         """Where runs go as the "track" box and ``cfg`` (default: as edited) say; None: nowhere."""
         if not self.track.value:
             return None
-        return tracking_of(self.editor.value if cfg is None else cfg) or Tracking(
-            tensorboard=True, mlflow=True
-        )
+        edited = self.editor.value if cfg is None else cfg
+        return Tracking.of(edited.get("tracking")) or Tracking(tensorboard=True, mlflow=True)
 
     def _tracking_changed(self) -> None:
         tracking = self.tracking()

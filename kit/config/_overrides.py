@@ -7,6 +7,7 @@ that every failure becomes a :class:`ConfigError` that names the override.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,6 +17,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from kit.config._compose import Provenance, all_keys
 from kit.config._errors import ConfigError, closest, error
+from kit.config._schema import SECTIONS
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 _FIX_FORMS = (
@@ -178,10 +180,6 @@ def _kit_fields(section: str) -> list[str]:
     >>> _kit_fields("tracking")[:2], _kit_fields("model")
     (['tracking.tensorboard', 'tracking.mlflow'], [])
     """
-    import dataclasses
-
-    from kit.config._schema import SECTIONS
-
     schema = SECTIONS.get(section)
     return [f"{section}.{f.name}" for f in dataclasses.fields(schema)] if schema else []
 

@@ -152,9 +152,9 @@ class Exporter:
     :meth:`write` with the running values (at most every ``interval``
     seconds), :meth:`scalars` for values the run logged itself,
     :meth:`close` at its end with the last running values, and
-    :meth:`upload` once the run's folder is complete (its report written). Events before the run's
-    ``RunStarted`` (a run refused its folder's lock, say) are ignored, as
-    ``events.jsonl`` ignores them.
+    :meth:`upload` once the run's folder is complete (its report written).
+    Events before the run's ``RunStarted`` (a run refused its folder's
+    lock, say) are ignored, as ``events.jsonl`` ignores them.
 
     Parameters
     ----------
@@ -248,14 +248,13 @@ class Exporter:
             try:
                 if event is not None:
                     self._take(event)
-                if (event is None or time.monotonic() >= next_write) and self._dirty:
-                    self._dirty = False
-                    self.write(self.totals.running(), step=self.totals.done)
-                    next_write = time.monotonic() + self.interval
-                elif event is None:
-                    next_write = time.monotonic() + self.interval
                 if isinstance(event, RunFinished):
                     return
+                if time.monotonic() >= next_write:
+                    if self._dirty:
+                        self._dirty = False
+                        self.write(self.totals.running(), step=self.totals.done)
+                    next_write = time.monotonic() + self.interval
             except Exception as exc:
                 self.fail(exc)
                 return

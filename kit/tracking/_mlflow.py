@@ -9,7 +9,6 @@ resumed run goes on in the MLflow run it began.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
@@ -19,8 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit._atomic import atomic_file
-from kit._files import read_text
+from kit._files import read_json, write_json
 from kit.events import RunFinished, RunStarted
 from kit.tracking._exporter import INTERVAL, Exporter, installed, numbers
 
@@ -54,13 +52,9 @@ def client_for(uri: str) -> Any:
     ImportError
         Without mlflow, naming the extra to install.
     """
-    try:
-        from mlflow import MlflowClient
-    except ImportError as exc:
-        raise ImportError(
-            f"exporting to MLflow needs the mlflow package ({exc.name} is missing); "
-            f"install it with `{EXTRA}`"
-        ) from None
+    require()
+    from mlflow import MlflowClient
+
     with _clients_lock:
         # Made under the lock: a fresh SQLite store gets its tables once, not once a trial.
         if uri not in _clients:
@@ -142,25 +136,6 @@ def flat_params(config: DictConfig | Mapping[str, Any] | None) -> dict[str, str]
     return out
 
 
-def read_tracking(folder: Path | None) -> dict[str, Any]:
-    """Return what ``tracking.json`` in ``folder`` says (nothing if it is absent or damaged)."""
-    if folder is None or not (folder / TRACKING_FILE).is_file():
-        return {}
-    try:
-        data = json.loads(read_text(folder / TRACKING_FILE))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def remember_run(folder: Path, uri: str, run_id: str) -> None:
-    """Note in ``folder`` which MLflow run it is, for a resumed run to go on in it."""
-    data = read_tracking(folder)
-    data["mlflow"] = {"tracking_uri": uri, "run_id": run_id}
-    with atomic_file(folder / TRACKING_FILE, parents=False) as fh:
-        json.dump(data, fh, indent=1)
-
-
 def open_run(
     client: Any,
     uri: str,
@@ -174,7 +149,8 @@ def open_run(
     """Return the MLflow run of ``folder`` (the one it began, or a new one) and if it is new."""
     from mlflow.exceptions import MlflowException
 
-    known = read_tracking(folder).get("mlflow", {}) if resume else {}
+    noted = read_json(folder / TRACKING_FILE) if folder is not None and resume else None
+    known = (noted or {}).get("mlflow")
     if isinstance(known, dict) and known.get("tracking_uri") == uri and known.get("run_id"):
         try:
             run = client.get_run(str(known["run_id"]))
@@ -189,8 +165,8 @@ def open_run(
         tags={key: value for key, value in tags.items() if value},
     )
     run_id = str(run.info.run_id)
-    if folder is not None:
-        remember_run(folder, uri, run_id)
+    if folder is not None:  # for a resumed run to go on in it
+        write_json(folder / TRACKING_FILE, {"mlflow": {"tracking_uri": uri, "run_id": run_id}})
     return run_id, True
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,17 +147,29 @@ class Tracking:
         config: DictConfig | None,
         *,
         resume: bool = True,
+        sweep: Path | None = None,
+        hparams: Mapping[str, Any] | None = None,
+        parent: Callable[[], str | None] | None = None,
     ) -> list[Exporter]:
-        """Return the exporters of one run stored in ``output_dir``."""
+        """Return the exporters of one run stored in ``output_dir``.
+
+        A sweep's trial (``sweep``: the sweep's folder) logs where the sweep
+        does, as an HParams session of its ``hparams``, and nests under the
+        MLflow run ``parent()`` names.
+        """
         from kit.tracking._mlflow import MLflowExporter
         from kit.tracking._tensorboard import TensorBoardExporter
 
+        placed = sweep if sweep is not None else output_dir
         out: list[Exporter] = []
-        logdir = self.tensorboard_dir(output_dir)
+        logdir = self.tensorboard_dir(placed)
         if logdir is not None:
-            out.append(TensorBoardExporter(logdir))
-        uri = self.mlflow_uri(output_dir)
+            if sweep is not None and output_dir is not None:
+                logdir = logdir / output_dir.name
+            out.append(TensorBoardExporter(logdir, hparams=hparams))
+        uri = self.mlflow_uri(placed)
         if uri is not None:
+            named = f"{sweep.name}/{output_dir.name}" if sweep and output_dir else None
             tags = {"kit.overrides": " ".join(self.overrides)} if self.overrides else None
             out.append(
                 MLflowExporter(
@@ -165,6 +177,8 @@ class Tracking:
                     experiment=self.experiment,
                     output_dir=output_dir,
                     config=config,
+                    run_name=named,
+                    parent=parent,
                     tags=tags,
                     records=self.records,
                     resume=resume,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import warnings
 from concurrent.futures import Future
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,28 +127,17 @@ class SweepTracker:
 
     def exporters(self, trial: Trial, config: Any) -> list[Exporter]:
         """Return the exporters of one trial, whose resolved config is ``config``."""
-        from kit.tracking._mlflow import MLflowExporter
-        from kit.tracking._tensorboard import TensorBoardExporter
-
-        hparams = trial_hparams(trial)
-        out: list[Exporter] = []
-        if self.logdir is not None:
-            out.append(TensorBoardExporter(self.logdir / trial.name, hparams=hparams))
-        if self.uri is not None and self._parent_alive():
-            out.append(
-                MLflowExporter(
-                    self.uri,
-                    experiment=self.tracking.experiment,
-                    output_dir=trial.output_dir,
-                    config=config if isinstance(config, DictConfig) else None,
-                    run_name=f"{self.folder.name}/{trial.name}",
-                    parent=self.parent_id,
-                    tags={"kit.overrides": " ".join(trial.overrides)},
-                    records=self.tracking.records,
-                    resume=self.resume,
-                )
-            )
-        return out
+        tracking = replace(self.tracking, overrides=trial.overrides)
+        if self.uri is not None and not self._parent_alive():
+            tracking = replace(tracking, mlflow=None)  # the sweep's MLflow failed: said once
+        return tracking.exporters(
+            trial.output_dir,
+            config if isinstance(config, DictConfig) else None,
+            resume=self.resume,
+            sweep=self.folder,
+            hparams=trial_hparams(trial),
+            parent=self.parent_id,
+        )
 
     def _parent_alive(self) -> bool:
         return not self._parent.done() or self._parent.result() is not None

@@ -15,19 +15,14 @@ import kit
 from kit._from_config import build_runner
 from kit.tracking import TrackingWarning
 from tests.servers import mlflow_server
-from tests.test_sweep import wait_until
+from tests.test_sweep import sweep_config, wait_until
 
 
 def graded_config(tmp_path: Path, parallel: dict[str, Any], **values: Any) -> dict[str, Any]:
-    """24 items in chunks of 4, a running ``err`` and a ``mean_y`` summary, logged to MLflow."""
+    """A sweep test's 24 items in chunks of 4, with a running ``err`` and a ``mean_y`` summary."""
     return {
-        "provider": {"_target_": "tests.workloads.KeyedProvider"},
+        **sweep_config(tmp_path, parallel, sleep=0),
         "runner": {"_target_": "tests.workloads.Graded", "chunk_size": 4},
-        "items": {"start": 0, "stop": 24},
-        "factor": 2,
-        "offset": 0,
-        "log_dir": str(tmp_path),
-        "parallel": parallel,
         "output_dir": str(tmp_path / "runs" / "graded"),
         "tracking": {"mlflow": f"sqlite:///{tmp_path}/runs/mlflow.db"},
         **values,
