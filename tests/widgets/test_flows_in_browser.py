@@ -197,6 +197,10 @@ def test_edit_run_and_watch(jupyter: Jupyter, page: Any, shots: Shots) -> None:
         page.locator("code.kit-viewer").first.text_content() or ""
     )
     assert (runs / "tensorboard" / "002").is_dir() and (runs / "mlflow.db").is_file()
+    # What the exporters' threads print lands in the cell or the log console: nothing.
+    stderr = page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")
+    assert stderr.all_text_contents() == []
+    assert log_console_entries(page, jupyter.ui) == []
 
 
 def test_the_first_dashboard_reaches_completed(
