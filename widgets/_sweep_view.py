@@ -82,6 +82,9 @@ class SweepView(w.VBox):  # type: ignore[misc]
         self.plots = w.VBox()
         self.metric = metric
         self._plotted = -1
+        # Outside a kernel the follow thread draws on its own; a draw that finds
+        # the plots being drawn waits for them rather than returning without.
+        self._drawing = threading.Lock()
         self.children = [w.HBox([self.header, self.cancel_button]), self.table, self.plots]
         self._painter = Painter(self.draw, interval, urgent=handle.done)
         self._stopped = threading.Event()
@@ -92,6 +95,10 @@ class SweepView(w.VBox):  # type: ignore[misc]
 
     def draw(self) -> None:
         """Redraw the header and the table from the sweep as it stands (kernel thread)."""
+        with self._drawing:
+            self._draw()
+
+    def _draw(self) -> None:
         ended = self.handle.done()
         where = html.escape(str(self.handle.folder))
         state = "running" if not ended else "cancelled" if self.handle.cancelled else "completed"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+
+import pytest
 
 import kit
 from tests.workloads import KeyedProvider, Shifted, lines, toy_config
@@ -73,6 +76,30 @@ def test_a_sweep_view_follows_any_handle_and_cancels_it(tmp_path: Path) -> None:
 def test_a_sweep_view_with_a_metric_draws_the_plots_under_the_table(tmp_path: Path) -> None:
     handle = kit.submit_sweep(kit._sweep.EXAMPLE, ["items.stop=2,5"], output_dir=tmp_path / "s")
     view = SweepView(handle, metric="max_y")
+    view.result(timeout=60)
+    (plot,) = view.plots.children
+    assert type(plot).__name__ == "BokehModel"
+
+
+def test_result_returns_with_the_plots_another_thread_was_drawing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handle = kit.submit_sweep(kit._sweep.EXAMPLE, ["items.stop=2,5"], output_dir=tmp_path / "s")
+    handle.result(timeout=60)
+    started, release = threading.Event(), threading.Event()
+    draw_plots = kit.dashboard.sweep_plots
+
+    def held_plots(result: kit.SweepResult, metric: str) -> object:
+        started.set()
+        release.wait(timeout=60)
+        return draw_plots(result, metric)
+
+    monkeypatch.setattr(kit.dashboard, "sweep_plots", held_plots)
+    view = SweepView(handle, interval=3600)
+    view.metric = "max_y"
+    threading.Thread(target=view.draw, daemon=True).start()  # as the follow thread does
+    assert started.wait(timeout=60)
+    threading.Timer(0.2, release.set).start()
     view.result(timeout=60)
     (plot,) = view.plots.children
     assert type(plot).__name__ == "BokehModel"
