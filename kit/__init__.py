@@ -30,7 +30,7 @@ from kit.detached import DetachedRun, attach
 from kit.provider import EnvironmentProvider, ProviderSetupError
 from kit.result import ItemError, Progress, RunError, RunResult, RunStats, RunStatus, WorkerStats
 from kit.runner import Runner
-from kit.session import Session, get_session, sessions, shutdown
+from kit.session import Session, SessionState, get_session, sessions, shutdown
 from kit.store import RecordWriter, StoreError, StoreWarning
 
 __version__ = "0.1.0"
@@ -53,6 +53,7 @@ __all__ = [
     "RunStatus",
     "Runner",
     "Session",
+    "SessionState",
     "StoreError",
     "StoreWarning",
     "SweepHandle",

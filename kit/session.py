@@ -9,39 +9,54 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
-import functools
 import logging
 import os
 import threading
 import time
-import warnings
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, TypeVar
+from enum import StrEnum
+from typing import Any
 
-import cloudpickle
 from omegaconf import DictConfig
 
+from kit._bounded import SetupCancelled
 from kit._clusters import SubmitHook, job_states, submit_failures
-from kit._errors import KitError
+from kit._envs import EnvCache
 from kit.config import ParallelConfig, config_hash, parallel_section
-from kit.provider import (
-    Env,
-    EnvironmentProvider,
-    ProviderSetupError,
-    check_env,
-    env_name_prefix,
-    env_only_setup,
-    reading_env,
-)
+from kit.provider import Env, EnvironmentProvider
 
-T = TypeVar("T")
+__all__ = [
+    "Session",
+    "SessionState",
+    "SetupCancelled",
+    "get_session",
+    "session_for_client",
+    "sessions",
+    "shutdown",
+]
 
 _LOCK = threading.RLock()
 _SESSIONS: dict[str, Session] = {}
 _ATEXIT_REGISTERED = False
+
+
+class SessionState(StrEnum):
+    """Where a session stands.
+
+    Examples
+    --------
+    >>> session = get_session({"env": "inline"})
+    >>> session.state
+    <SessionState.OPEN: 'open'>
+    """
+
+    #: Runs may use it.
+    OPEN = "open"
+    #: :meth:`Session.close` (or :func:`shutdown`) closed it.
+    CLOSED = "closed"
+    #: Its client went away (the scheduler stopped, or the user closed the client).
+    LOST = "lost"
 
 
 @dataclass(eq=False)
@@ -68,6 +83,14 @@ class Session:
     >>> session = get_session({"env": "inline"})
     >>> session.describe()["workers"], session.dashboard_link
     (1, None)
+
+    A session closes at the end of a ``with`` block:
+
+    >>> with get_session({"env": "inline", "max_envs": 2}) as session:
+    ...     session.state
+    <SessionState.OPEN: 'open'>
+    >>> session.state
+    <SessionState.CLOSED: 'closed'>
     """
 
     key: str
@@ -75,30 +98,41 @@ class Session:
     client: Any = None
     cluster: Any = None
     started: float = field(default_factory=time.time)
-    local_envs: dict[str, Env] = field(default_factory=dict, repr=False)
     submit_hook: SubmitHook | None = field(default=None, repr=False)
-    # Env keys of the plugins this session registered, so a later run with the
-    # same provider config costs one scheduler call instead of four.
-    _env_keys: dict[str, list[str]] = field(default_factory=dict, repr=False)
-    _threads: int = field(default=0, repr=False)
-    # Runs holding each env now (never torn down while held), and env names by
-    # last use, least recent first: past parallel.max_envs, the first idle one goes.
-    _in_use: Counter[str] = field(default_factory=Counter, repr=False)
-    _recent: list[str] = field(default_factory=list, repr=False)
-    _envs_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _building: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
-    # Envs one attach is tearing down now: runs attaching other envs at once (a
-    # sweep's trials) must not pick them too, or the second teardown finds none.
-    _leaving: set[str] = field(default_factory=set, repr=False)
     #: The client was made by the user: Kit forgets it on close, never closes it.
     borrowed: bool = False
     job_logs: str | None = None
+    #: The envs this session keeps (see :class:`kit._envs.EnvCache`).
+    envs: EnvCache = field(init=False, repr=False)
     _closed: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.envs = EnvCache(self.parallel.max_envs, self.client, self._wait_for_workers)
+
+    @property
+    def state(self) -> SessionState:
+        """Open, closed by :meth:`close`, or lost (its client went away)."""
+        if self._closed:
+            return SessionState.CLOSED
+        if self.client is not None and self.client.status != "running":
+            return SessionState.LOST
+        return SessionState.OPEN
 
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` was called (or its client went away)."""
-        return self._closed or (self.client is not None and self.client.status != "running")
+        return self.state is not SessionState.OPEN
+
+    @property
+    def local_envs(self) -> dict[str, Env]:
+        """The envs built in this process (inline sessions), by name."""
+        return self.envs.local_envs
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def dashboard_link(self) -> str | None:
@@ -122,7 +156,7 @@ class Session:
     @property
     def threads_at_attach(self) -> int:
         """Worker threads counted by the latest :meth:`attach` (1 for inline)."""
-        return self._threads if self.client is not None else 1
+        return self.envs.threads if self.client is not None else 1
 
     def attach(
         self,
@@ -133,7 +167,7 @@ class Session:
     ) -> tuple[str, list[str]]:
         """Make ``provider``'s env available; return its name and keys.
 
-        Inline, the env is built once with ``build_env_local`` and cached in
+        Inline, the env is built once with ``build_env_local`` and kept in
         this session. On a cluster it is built by a worker plugin on every
         worker (and on workers that join later). The env is named by the
         provider's class and :meth:`~kit.EnvironmentProvider.env_config`; up to
@@ -148,122 +182,14 @@ class Session:
         is (Python cannot stop a thread) and its env is released when it
         ends; a later run builds afresh.
         """
-        name = provider.env_name()
-        label = type(provider).__qualname__
-        with self._envs_lock:
-            self._in_use[name] += 1
-            if name in self._recent:
-                self._recent.remove(name)
-            self._recent.append(name)
-            # Runs attaching one env at once (a sweep's trials) wait for the first to
-            # build it: a second registration returns before the workers have the env.
-            building = self._building.setdefault(name, threading.Lock())
-        try:
-            built = provider.for_env()
-            with building:
-                if self.client is None:
-                    return name, self._attach_inline(built, name, label, should_stop, timeout)
-                return name, self._attach_cluster(built, name, label, should_stop, timeout)
-        except BaseException:
-            self.release(name)
-            raise
+        return self.envs.attach(provider, should_stop=should_stop, timeout=timeout)
 
     def release(self, name: str) -> None:
         """Say a run that attached env ``name`` no longer needs it (it may be torn down)."""
-        with self._envs_lock:
-            self._in_use[name] -= 1
-            if self._in_use[name] <= 0:
-                del self._in_use[name]
+        self.envs.release(name)
 
-    def _stale(self, provider: EnvironmentProvider, name: str, present: list[str]) -> list[str]:
-        """Envs of ``provider``'s class to tear down before ``name`` joins them.
-
-        At most ``parallel.max_envs`` are kept, the least recently used idle
-        ones going first; an env a run holds stays, over the bound if need be.
-        The envs returned are claimed: call :meth:`_gone` with them once torn down.
-        """
-        prefix = env_name_prefix(type(provider))
-        with self._envs_lock:
-            order = {n: i for i, n in enumerate(self._recent)}
-            others = sorted(
-                (
-                    n
-                    for n in present
-                    if n.startswith(prefix) and n != name and n not in self._leaving
-                ),
-                key=lambda n: order.get(n, -1),
-            )
-            excess = len(others) - (self.parallel.max_envs - 1)
-            idle = [n for n in others if self._in_use[n] == 0]
-            stale = idle[: max(0, excess)]
-            for old in stale:
-                if old in self._recent:
-                    self._recent.remove(old)
-            self._leaving.update(stale)
-            return stale
-
-    def _gone(self, stale: list[str]) -> None:
-        """Say the envs :meth:`_stale` claimed are torn down (or that it was given up)."""
-        with self._envs_lock:
-            self._leaving.difference_update(stale)
-
-    def _attach_inline(
-        self,
-        provider: EnvironmentProvider,
-        name: str,
-        label: str,
-        should_stop: Callable[[], bool] | None,
-        timeout: float | None,
-    ) -> list[str]:
-        if name not in self.local_envs:
-            stale = self._stale(provider, name, list(self.local_envs))
-            try:
-                for old in stale:
-                    _teardown_stale(provider, self.local_envs.pop(old), label)
-            finally:
-                self._gone(stale)
-            self.local_envs[name] = _bounded(
-                functools.partial(_build_local, provider, label),
-                should_stop,
-                timeout,
-                label,
-                on_late=functools.partial(_teardown_stale, provider, label=label),
-            )
-        return sorted(self.local_envs[name])
-
-    def _attach_cluster(
-        self,
-        provider: EnvironmentProvider,
-        name: str,
-        label: str,
-        should_stop: Callable[[], bool] | None,
-        timeout: float | None,
-    ) -> list[str]:
-        from kit._plugin import scheduler_state
-
-        state = self.client.run_on_scheduler(scheduler_state)
-        if state["threads"] == 0:
-            self.wait_for_workers(should_stop=should_stop)
-            state = self.client.run_on_scheduler(scheduler_state)
-        self._threads = max(1, state["threads"])
-        keys = self._env_keys.get(name)
-        if keys is None or name not in state["plugins"]:
-            stale = self._stale(provider, name, state["plugins"])
-            register = functools.partial(
-                _attach_to_cluster, self.client, provider, name, label, stale
-            )
-            try:
-                keys = _bounded(register, should_stop, timeout, label)
-            except (SetupCancelled, ProviderSetupError):
-                # Workers still building it drop the env when the build ends.
-                _drop_plugin(self.client, name)
-                raise
-            finally:
-                self._gone(stale)
-            for old in stale:
-                self._env_keys.pop(old, None)
-            self._env_keys[name] = keys
-        return keys
+    def _wait_for_workers(self, should_stop: Callable[[], bool] | None) -> None:
+        self.wait_for_workers(should_stop=should_stop)
 
     def wait_for_workers(
         self, n: int = 1, *, should_stop: Callable[[], bool] | None = None
@@ -310,14 +236,16 @@ class Session:
             ) from None
 
     def close(self) -> None:
-        """Close the client, and the cluster if Kit started it."""
+        """Close the client, and the cluster if Kit started it; tear inline envs down.
+
+        Each inline env goes through its provider's ``teardown_env``, as
+        envs on workers do when their plugin is removed.
+        """
         self._closed = True
         with _LOCK:
             if _SESSIONS.get(self.key) is self:
                 del _SESSIONS[self.key]
-        for env in self.local_envs.values():
-            _close_quietly(env)
-        self.local_envs.clear()
+        self.envs.close()
         if self.client is not None and not self.borrowed:
             if self.client.status == "connecting":
                 _close_lost_client(self.client)
@@ -343,141 +271,6 @@ class Session:
             "owns_cluster": self.cluster is not None,
             "job_logs": self.job_logs,
         }
-
-
-class SetupCancelled(Exception):
-    """The run was cancelled while its session was waiting for workers or an env."""
-
-
-#: Seconds between checks for cancellation while an env is built.
-SETUP_STEP = 0.1
-
-
-def _build_local(provider: EnvironmentProvider, label: str) -> Env:
-    with reading_env(type(provider)):
-        env = provider.build_env_local()
-    return check_env(env, label, "build_env_local()")
-
-
-def _bounded(
-    fn: Callable[[], T],
-    should_stop: Callable[[], bool] | None,
-    timeout: float | None,
-    label: str,
-    on_late: Callable[[T], None] | None = None,
-) -> T:
-    """Call ``fn`` on a helper thread; give up on cancellation or after ``timeout`` s.
-
-    A call given up on goes on in the background; ``on_late`` gets its result
-    if it ever ends, so nothing it built is kept. With neither bound, ``fn``
-    runs on this thread: there is nothing to give up on.
-    """
-    if should_stop is None and timeout is None:
-        return fn()
-    lock = threading.Lock()
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def call() -> None:
-        try:
-            value = fn()
-        except BaseException as exc:
-            with lock:
-                box["error"] = exc
-                done.set()
-            return
-        with lock:
-            late = box.get("abandoned", False)
-            box["value"] = value
-            done.set()
-        if late and on_late is not None:
-            on_late(value)
-
-    threading.Thread(target=call, name=f"kit-setup-{label}", daemon=True).start()
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while not done.wait(SETUP_STEP):
-        stop = should_stop is not None and should_stop()
-        if stop or (deadline is not None and time.monotonic() >= deadline):
-            with lock:
-                if done.is_set():
-                    break
-                box["abandoned"] = True
-            if stop:
-                raise SetupCancelled(f"{label}: the run was cancelled while its env was built")
-            raise ProviderSetupError(
-                f"{label}: building the env took longer than {timeout:g} s "
-                "(runner.setup_timeout); the build goes on in the background and its env "
-                "is released when it ends. Check what the provider's setup waits for (a "
-                "download, a lock, a device), or raise runner.setup_timeout"
-            )
-    if "error" in box:
-        raise box["error"]
-    value: T = box["value"]
-    return value
-
-
-def _teardown_stale(provider: EnvironmentProvider, env: Env, label: str) -> None:
-    # The stale env belongs to an earlier run whose outcome is settled, or to a
-    # build given up on; its failing teardown must not fail the run going on.
-    try:
-        provider.teardown_env(env)
-    except Exception as exc:
-        warnings.warn(
-            f"{label}: tearing down the previous env failed ({type(exc).__name__}: {exc}); "
-            "the new env is built anyway",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-
-
-def _close_quietly(env: Env) -> None:
-    for value in env.values():
-        close = getattr(value, "close", None)
-        if callable(close):
-            with contextlib.suppress(Exception):
-                close()
-
-
-def _drop_plugin(client: Any, name: str) -> None:
-    """Unregister plugin ``name`` if the scheduler has it.
-
-    Unregistering one it does not have makes the scheduler log an ERROR with
-    a traceback, beside the clear error the run already gives.
-    """
-    from kit._plugin import scheduler_state
-
-    with contextlib.suppress(Exception):
-        if name in client.run_on_scheduler(scheduler_state)["plugins"]:
-            client.unregister_worker_plugin(name)
-
-
-def _attach_to_cluster(
-    client: Any, provider: EnvironmentProvider, name: str, label: str, stale: list[str]
-) -> list[str]:
-    from kit._plugin import ProviderPlugin, env_report
-
-    for old in stale:
-        # Gone already is fine: another client of a shared scheduler may have removed it.
-        with contextlib.suppress(ValueError):
-            client.unregister_worker_plugin(old)
-    with reading_env(type(provider)):  # make_worker_setup_fn may read the config here
-        setup = functools.partial(env_only_setup, provider.worker_setup_fn(), type(provider))
-    plugin = ProviderPlugin(name, label, cloudpickle.dumps(setup), cloudpickle.dumps(provider))
-    try:
-        client.register_plugin(plugin, name=name)
-    except Exception as exc:
-        # Leave nothing half-registered: a later worker must not retry a broken setup.
-        _drop_plugin(client, name)
-        if isinstance(exc, KitError):
-            raise exc.with_traceback(None) from None  # the provider's own ConfigError, say
-        raise ProviderSetupError(
-            f"{label}: registering the env on the workers failed: {exc!r}"
-        ) from exc
-    reports = client.run(env_report, name)
-    keys: set[str] = set()
-    for report in reports.values():
-        keys.update(report["keys"])
-    return sorted(keys)
 
 
 def _make(

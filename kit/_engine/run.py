@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig
 
+from kit._bounded import SetupCancelled
 from kit._chunk import ChunkResult
 from kit._engine.dask import DaskDispatcher
 from kit._engine.inline import InlineDispatcher
@@ -25,7 +26,7 @@ from kit._errors import SchedulerLostError, StoreError
 from kit._plan import ChunkPlanner
 from kit.events import ChunkFinished, RunFinished, RunStarted
 from kit.result import RunError, RunResult, RunStatus
-from kit.session import Session, SetupCancelled, get_session, session_for_client
+from kit.session import Session, get_session, session_for_client
 
 if TYPE_CHECKING:
     from kit._engine.handle import RunHandle
@@ -104,7 +105,7 @@ class Run:
             )
             dispatcher: InlineDispatcher | DaskDispatcher
             if session.client is None:
-                env = session.local_envs[env_name]
+                env = session.envs.local(env_name)
                 dispatcher = InlineDispatcher(
                     job, env, planner, self.complete, self.handle._should_stop
                 )
