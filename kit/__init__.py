@@ -11,11 +11,22 @@ Examples
 3
 """
 
+from kit._bounded import SetupCancelled
 from kit._clusters import job_script
 from kit._compare import Comparison, compare
 from kit._detached_sweep import DetachedSweep
 from kit._engine import RunHandle
-from kit._errors import KitError
+from kit._errors import (
+    ClusterError,
+    DriverLostError,
+    KitError,
+    NoWorkersError,
+    SchedulerLostError,
+    SchedulerUnreachableError,
+)
+from kit._errors import (
+    speak_as as _speak_as,
+)
 from kit._search import search, submit_search
 from kit._sweep import SweepHandle, SweepResult, Trial, TrialPruned, submit_sweep, sweep
 from kit.config import (
@@ -36,13 +47,16 @@ from kit.store import RecordWriter, StoreError, StoreWarning
 __version__ = "0.1.0"
 
 __all__ = [
+    "ClusterError",
     "Comparison",
     "ConfigError",
     "DetachedRun",
     "DetachedSweep",
+    "DriverLostError",
     "EnvironmentProvider",
     "ItemError",
     "KitError",
+    "NoWorkersError",
     "Progress",
     "ProviderSetupError",
     "RecordWriter",
@@ -52,8 +66,11 @@ __all__ = [
     "RunStats",
     "RunStatus",
     "Runner",
+    "SchedulerLostError",
+    "SchedulerUnreachableError",
     "Session",
     "SessionState",
+    "SetupCancelled",
     "StoreError",
     "StoreWarning",
     "SweepHandle",
@@ -77,3 +94,5 @@ __all__ = [
     "sweep",
     "to_overrides",
 ]
+
+_speak_as(__name__, globals(), __all__)

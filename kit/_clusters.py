@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kit._errors import SchedulerUnreachableError
 from kit.config import ConfigError, ParallelConfig
 
 #: dask-jobqueue's cluster class for each job-queue ``parallel.env``.
@@ -451,7 +452,7 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
                 else "check the address, and that parallel.security holds certificates "
                 "signed by the scheduler's CA"
             )
-            raise ConnectionError(
+            raise SchedulerUnreachableError(
                 f"cannot connect to the scheduler at {parallel.address}: {exc}; {hint}"
             ) from None
         return client, None

@@ -34,7 +34,40 @@ class StoreError(KitError, RuntimeError):
     committed: int = 0
 
 
-class SchedulerLostError(KitError, ConnectionError):
+class ClusterError(KitError, RuntimeError):
+    """The cluster a run needs cannot be had: the job queue refused its job, say.
+
+    Examples
+    --------
+    >>> from kit import ClusterError, KitError
+    >>> issubclass(ClusterError, KitError) and issubclass(ClusterError, RuntimeError)
+    True
+    """
+
+
+class NoWorkersError(ClusterError, TimeoutError):
+    """No worker joined the cluster, or all left, within ``parallel.startup_timeout``.
+
+    Examples
+    --------
+    >>> from kit import NoWorkersError
+    >>> issubclass(NoWorkersError, TimeoutError)
+    True
+    """
+
+
+class SchedulerUnreachableError(ClusterError, ConnectionError):
+    """Kit cannot connect to the scheduler at ``parallel.address``.
+
+    Examples
+    --------
+    >>> from kit import SchedulerUnreachableError
+    >>> issubclass(SchedulerUnreachableError, ConnectionError)
+    True
+    """
+
+
+class SchedulerLostError(ClusterError, ConnectionError):
     """The Dask scheduler a run used went away and did not come back in time.
 
     The chunks completed before are stored (with an ``output_dir``): run
@@ -45,3 +78,33 @@ class SchedulerLostError(KitError, ConnectionError):
     >>> issubclass(SchedulerLostError, ConnectionError)
     True
     """
+
+
+class DriverLostError(KitError, RuntimeError):
+    """A detached run's driver ended without finishing it; running again resumes it.
+
+    Examples
+    --------
+    >>> from kit import DriverLostError
+    >>> issubclass(DriverLostError, RuntimeError)
+    True
+    """
+
+
+def speak_as(module: str, namespace: dict[str, object], names: list[str]) -> None:
+    """Have the error classes among ``names`` report ``module``, where users import them.
+
+    A traceback then reads ``kit.ConfigError: ...``, not the private module
+    the class is written in (httpx does the same). Only exceptions: other
+    classes keep theirs, as their annotations are read in its namespace.
+
+    Examples
+    --------
+    >>> import kit
+    >>> kit.ConfigError.__module__, kit.rl.EnvPoolError.__module__
+    ('kit', 'kit.rl')
+    """
+    for name in names:
+        value = namespace[name]
+        if isinstance(value, type) and issubclass(value, BaseException):
+            value.__module__ = module

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit._errors import KitError
+from kit._errors import ClusterError, DriverLostError, KitError
 from kit._format import printable
 from kit._leave import leave
 from kit.config import load_config, resolve_config, to_overrides
@@ -500,7 +500,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say("kit: interrupted; completed chunks are kept, run again to resume", file=sys.stderr)
         return EXIT_ITEMS_FAILED
-    except (ProviderSetupError, RunError) as exc:  # the work failed, not the input
+    except (ProviderSetupError, RunError, ClusterError, DriverLostError) as exc:
+        # The work or the place it runs failed, not the input.
         _say(f"kit: error: {exc}", file=sys.stderr)
         return EXIT_ITEMS_FAILED
     except (KitError, FileNotFoundError, ImportError) as exc:

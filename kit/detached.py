@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import cloudpickle
 
 from kit._atomic import atomic_file
+from kit._errors import DriverLostError
 from kit._files import UnsafeFileError, open_file, open_private, read_json, write_json
 from kit._process import alive
 from kit.events import ChunkFinished, Event, EventStream, RunFinished, RunStarted
@@ -424,8 +425,9 @@ class DetachedRun:
         ------
         TimeoutError
             If the run has not ended within ``timeout`` seconds.
-        RuntimeError
-            If the driver died without finishing (see ``driver.log``).
+        DriverLostError
+            If the driver died without finishing (see ``driver.log``); a
+            ``RuntimeError``, as it was before it had a name of its own.
         RunError
             If the run stopped early (``on_error="raise"`` or ``max_failures``).
         """
@@ -438,14 +440,14 @@ class DetachedRun:
             time.sleep(WAIT_STEP)
         status = self.status()
         if status["state"] == "incomplete":
-            raise RuntimeError(
+            raise DriverLostError(
                 f"the run in {self.output_dir} ended without finishing (its process was "
                 "killed or crashed before writing result.json); run again to resume"
             )
         if status["state"] == "died":
             log = self.output_dir / "driver.log"
             tail = log.read_text()[-3000:] if log.exists() else ""
-            raise RuntimeError(
+            raise DriverLostError(
                 f"the driver (pid {status['driver'].get('pid')}) of {self.output_dir} ended "
                 f"without finishing; run again to resume. End of driver.log:\n{tail}"
             )

@@ -23,6 +23,7 @@ from omegaconf import DictConfig
 from kit._bounded import SetupCancelled
 from kit._clusters import SubmitHook, job_states, submit_failures
 from kit._envs import EnvCache
+from kit._errors import ClusterError, NoWorkersError
 from kit.config import ParallelConfig, config_hash, parallel_section
 from kit.provider import Env, EnvironmentProvider
 
@@ -215,7 +216,7 @@ class Session:
                         ) from None
                     failures = submit_failures(self.cluster)
                     if failures:
-                        raise RuntimeError(
+                        raise ClusterError(
                             f"the job queue refused the worker job: {failures[-1]}\n"
                             "check parallel.submit_command, parallel.options (queue, "
                             "account, resources) and `kit cluster script` for the script"
@@ -230,7 +231,7 @@ class Session:
             )
             queue = job_states(self.cluster) if self.cluster is not None else ""
             said = f"; the queue says: {queue}" if queue else ""
-            raise TimeoutError(
+            raise NoWorkersError(
                 f"no worker joined the cluster within {timeout:g} s (parallel.startup_timeout)"
                 f"{said}; check {where}"
             ) from None

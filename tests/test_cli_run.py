@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -238,6 +239,22 @@ def test_an_address_that_is_not_one_exits_2_at_once(config: Path) -> None:
         "(missing port number in address 'not-a-url')"
     ) in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_scheduler_nobody_listens_at_is_an_explained_failure_not_a_traceback(
+    config: Path,
+) -> None:
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    args = ("run", str(config), "parallel.env=remote", f"+parallel.address={address}")
+    result = kit_cli(*args, "+parallel.options.timeout=2")
+    assert result.returncode == 1, result.stdout + result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"kit: error: cannot connect to the scheduler at {address}: "), last
+    assert last.endswith("; check the address and that the scheduler runs"), last
+    assert "Traceback" not in result.stderr and "--debug" not in result.stderr
 
 
 def test_an_unexpected_error_is_one_line_unless_debug(config: Path) -> None:

@@ -98,7 +98,9 @@ def test_certificates_from_another_ca_are_refused(
         "security": security(other),
         "options": {"timeout": 5},
     }
-    with pytest.raises(ConnectionError, match="cannot connect to the scheduler at tls://"):
+    with pytest.raises(
+        kit.SchedulerUnreachableError, match="cannot connect to the scheduler at tls://"
+    ):
         kit.get_session(parallel)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from kit._chunk import ChunkResult
 from kit._engine.spec import ChunkJob
-from kit._errors import SchedulerLostError
+from kit._errors import NoWorkersError, SchedulerLostError
 from kit._plan import ChunkPlanner
 from kit.result import ItemError
 
@@ -295,7 +295,7 @@ class DaskDispatcher:
         if self.no_worker_timeout is None or self._empty_since is None:
             return
         if time.perf_counter() - self._empty_since >= self.no_worker_timeout:
-            raise TimeoutError(
+            raise NoWorkersError(
                 f"the cluster has had no worker for {self.no_worker_timeout:g} s "
                 f"(parallel.startup_timeout) with {len(self.in_flight)} chunk(s) waiting; "
                 "completed chunks are kept: check the workers' logs (an item that kills "

@@ -105,7 +105,7 @@ def resolve_config(cfg: DictConfig) -> DictConfig:
     >>> resolve_config(load_config({"a": "???", "b": {"c": "???"}}))
     Traceback (most recent call last):
     ...
-    kit.config._errors.ConfigError: 2 required values are missing (???): a, b.c
+    kit.ConfigError: 2 required values are missing (???): a, b.c
     ...
     """
     missing: list[str] = []

@@ -8,6 +8,8 @@ with envs built once per worker by an :class:`kit.EnvironmentProvider`.
 Plain classes and callbacks: nothing needs a registry.
 """
 
+from kit._errors import speak_as as _speak_as
+from kit.rl._errors import AlreadyPendingError, ClosedPoolError, EnvPoolError, NothingPendingError
 from kit.rl._seeding import EVAL, TRAIN, episode_seed
 from kit.rl._types import EnvState, Episode, Transition
 from kit.rl.battle import (
@@ -28,13 +30,14 @@ from kit.rl.distributed import DistributedCollector, EnvPoolProvider, build_pool
 from kit.rl.evaluate import EvalResult, Evaluator, IMetric, MetricEvaluator
 from kit.rl.learner import CheckpointHook, Learner, LogReduceHook
 from kit.rl.monitor import TrainingLog
-from kit.rl.pool import AsyncWorkerPool, EnvPoolError, SyncWorkerPool, WorkerPool
+from kit.rl.pool import AsyncWorkerPool, SyncWorkerPool, WorkerPool
 from kit.rl.shared import SharedMemoryPool
 from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, SyncEnvWorker, make_workers
 
 __all__ = [
     "EVAL",
     "TRAIN",
+    "AlreadyPendingError",
     "AsyncEnvWorker",
     "AsyncWorkerPool",
     "BaseEnvWorker",
@@ -42,6 +45,7 @@ __all__ = [
     "BattleEvaluator",
     "BattleResult",
     "CheckpointHook",
+    "ClosedPoolError",
     "Commander",
     "DistributedCollector",
     "EnvLoop",
@@ -59,6 +63,7 @@ __all__ = [
     "Lineup",
     "LogReduceHook",
     "MetricEvaluator",
+    "NothingPendingError",
     "Policy",
     "PrioritizedReplayBuffer",
     "ReplayBuffer",
@@ -79,3 +84,5 @@ __all__ = [
     "linear_schedule",
     "make_workers",
 ]
+
+_speak_as(__name__, globals(), __all__)

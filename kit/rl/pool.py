@@ -17,26 +17,10 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+from kit.rl._errors import AlreadyPendingError, ClosedPoolError, EnvPoolError, NothingPendingError
 from kit.rl._names import renamed
 from kit.rl._types import FAULTS, TIMEOUT, EnvState
 from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, SyncEnvWorker, names_command
-
-
-class EnvPoolError(RuntimeError):
-    """The pool cannot go on: its restart budget is spent.
-
-    Examples
-    --------
-    >>> from kit.rl import SyncEnvWorker
-    >>> def broken():
-    ...     raise OSError("no licence")
-    >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(broken, 1), max_restarts=0)
-    >>> pool.send_reset(0)
-    >>> pool.get_state()
-    Traceback (most recent call last):
-    ...
-    kit.rl.pool.EnvPoolError: env 0 failed (env_error: OSError: no licence) and the pool's ...
-    """
 
 
 class WorkerPool(abc.ABC):
@@ -106,7 +90,7 @@ class WorkerPool(abc.ABC):
     def _check_open(self) -> None:
         """Refuse a command to a closed pool, the same way whatever its mode."""
         if self.closed:
-            raise RuntimeError(
+            raise ClosedPoolError(
                 "this pool is closed (cleanup() or close() ended its envs): make a new pool "
                 "to step envs again"
             )
@@ -116,7 +100,7 @@ class WorkerPool(abc.ABC):
         if not 0 <= env_index < len(self.workers):
             raise IndexError(f"no env {env_index}: the pool has envs 0 to {len(self.workers) - 1}")
         if env_index in self._pending:
-            raise RuntimeError(
+            raise AlreadyPendingError(
                 f"env {env_index} already has a command in flight: get_state()/recv() its "
                 "answer before sending another"
             )
@@ -189,7 +173,7 @@ class WorkerPool(abc.ABC):
         self._check_open()
         in_flight = len(self._pending) + len(self._answered)
         if in_flight == 0:
-            raise RuntimeError("recv() with nothing in flight: send actions or resets first")
+            raise NothingPendingError("recv() with nothing in flight: send actions or resets first")
         want = 1 if batch_size is None else max(1, min(batch_size, in_flight))
         deadline = None if timeout is None else time.monotonic() + timeout
         while len(self._answered) < want:
@@ -381,7 +365,7 @@ class SyncWorkerPool(WorkerPool):
 
     def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
         if not self._pending:
-            raise RuntimeError("get_state() with nothing in flight: send an action first")
+            raise NothingPendingError("get_state() with nothing in flight: send an action first")
         if self._inline:
             ready, self._ready = self._ready, {}
             if not everything:  # one answer; the others stay ready, in order
@@ -460,7 +444,7 @@ class AsyncWorkerPool(WorkerPool):
 
     def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
         if not self._pending:
-            raise RuntimeError("get_state() with nothing in flight: send an action first")
+            raise NothingPendingError("get_state() with nothing in flight: send an action first")
         deadline = None if timeout is None else time.monotonic() + timeout
         workers: list[AsyncEnvWorker] = self.workers  # type: ignore[assignment]
         while True:

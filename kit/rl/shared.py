@@ -36,6 +36,7 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
+from kit.rl._errors import NothingPendingError
 from kit.rl._types import ENV_ERROR, RESET, STEPPED, TIMEOUT, EnvState
 from kit.rl.pool import WorkerPool
 from kit.rl.workers import (
@@ -498,7 +499,7 @@ class SharedMemoryPool(WorkerPool):
 
     def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
         if not self._pending:
-            raise RuntimeError("get_state() with nothing in flight: send an action first")
+            raise NothingPendingError("get_state() with nothing in flight: send an action first")
         workers: list[_GroupEnv] = self.workers  # type: ignore[assignment]
         if self._instant:
             slots, self._instant = self._instant, []

@@ -27,6 +27,7 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
+from kit.rl._errors import ClosedPoolError, NothingPendingError
 from kit.rl._names import renamed
 from kit.rl._types import ENV_ERROR, RESET, STEPPED, EnvState
 
@@ -248,7 +249,7 @@ class SyncEnvWorker(BaseEnvWorker):
 
     def get_state(self, timeout: float | None = None) -> EnvState:  # noqa: D102
         if not self._answers:
-            raise RuntimeError("get_state() with nothing sent: call send_action() first")
+            raise NothingPendingError("get_state() with nothing sent: call send_action() first")
         return self._answers.popleft()
 
     def restart(self, hard: bool = False) -> None:  # noqa: D102
@@ -434,7 +435,7 @@ class AsyncEnvWorker(BaseEnvWorker):
     def connection(self) -> Connection:
         """The pipe end to wait on (see :func:`multiprocessing.connection.wait`)."""
         if self._conn is None:
-            raise RuntimeError("the worker was cleaned up")
+            raise ClosedPoolError("the worker was cleaned up: make a new one")
         return self._conn
 
     @property

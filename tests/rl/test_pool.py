@@ -15,9 +15,12 @@ import psutil
 import pytest
 
 from kit.rl import (
+    AlreadyPendingError,
     AsyncEnvWorker,
     AsyncWorkerPool,
+    ClosedPoolError,
     EnvPoolError,
+    NothingPendingError,
     SyncEnvWorker,
     SyncWorkerPool,
     get_worker_pool,
@@ -50,7 +53,7 @@ def test_recv_returns_the_first_batch_size_ready_and_send_takes_env_ids() -> Non
         states, ids = pool.recv(batch_size=2, timeout=10)
         assert sorted(ids) == [0, 1]
         assert pool.pending == [2]
-        with pytest.raises(RuntimeError, match="already has a command in flight"):
+        with pytest.raises(AlreadyPendingError, match="already has a command in flight"):
             pool.send_action(0, 2)
         assert pool.recv(timeout=10)[1] == [2]
 
@@ -61,7 +64,7 @@ def test_sync_pool_answers_in_the_order_sent() -> None:
     pool.send_reset(0, seed=1)
     assert pool.get_state()[1] == 2
     assert pool.recv()[1] == [0]
-    with pytest.raises(RuntimeError, match="nothing in flight"):
+    with pytest.raises(NothingPendingError, match="nothing in flight"):
         pool.recv()
 
 
@@ -273,7 +276,9 @@ def test_a_closed_pool_refuses_every_command_the_same_way_in_every_mode(mode: st
         "get_state": lambda: pool.get_state(timeout=1),
     }
     for name, call in calls.items():
-        with pytest.raises(RuntimeError, match=r"^this pool is closed \(cleanup\(\) or close\(\)"):
+        with pytest.raises(
+            ClosedPoolError, match=r"^this pool is closed \(cleanup\(\) or close\(\)"
+        ):
             call()
         assert pool.closed, name
     pool.cleanup()  # closing twice is no error
