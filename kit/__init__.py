@@ -37,7 +37,7 @@ from kit.config import (
     save_config,
     to_overrides,
 )
-from kit.detached import DetachedRun, attach
+from kit.detached import DetachedRun, DetachedState, attach
 from kit.provider import EnvironmentProvider, ProviderSetupError
 from kit.result import ItemError, Progress, RunError, RunResult, RunStats, RunStatus, WorkerStats
 from kit.runner import Runner
@@ -51,6 +51,7 @@ __all__ = [
     "Comparison",
     "ConfigError",
     "DetachedRun",
+    "DetachedState",
     "DetachedSweep",
     "DriverLostError",
     "EnvironmentProvider",

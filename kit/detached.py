@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -46,7 +47,61 @@ if TYPE_CHECKING:
 WAIT_STEP = 0.2
 #: Seconds a new driver waits for the process that submitted it to let go of the directory.
 SUBMIT_GRACE = 30.0
+
+
+class DetachedState(StrEnum):
+    """Where a run stands, read from its folder: a RunStatus, or how it ended without one.
+
+    It is what ``DetachedRun.status()["state"]`` holds, a ``str`` enum like
+    ``RunStatus`` (``state == "died"`` holds, and JSON has its value).
+
+    Examples
+    --------
+    >>> DetachedState.of("died"), DetachedState.of("died").ended, DetachedState.of("died").phase
+    (<DetachedState.DIED: 'died'>, True, <RunStatus.ERROR: 'error'>)
+    >>> DetachedState.of("completed").phase, DetachedState.of(3)
+    (<RunStatus.COMPLETED: 'completed'>, <DetachedState.UNKNOWN: 'unknown'>)
+    """
+
+    STARTING = RunStatus.STARTING.value
+    RUNNING = RunStatus.RUNNING.value
+    COMPLETED = RunStatus.COMPLETED.value
+    CANCELLED = RunStatus.CANCELLED.value
+    STOPPED = RunStatus.STOPPED.value
+    ERROR = RunStatus.ERROR.value
+    #: Its driver's process is gone and wrote no result (killed, crashed): run again to resume.
+    DIED = "died"
+    #: A run in a process of its own (no driver) ended without a result: run again to resume.
+    INCOMPLETE = "incomplete"
+    #: ``status.json`` says something this Kit does not know (edited, or another version).
+    UNKNOWN = "unknown"
+
+    @classmethod
+    def of(cls, value: object) -> DetachedState:
+        """Return the state ``value`` names, or UNKNOWN."""
+        try:
+            return cls(str(value))
+        except ValueError:
+            return cls.UNKNOWN
+
+    @property
+    def ended(self) -> bool:
+        """Whether the run is not going on: a final status, or its process gone."""
+        return self in _ENDED
+
+    @property
+    def phase(self) -> RunStatus:
+        """The :class:`kit.RunStatus` a progress line shows: ``error`` for a run that is not."""
+        try:
+            return RunStatus(self.value)
+        except ValueError:
+            return RunStatus.ERROR
+
+
 FINAL = tuple(status.value for status in RunStatus if status.final)
+_ENDED = frozenset(
+    {*(DetachedState(value) for value in FINAL), DetachedState.DIED, DetachedState.INCOMPLETE}
+)
 
 
 class Preparable(Protocol):
@@ -328,24 +383,26 @@ class DetachedRun:
         status = _fresh(read_json(self.output_dir / "status.json"), "updated", driver)
         if status is None:
             status = (
-                {"state": "starting", "total": driver.get("total", 0)}
+                {"state": DetachedState.STARTING, "total": driver.get("total", 0)}
                 if driver
                 else self._directory_status()
             )
         result = _fresh(read_json(self.output_dir / "result.json"), "finished", driver)
         status = _well_formed(status)
         status["driver"] = driver
+        state = DetachedState.of(status["state"])
         if result is not None:
-            status["state"] = str(result.get("status"))
-        elif not driver and status["state"] == "running" and not RunStore(self.output_dir).busy():
-            status["state"] = "incomplete"  # its process ended without writing result.json
+            state = DetachedState.of(result.get("status"))
+        elif not driver and state is DetachedState.RUNNING and not RunStore(self.output_dir).busy():
+            state = DetachedState.INCOMPLETE  # its process ended without writing result.json
         elif (
             driver
             and DriverIdentity(driver).here
             and not DriverIdentity(driver).running()
-            and status.get("state") not in FINAL
+            and state.value not in FINAL
         ):
-            status["state"] = "died"
+            state = DetachedState.DIED
+        status["state"] = state
         return status
 
     def _directory_status(self) -> dict[str, Any]:
@@ -361,7 +418,7 @@ class DetachedRun:
         except (FileNotFoundError, UnsafeFileError):
             failed = 0
         return {
-            "state": "running",
+            "state": DetachedState.RUNNING,
             "total": manifest.get("n_items", 0),
             "done": done,
             "failed": failed,
@@ -387,8 +444,7 @@ class DetachedRun:
         ``incomplete``) has the phase ``error``: it is not going on.
         """
         status = self.status()
-        state = status.get("state")
-        phase = RunStatus(state) if state in set(RunStatus) else RunStatus.ERROR
+        phase = status["state"].phase
         return Progress(
             status.get("done", 0), status.get("failed", 0), status.get("total", 0), phase
         )
@@ -399,8 +455,7 @@ class DetachedRun:
         A run is done only once its driver released the directory's lock, so
         an immediate resume into the same directory is not refused.
         """
-        ended = (*FINAL, "died", "incomplete")
-        return self.status()["state"] in ended and not RunStore(self.output_dir).busy()
+        return self.status()["state"].ended and not RunStore(self.output_dir).busy()
 
     def cancel(self, timeout: float = 60) -> None:
         """Ask the driver to stop; completed chunks are kept and a later run resumes.
@@ -439,12 +494,12 @@ class DetachedRun:
                 )
             time.sleep(WAIT_STEP)
         status = self.status()
-        if status["state"] == "incomplete":
+        if status["state"] is DetachedState.INCOMPLETE:
             raise DriverLostError(
                 f"the run in {self.output_dir} ended without finishing (its process was "
                 "killed or crashed before writing result.json); run again to resume"
             )
-        if status["state"] == "died":
+        if status["state"] is DetachedState.DIED:
             log = self.output_dir / "driver.log"
             tail = log.read_text()[-3000:] if log.exists() else ""
             raise DriverLostError(

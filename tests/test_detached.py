@@ -146,4 +146,4 @@ def test_a_driver_that_dies_is_reported_with_its_log(tmp_path: Path) -> None:
     os.kill(int(json.loads((out / "driver.json").read_text())["pid"]), signal.SIGKILL)
     with pytest.raises(kit.DriverLostError, match="ended without finishing; run again to resume"):
         run.result(timeout=30)
-    assert kit.attach(out).status()["state"] == "died"
+    assert kit.attach(out).status()["state"] is kit.DetachedState.DIED

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import DriverLostError, RecordWriter, RunResult, StoreError, attach
+from kit import DetachedState, DriverLostError, RecordWriter, RunResult, StoreError, attach
 from tests.workloads import Affine, Opaque, OpaqueRecords, ToyProvider, expected, lines, toy_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -196,6 +196,7 @@ def test_a_killed_driver_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     assert 4 <= committed < 60
     status = attach(out).status()
     assert (status["state"], status["done"], status["total"]) == ("incomplete", 5 * committed, 300)
+    assert status["state"] is DetachedState.INCOMPLETE and status["state"].ended
     with pytest.raises(DriverLostError, match=r"ended without finishing .* run again to resume"):
         attach(out).result(timeout=10)
 
