@@ -27,6 +27,7 @@ from kit._errors import (
 from kit._errors import (
     speak_as as _speak_as,
 )
+from kit._rundir import RunDir, SweepDir
 from kit._search import search, submit_search
 from kit._sweep import SweepHandle, SweepResult, Trial, TrialPruned, submit_sweep, sweep
 from kit.config import (
@@ -61,6 +62,7 @@ __all__ = [
     "Progress",
     "ProviderSetupError",
     "RecordWriter",
+    "RunDir",
     "RunError",
     "RunHandle",
     "RunResult",
@@ -74,6 +76,7 @@ __all__ = [
     "SetupCancelled",
     "StoreError",
     "StoreWarning",
+    "SweepDir",
     "SweepHandle",
     "SweepResult",
     "Trial",

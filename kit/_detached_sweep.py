@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -19,12 +18,12 @@ from typing import Any
 
 from kit._errors import KitError, StoreError
 from kit._files import read_json
-from kit._sweep import SWEEP_FILE, SweepResult, Trial
+from kit._rundir import RunDir, SweepDir
+from kit._sweep import SweepResult, Trial
 from kit.result import RunResult
 
 #: How often result() and cancel() look at the folder again.
 WAIT_STEP = 0.2
-_TRIAL_NAME = re.compile(r"trial-[0-9]{3,6}")
 
 
 class DetachedSweep:
@@ -51,10 +50,10 @@ class DetachedSweep:
 
     def record(self) -> dict[str, Any]:
         """Return the sweep's ``sweep.json`` as read now, checked but not interpreted."""
-        path = self.folder / SWEEP_FILE
+        path = SweepDir(self.folder).record
         if path.is_symlink() or not path.is_file():
             raise FileNotFoundError(
-                f"{self.folder} holds no Kit sweep ({SWEEP_FILE}); check the path"
+                f"{self.folder} holds no Kit sweep ({SweepDir.RECORD}); check the path"
             )
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
@@ -62,7 +61,7 @@ class DetachedSweep:
             if not isinstance(entries, list):
                 raise TypeError("its trials are no list")
             for entry in entries:
-                if not _TRIAL_NAME.fullmatch(str(entry["name"])):
+                if not SweepDir.is_trial_name(str(entry["name"])):
                     raise ValueError(f"{entry['name']!r} is not a trial's folder name")
                 if not all(isinstance(o, str) for o in entry["overrides"]):
                     raise TypeError(f"{entry['name']}'s overrides are not strings")
@@ -105,7 +104,7 @@ class DetachedSweep:
 
         if RunStore(self.folder).busy():
             return False
-        driver = read_json(self.folder / "driver.json")
+        driver = read_json(SweepDir(self.folder).driver)
         # A detached driver just started holds no lock yet: alive means not done.
         return not (driver and DriverIdentity(driver).running())
 
@@ -136,7 +135,7 @@ class DetachedSweep:
         for trial, entry in zip(trials, record["trials"], strict=True):
             status = str(entry.get("status"))
             result = None
-            if not trial.output_dir.is_symlink() and (trial.output_dir / "manifest.json").exists():
+            if not trial.output_dir.is_symlink() and RunDir(trial.output_dir).manifest.exists():
                 try:
                     result = read_result(trial.output_dir)
                 except (OSError, KitError, ValueError) as exc:
@@ -154,12 +153,12 @@ class DetachedSweep:
         record = self.record()
         if not record.get("search"):
             return None
-        from kit._search import STUDY_FILE, STUDY_NAME, _optuna, journal_storage
+        from kit._search import STUDY_NAME, _optuna, journal_storage
 
         _optuna()
         from optuna import load_study
 
-        path = self.folder / STUDY_FILE
+        path = SweepDir(self.folder).study
         if path.is_symlink() or not path.is_file():
             raise FileNotFoundError(f"{path} is missing: the search has no study yet")
         return load_study(study_name=STUDY_NAME, storage=journal_storage(path))

@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 
 from kit._compare import item_metric, metric_of
 from kit._errors import KitError
+from kit._rundir import SweepDir
 from kit._sweep import (
     CONCURRENCY,
     EXAMPLE,  # noqa: F401  (the examples below run it)
@@ -46,7 +47,6 @@ from kit.result import RunResult, RunStatus
 from kit.tracking import Tracking
 
 #: The study's file in the sweep folder: Optuna's journal (one JSON line per change).
-STUDY_FILE = "optuna.journal"
 STUDY_NAME = "kit"
 DIRECTIONS = ("minimize", "maximize")
 #: How often, at most, a running trial reports its metric to the pruner (per trial).
@@ -169,7 +169,7 @@ class _SearchPlan:
                 asked = self.study.ask(self._distributions())
             number = len(self.trials)
             chosen = [self._override(dim, asked.params[dim.key]) for dim in self.dims]
-            trial = Trial(number, (*chosen, *self.fixed), self.folder / f"trial-{number:03d}")
+            trial = Trial(number, (*chosen, *self.fixed), SweepDir(self.folder).trial(number).path)
             self.trials.append(trial)
             self._record["trials"].append(
                 {
@@ -349,7 +349,7 @@ def open_study(
 ) -> Any:
     """Open (or make) the search's study: Optuna's journal file in ``folder``."""
     optuna = _optuna()
-    path = folder / STUDY_FILE
+    path = SweepDir(folder).study
     if path.is_symlink() or (path.exists() and not path.is_file()):
         raise KitError(f"{path} is not a regular file: a search's study must be one")
     _trim_torn_line(path)
@@ -526,7 +526,7 @@ def prepare_search(
         "metric": metric,
         "direction": direction,
         "trials": trials,
-        "study": STUDY_FILE,
+        "study": SweepDir.STUDY,
     }
     record = _search_record(folder, list(space), outcome_hash(base), search)
 

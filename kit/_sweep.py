@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 
 from kit._atomic import atomic_file
 from kit._errors import KitError
+from kit._rundir import SweepDir
 from kit.config import ConfigError, load_config
 from kit.config._api import outcome_hash
 from kit.config._errors import error
@@ -32,22 +33,6 @@ from kit.tracking import Tracking
 from kit.tracking._exporter import Exporters
 from kit.tracking._sweep import SweepTracker
 
-#: The sweep's own file in its folder.
-SWEEP_FILE = "sweep.json"
-#: What Kit itself puts in a sweep folder besides its trials: the lock, a detached
-#: sweep's driver files, a search's study.
-SWEEP_NAMES = frozenset(
-    {
-        SWEEP_FILE,
-        ".lock",
-        "driver.json",
-        "driver.log",
-        "job.pkl",
-        "optuna.journal",
-        "report.html",
-        "tracking.json",
-    }
-)
 #: Trials running at once, at most, by default: enough to keep a cluster busy.
 CONCURRENCY = 8
 
@@ -495,7 +480,7 @@ class SweepHandle:
     def _save(self) -> None:
         with self._lock:
             text = json.dumps(self._record, indent=1)
-            with atomic_file(self.folder / SWEEP_FILE) as fh:
+            with atomic_file(SweepDir(self.folder).record) as fh:
                 fh.write(text + "\n")
 
     def _write_report(self) -> None:
@@ -750,7 +735,7 @@ def prepare_grid(
     base = load_config(config, watching)  # checked once, whole, before any trial
     folder = Path(output_dir if output_dir is not None else _default_dir(base)).expanduser()
     trials = [
-        Trial(number, tuple(trial), folder / f"trial-{number:03d}")
+        Trial(number, tuple(trial), SweepDir(folder).trial(number).path)
         for number, trial in enumerate(grid)
     ]
     record = _record_for(folder, list(overrides), trials, outcome_hash(base))
@@ -836,13 +821,13 @@ def _default_dir(base: DictConfig) -> str:
 
 def load_record(folder: Path) -> dict[str, Any] | None:
     """Return the sweep record in ``folder``, or None for a new sweep (an empty or new folder)."""
-    path = folder / SWEEP_FILE
+    path = SweepDir(folder).record
     if path.is_symlink() or (path.exists() and not path.is_file()):
         raise KitError(f"{path} is not a regular file: a sweep folder's record must be one")
     if not path.exists():
-        if folder.is_dir() and any(p.name not in SWEEP_NAMES for p in folder.iterdir()):
+        if folder.is_dir() and any(p.name not in SweepDir.NAMES for p in folder.iterdir()):
             raise ConfigError(
-                f"{folder} holds files but no {SWEEP_FILE}: not a sweep folder\n"
+                f"{folder} holds files but no {SweepDir.RECORD}: not a sweep folder\n"
                 "    fix: give the sweep a folder of its own (output_dir=...)"
             )
         return None

@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from kit._errors import ClusterError, DriverLostError, KitError
 from kit._format import printable
 from kit._leave import leave
+from kit._rundir import SweepDir
 from kit.config import load_config, resolve_config, to_overrides
 from kit.provider import ProviderSetupError
 from kit.result import RunError, RunResult
@@ -350,7 +351,7 @@ def _report(args: argparse.Namespace) -> int:
     from kit.dashboard import write_report, write_sweep_report
 
     folder = Path(args.output_dir)
-    if (folder / "sweep.json").is_file() and not (folder / "manifest.json").exists():
+    if SweepDir(folder).holds_sweep():
         _say(write_sweep_report(folder))
         return EXIT_OK
     _say(write_report(args.output_dir))

@@ -28,6 +28,7 @@ from kit._atomic import atomic_file
 from kit._errors import DriverLostError
 from kit._files import UnsafeFileError, open_file, open_private, read_json, write_json
 from kit._process import alive
+from kit._rundir import RunDir, SweepDir
 from kit.events import ChunkFinished, Event, EventStream, RunFinished, RunStarted
 from kit.result import (
     Index,
@@ -195,7 +196,7 @@ def signal_driver(output_dir: Path) -> bool:
     StoreError
         When the proof fails, saying why; nothing is signalled.
     """
-    path = output_dir / "driver.json"
+    path = RunDir(output_dir).driver
     refused = "; nothing was signalled"
     try:
         with open_private(path, "r") as fh:
@@ -256,8 +257,8 @@ def start_driver(
     store = RunStore(out)
     store.lock()
     try:
-        driver = read_json(out / "driver.json")
-        result = _fresh(read_json(out / "result.json"), "finished", driver or {})
+        driver = read_json(RunDir(out).driver)
+        result = _fresh(read_json(RunDir(out).result), "finished", driver or {})
         if driver and DriverIdentity(driver).running() and result is None:
             raise StoreError(
                 f"a detached driver (pid {driver['pid']}) is already running in {out}; "
@@ -284,13 +285,13 @@ def _spawn_driver(out: Path, job: Mapping[str, Any], total: int) -> None:
 
     Called with ``out``'s lock held; the driver waits for it to be let go.
     """
-    with atomic_file(out / "job.pkl", "wb", private=True) as fh:
+    with atomic_file(RunDir(out).job, "wb", private=True) as fh:
         cloudpickle.dump(dict(job), fh)
     env = dict(os.environ)
     # The driver imports what this process could (user modules next to the notebook).
     env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), *sys.path] if p)
     started = time.time()
-    with open_file(out / "driver.log", "a") as log:
+    with open_file(RunDir(out).driver_log, "a") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "kit._driver", str(out)],
             stdin=subprocess.DEVNULL,
@@ -301,7 +302,7 @@ def _spawn_driver(out: Path, job: Mapping[str, Any], total: int) -> None:
             start_new_session=True,  # survives the kernel and its process group
         )
     write_json(
-        out / "driver.json",
+        RunDir(out).driver,
         {
             "pid": proc.pid,
             "host": socket.gethostname(),
@@ -325,15 +326,15 @@ def start_sweep_driver(
     store = RunStore(folder)
     store.lock()
     try:
-        driver = read_json(folder / "driver.json")
+        driver = read_json(RunDir(folder).driver)
         if driver and DriverIdentity(driver).running():
             raise StoreError(
                 f"a detached driver (pid {driver['pid']}) is already running in {folder}; "
                 f"attach to it with kit.attach({str(folder)!r}) or cancel it with "
                 f"`kit cancel {folder}`"
             )
-        if not (folder / "sweep.json").exists():
-            write_json(folder / "sweep.json", record)
+        if not SweepDir(folder).record.exists():
+            write_json(SweepDir(folder).record, record)
         _spawn_driver(folder, {"sweep": list(argv)}, trials)
     finally:
         store.unlock()
@@ -366,11 +367,10 @@ class DetachedRun:
 
     def __init__(self, output_dir: str | os.PathLike[str], *, allow_pickle: bool = False) -> None:
         self.output_dir = Path(output_dir).expanduser()
+        #: The folder's files, by what they are.
+        self.files = RunDir(self.output_dir)
         self.allow_pickle = allow_pickle
-        if (
-            not (self.output_dir / "manifest.json").exists()
-            and not (self.output_dir / "driver.json").exists()
-        ):
+        if not self.files.manifest.exists() and not self.files.driver.exists():
             raise FileNotFoundError(
                 f"{self.output_dir} holds no Kit run (no manifest.json or driver.json); "
                 "check the path"
@@ -379,15 +379,15 @@ class DetachedRun:
     # ------------------------------------------------------------ reading
     def status(self) -> dict[str, Any]:
         """Return the latest status: state, progress, throughput, cluster, driver pid."""
-        driver = read_json(self.output_dir / "driver.json") or {}
-        status = _fresh(read_json(self.output_dir / "status.json"), "updated", driver)
+        driver = read_json(self.files.driver) or {}
+        status = _fresh(read_json(self.files.status), "updated", driver)
         if status is None:
             status = (
                 {"state": DetachedState.STARTING, "total": driver.get("total", 0)}
                 if driver
                 else self._directory_status()
             )
-        result = _fresh(read_json(self.output_dir / "result.json"), "finished", driver)
+        result = _fresh(read_json(self.files.result), "finished", driver)
         status = _well_formed(status)
         status["driver"] = driver
         state = DetachedState.of(status["state"])
@@ -413,7 +413,7 @@ class DetachedRun:
             int(e.get("stop", 0)) - int(e.get("start", 0)) for e in store.ledger_entries().values()
         )
         try:
-            with open_file(self.output_dir / "errors.jsonl", "rb") as fh:
+            with open_file(self.files.errors, "rb") as fh:
                 failed = sum(1 for _ in fh)
         except (FileNotFoundError, UnsafeFileError):
             failed = 0
@@ -434,7 +434,7 @@ class DetachedRun:
         """
         from kit._follow import follow_events
 
-        return follow_events(self.output_dir / "events.jsonl", live=lambda: not self.done())
+        return follow_events(self.files.events, live=lambda: not self.done())
 
     @property
     def progress(self) -> Progress:
@@ -500,7 +500,7 @@ class DetachedRun:
                 "killed or crashed before writing result.json); run again to resume"
             )
         if status["state"] is DetachedState.DIED:
-            log = self.output_dir / "driver.log"
+            log = self.files.driver_log
             tail = log.read_text()[-3000:] if log.exists() else ""
             raise DriverLostError(
                 f"the driver (pid {status['driver'].get('pid')}) of {self.output_dir} ended "
@@ -598,7 +598,7 @@ def read_result(output_dir: str | os.PathLike[str], *, allow_pickle: bool = Fals
         errors.extend(chunk.errors)
         covered += chunk.stop - chunk.start
     errors.sort(key=lambda e: e.position)
-    summary = read_json(Path(output_dir) / "result.json") or {}
+    summary = read_json(RunDir(output_dir).result) or {}
     raw = dict(summary.get("stats") or {})
     raw.pop("items_per_second", None)
     workers = {k: WorkerStats(**v) for k, v in (raw.pop("workers", None) or {}).items()}
@@ -645,7 +645,7 @@ def attach(
     FileNotFoundError: ... holds no Kit run (no manifest.json or driver.json); check the path
     """
     folder = Path(output_dir)
-    if (folder / "sweep.json").is_file() and not (folder / "manifest.json").exists():
+    if SweepDir(folder).holds_sweep():
         from kit._detached_sweep import DetachedSweep
 
         return DetachedSweep(folder)
@@ -661,7 +661,7 @@ class StatusWriter:
         describe: Mapping[str, Any],
         session: Callable[[], Mapping[str, Any] | None] = lambda: None,
     ) -> None:
-        self.path = output_dir / "status.json"
+        self.path = RunDir(output_dir).status
         self.base = dict(describe)
         self._session = session
         self.state: dict[str, Any] = {"state": "starting", "done": 0, "failed": 0, "total": 0}
@@ -730,7 +730,7 @@ def drive(output_dir: Path) -> int:
     while RunStore(output_dir).busy() and time.monotonic() < deadline:
         time.sleep(0.05)
     try:
-        job = load_job(output_dir / "job.pkl")
+        job = load_job(RunDir(output_dir).job)
     except StoreError as exc:
         print(f"kit: error: {exc}", file=sys.stderr)  # into driver.log, which attach() shows
         return 2

@@ -318,7 +318,7 @@ class Runner:
             )
         if store is not None:
             # Both start writing at this run's RunStarted, i.e. once it holds the lock.
-            events.subscribe(EventLog(store.path / "events.jsonl"))
+            events.subscribe(EventLog(store.files.events))
         if exporters is not None:
             # They end the run in the trackers while its report is drawn (just below),
             # then upload the report once it is written.

@@ -48,6 +48,7 @@ from kit._atomic import atomic_file, fsync_dir
 from kit._chunk import ChunkResult, drop_unpicklable, fail_records
 from kit._errors import StoreError as StoreError
 from kit._files import UnsafeFileError, open_file, open_private, refuse_links
+from kit._rundir import RunDir
 from kit._version import version_difference
 from kit.result import Index, ItemError, RunResult
 
@@ -321,24 +322,10 @@ class StoreWarning(UserWarning):
 
 #: Attempts at the directory's lock when its holder lets go in between.
 LOCK_TRIES = 3
-#: The committed chunk files, one JSON line each: name, positions, size, sha256.
-LEDGER = "ledger.jsonl"
+#: The committed chunk files (the name :class:`kit._rundir.RunDir` gives them).
+LEDGER = RunDir.LEDGER
 #: What Kit writes in a run directory: none of these may be a symbolic link.
-KIT_NAMES = (
-    ".lock",
-    "chunks",
-    "manifest.json",
-    "config.yaml",
-    LEDGER,
-    "errors.jsonl",
-    "result.json",
-    "events.jsonl",
-    "report.html",
-    "status.json",
-    "driver.json",
-    "driver.log",
-    "job.pkl",
-)
+KIT_NAMES = RunDir.NAMES
 _CHUNK_NAME = re.compile(r"[0-9]{10}-[0-9]{10}\.(jsonl|arrow|pkl)")
 
 
@@ -360,8 +347,10 @@ class RunStore:
 
     def __init__(self, path: str | os.PathLike[str], writer: RecordWriter | None = None) -> None:
         self.path = Path(path)
+        #: The folder's files, by what they are.
+        self.files = RunDir(self.path)
         self.writer = writer or RecordWriter()
-        self.chunks_dir = self.path / "chunks"
+        self.chunks_dir = self.files.chunks
         self._lock: IO[str] | None = None
         self._identity: tuple[int, int] | None = None  # (device, inode) of the locked folder
 
@@ -375,7 +364,7 @@ class RunStore:
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             refuse_links(self.path, KIT_NAMES)
-            fh = open_file(self.path / ".lock", "a")
+            fh = open_file(self.files.lock, "a")
         except OSError as exc:
             raise StoreError(
                 f"cannot write to output_dir {self.path}: {exc.strerror or exc}; choose an "
@@ -408,7 +397,7 @@ class RunStore:
 
     def busy(self) -> bool:
         """Whether some process (this one included) holds the directory's lock now."""
-        path = self.path / ".lock"
+        path = self.files.lock
         if self._lock is not None:
             return True
         if not path.exists():
@@ -428,7 +417,7 @@ class RunStore:
         which anyone who can write there could edit.
         """
         try:
-            with open_file(self.path / ".lock") as fh:
+            with open_file(self.files.lock) as fh:
                 info = os.fstat(fh.fileno())
             with open("/proc/locks") as locks:
                 table = locks.read().splitlines()
@@ -457,7 +446,7 @@ class RunStore:
     # -------------------------------------------------------------- reading
     def manifest(self) -> dict[str, Any] | None:
         """Return the stored manifest, or None for a new directory."""
-        path = self.path / "manifest.json"
+        path = self.files.manifest
         if not path.is_file():
             return None
         with open_file(path) as fh:
@@ -516,7 +505,7 @@ class RunStore:
 
     def ledger_entries(self) -> dict[str, dict[str, Any]]:
         """Return the committed chunk files by name (a torn last line, from a crash, is skipped)."""
-        path = self.path / LEDGER
+        path = self.files.ledger
         if not path.is_file():
             return {}
         entries: dict[str, dict[str, Any]] = {}
@@ -604,20 +593,20 @@ class RunStore:
         else:
             if self.chunks_dir.exists():
                 shutil.rmtree(self.chunks_dir)
-            for name in ("errors.jsonl", LEDGER):
-                (self.path / name).unlink(missing_ok=True)
+            for path in (self.files.errors, self.files.ledger):
+                path.unlink(missing_ok=True)
             done = []
-        (self.path / "result.json").unlink(missing_ok=True)  # ends a previous run, not this one
+        self.files.result.unlink(missing_ok=True)  # ends a previous run, not this one
         self.chunks_dir.mkdir(parents=True, exist_ok=True)
         for stale in self.chunks_dir.glob(".*"):
             stale.unlink(missing_ok=True)  # temporary files of an interrupted write
         manifest = dict(manifest, created=old["created"] if old and resume else time.time())
-        with atomic_file(self.path / "manifest.json") as fh:
+        with atomic_file(self.files.manifest) as fh:
             json.dump(manifest, fh, indent=1)
         if config is not None:
             from kit.config import save_config
 
-            save_config(config, self.path / "config.yaml")
+            save_config(config, self.files.config)
         return done
 
     def _check_same(
@@ -667,7 +656,7 @@ class RunStore:
             )
 
     def _config_diff(self, current: DictConfig | None) -> str:
-        stored = self.path / "config.yaml"
+        stored = self.files.config
         if not stored.is_file() or current is None:
             return ""
         from kit.config import load_config, to_overrides
@@ -780,7 +769,7 @@ class RunStore:
             ).encode()
             for chunk, path in zip(chunks, paths, strict=True)
         )
-        ledger = self.path / LEDGER
+        ledger = self.files.ledger
         new = not ledger.exists()
         with open_file(ledger, "ab") as fh:
             fd = fh.fileno()
@@ -812,7 +801,7 @@ class RunStore:
 
     def _drop_torn_ledger_line(self) -> None:
         """Cut a last ledger line that a crash left without its end (its chunk runs again)."""
-        path = self.path / LEDGER
+        path = self.files.ledger
         if not path.is_file():
             return
         with open_file(path, "rb+") as fh:
@@ -824,7 +813,7 @@ class RunStore:
 
     def write_errors(self, errors: Sequence[ItemError]) -> None:
         """Rewrite ``errors.jsonl`` with ``errors`` (at the start and the end of a run)."""
-        with atomic_file(self.path / "errors.jsonl") as fh:
+        with atomic_file(self.files.errors) as fh:
             for err in errors:
                 fh.write(json.dumps(err.to_dict()) + "\n")
 
@@ -834,7 +823,7 @@ class RunStore:
         Appending keeps a run with many failures linear; the chunk files stay
         the source of truth and :meth:`finish` rewrites the file in order.
         """
-        with open_file(self.path / "errors.jsonl", "a") as fh:
+        with open_file(self.files.errors, "a") as fh:
             for err in errors:
                 fh.write(json.dumps(err.to_dict()) + "\n")
 
@@ -853,7 +842,7 @@ class RunStore:
             "finished": time.time(),
             "error": error,
         }
-        with atomic_file(self.path / "result.json") as fh:
+        with atomic_file(self.files.result) as fh:
             json.dump(summary, fh, indent=1, default=repr)
         if result.status == "completed":
             self.writer.merge(self.path, result)

@@ -15,7 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit import to_overrides
+from kit import RunDir, to_overrides
 from kit._atomic import atomic_file
 
 
@@ -98,12 +98,13 @@ def record_unstarted(
     A run that got as far as its first chunk is stored by Kit itself; this
     keeps the others in the history too, with what ended them.
     """
-    if (run_dir / "result.json").exists():
+    files = RunDir(run_dir)
+    if files.result.exists():
         return
-    if not (run_dir / "config.yaml").exists():
-        with atomic_file(run_dir / "config.yaml") as fh:
+    if not files.config.exists():
+        with atomic_file(files.config) as fh:
             fh.write(OmegaConf.to_yaml(config))
-    with atomic_file(run_dir / "result.json") as fh:
+    with atomic_file(files.result) as fh:
         # None ran: the counts say so (items asked for, 0 ok, 0 failed), not blanks.
         stats = {} if items is None else {"items": items, "ok": 0, "failed": 0}
         json.dump({"status": status, "stats": stats, "summary": {}, "error": error}, fh, indent=1)
@@ -121,7 +122,7 @@ def _stored(run_dir: Path) -> tuple[DictConfig, dict[str, Any]] | None:
         config = OmegaConf.create(stored["config"])
         selection = dict(stored.get("items") or {})
     except (OSError, ValueError, KeyError, TypeError):
-        config_path = run_dir / "config.yaml"
+        config_path = RunDir(run_dir).config
         if not config_path.exists():
             return None  # just made, its run not begun
         config, selection = OmegaConf.load(config_path), {}
@@ -172,7 +173,7 @@ def read_history(runs_dir: Path, runs: Sequence[str] | None = None) -> list[dict
             edits = [o for o in to_overrides(first[1], config) if not _where_output_goes(o)]
             changes = " ".join(edits) or "(same config)"
         try:
-            result = json.loads((run_dir / "result.json").read_text())
+            result = json.loads(RunDir(run_dir).result.read_text())
         except FileNotFoundError:
             result = {"status": "running", "stats": {}, "summary": {}}
         stats = result.get("stats") or {}

@@ -147,7 +147,7 @@ class Run:
             session = session_for_client(spec.client)
         else:
             # A job queue the run starts writes its jobs' output files beside the results.
-            logs = None if spec.store is None else spec.store.path / "job-logs"
+            logs = None if spec.store is None else spec.store.files.job_logs
             session = get_session(spec.parallel, job_logs=logs)
         self.handle.session = session
         return session

@@ -12,6 +12,7 @@ from typing import Any
 
 from kit._atomic import atomic_file
 from kit._files import UnsafeFileError, read_text
+from kit._rundir import RunDir
 from kit.dashboard._figures import DashboardView, require_bokeh
 from kit.dashboard._state import DashboardState
 from kit.events import Event, RunFinished, RunStarted, read_events
@@ -48,7 +49,7 @@ def _ran_html(folder: Path) -> str:
     may say more than ran (an Experiment app's check on a few items).
     """
     try:
-        manifest = json.loads(read_text(folder / "manifest.json"))
+        manifest = json.loads(read_text(RunDir(folder).manifest))
     except (OSError, ValueError, UnsafeFileError):
         return ""
     spec = manifest.get("indices") or {}
@@ -102,18 +103,19 @@ def write_report(output_dir: str | os.PathLike[str]) -> Path:
     from bokeh.resources import INLINE
 
     folder = Path(output_dir)
-    if not (folder / "manifest.json").exists():
+    files = RunDir(folder)
+    if not files.manifest.exists():
         raise FileNotFoundError(f"{folder} holds no Kit run (no manifest.json)")
     state = DashboardState(max_points=2000)
-    for event in read_events(folder / "events.jsonl"):
+    for event in read_events(files.events):
         state(event)
     title = f"Kit run {folder.name}"
     view = DashboardView(title)
     # The run is over: its cluster, and the Dask dashboard the live view linked to, may be gone.
     view.update(dataclasses.replace(state.snapshot(), dask_dashboard=None))
-    result_path = folder / "result.json"
+    result_path = files.result
     result = json.loads(read_text(result_path)) if result_path.exists() else {}
-    config_path = folder / "config.yaml"
+    config_path = files.config
     config = read_text(config_path) if config_path.exists() else "(no config stored)"
     details = Div(
         text=_stats_html(result)
@@ -125,7 +127,7 @@ def write_report(output_dir: str | os.PathLike[str]) -> Path:
         name="kit-details",
     )
     page = file_html(column(view.layout, details), resources=INLINE, title=title)
-    target = folder / "report.html"
+    target = files.report
     with atomic_file(target) as fh:
         fh.write(page)
     return target
@@ -146,7 +148,7 @@ class ReportWriter:
     >>> out = pathlib.Path(tempfile.mkdtemp())
     >>> writer = ReportWriter(out)
     >>> writer(RunFinished("r", "error", 0, 0, 3, 0.1))  # never started: writes nothing
-    >>> (out / "report.html").exists()
+    >>> RunDir(out).report.exists()
     False
     """
 
@@ -160,7 +162,7 @@ class ReportWriter:
             self._started = True
         elif isinstance(event, RunFinished) and self._started:
             self._started = False
-            if not (self.output_dir / "manifest.json").is_file():
+            if not RunDir(self.output_dir).manifest.is_file():
                 return  # the folder went away mid-run: the run's error says so
             try:
                 write_report(self.output_dir)

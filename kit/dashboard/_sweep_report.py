@@ -17,6 +17,7 @@ from typing import Any
 from kit._atomic import atomic_file
 from kit._compare import run_metric
 from kit._format import rows_table
+from kit._rundir import SweepDir
 from kit.dashboard._figures import PALETTE, require_bokeh
 
 #: Columns of the trials' table shown as they are (the swept values come first).
@@ -123,7 +124,7 @@ def write_sweep_report(
     if plots is not None:
         parts.append(plots)
     page = file_html(column(*parts), resources=INLINE, title=title)
-    target = Path(folder) / "report.html"
+    target = SweepDir(folder).report
     with atomic_file(target) as fh:
         fh.write(page)
     return target

@@ -19,12 +19,11 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from kit._files import read_json, write_json
+from kit._rundir import RunDir
 from kit.events import RunFinished, RunStarted
 from kit.tracking._exporter import INTERVAL, Exporter, installed, numbers
 
 EXTRA = "pip install 'kit[mlflow]'"
-#: The file in a run's (or sweep's) folder that names its MLflow run.
-TRACKING_FILE = "tracking.json"
 #: MLflow's status for each final :class:`kit.RunStatus`.
 STATUSES = {"completed": "FINISHED", "cancelled": "KILLED", "stopped": "FAILED", "error": "FAILED"}
 #: What MLflow keeps of a param's value, at most (its own limit).
@@ -149,7 +148,7 @@ def open_run(
     """Return the MLflow run of ``folder`` (the one it began, or a new one) and if it is new."""
     from mlflow.exceptions import MlflowException
 
-    noted = read_json(folder / TRACKING_FILE) if folder is not None and resume else None
+    noted = read_json(RunDir(folder).tracking) if folder is not None and resume else None
     known = (noted or {}).get("mlflow")
     if isinstance(known, dict) and known.get("tracking_uri") == uri and known.get("run_id"):
         try:
@@ -166,7 +165,7 @@ def open_run(
     )
     run_id = str(run.info.run_id)
     if folder is not None:  # for a resumed run to go on in it
-        write_json(folder / TRACKING_FILE, {"mlflow": {"tracking_uri": uri, "run_id": run_id}})
+        write_json(RunDir(folder).tracking, {"mlflow": {"tracking_uri": uri, "run_id": run_id}})
     return run_id, True
 
 
@@ -301,7 +300,7 @@ class MLflowExporter(Exporter):
         )
         self._params = flat_params(self.config) if new else {}
         # Written before the run started: uploaded now, while the items run.
-        self._upload("config.yaml")
+        self._upload(RunDir(self.output_dir).config if self.output_dir is not None else None)
 
     def write(self, values: dict[str, float], step: int) -> None:
         """Log the running values at ``step``."""
@@ -326,14 +325,14 @@ class MLflowExporter(Exporter):
 
     def upload(self, finished: RunFinished) -> None:
         """Upload ``report.html`` (and the records with ``records=True``)."""
-        self._upload("report.html")
-        chunks = self.output_dir / "chunks" if self.output_dir is not None else None
+        files = RunDir(self.output_dir) if self.output_dir is not None else None
+        self._upload(files.report if files is not None else None)
+        chunks = files.chunks if files is not None else None
         if self.records and chunks is not None and chunks.is_dir() and not chunks.is_symlink():
             self._client.log_artifacts(self._require_run(), str(chunks), "records")
 
-    def _upload(self, name: str) -> None:
-        """Upload the run folder's file ``name`` if it is there (a regular file, not a link)."""
-        path = self.output_dir / name if self.output_dir is not None else None
+    def _upload(self, path: Path | None) -> None:
+        """Upload the run folder's file at ``path`` if it is there (a regular file, not a link)."""
         if path is not None and path.is_file() and not path.is_symlink():
             self._client.log_artifact(self._require_run(), str(path))
 
