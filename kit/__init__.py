@@ -12,7 +12,7 @@ Examples
 """
 
 from kit._bounded import SetupCancelled
-from kit._clusters import job_script
+from kit._clusters import JOB_QUEUES, job_script
 from kit._compare import Comparison, compare
 from kit._detached_sweep import DetachedSweep
 from kit._engine import RunHandle
@@ -27,7 +27,9 @@ from kit._errors import (
 from kit._errors import (
     speak_as as _speak_as,
 )
+from kit._from_config import items_of
 from kit._rundir import RunDir, SweepDir
+from kit._scale_out import scale_out_command
 from kit._search import search, submit_search
 from kit._sweep import SweepHandle, SweepResult, Trial, TrialPruned, submit_sweep, sweep
 from kit.config import (
@@ -48,6 +50,7 @@ from kit.store import RecordWriter, StoreError, StoreWarning
 __version__ = "0.1.0"
 
 __all__ = [
+    "JOB_QUEUES",
     "ClusterError",
     "Comparison",
     "ConfigError",
@@ -86,10 +89,12 @@ __all__ = [
     "compare",
     "config_hash",
     "get_session",
+    "items_of",
     "job_script",
     "load_config",
     "resolve_config",
     "save_config",
+    "scale_out_command",
     "search",
     "sessions",
     "shutdown",

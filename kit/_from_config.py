@@ -80,7 +80,14 @@ _INTEGER = re.compile(r"-?[0-9]+")
 
 
 def items_of(cfg: DictConfig) -> Sequence[Index]:
-    """Return the indices of ``cfg.items``: a range, or the lines of a file."""
+    """Return the indices of ``cfg.items``: a range, or the lines of a file.
+
+    Examples
+    --------
+    >>> from kit import load_config
+    >>> list(items_of(load_config({"items": {"start": 2, "stop": 5}})))
+    [2, 3, 4]
+    """
     if "items" not in cfg:
         raise _missing("items", "`items: {start: 0, stop: 100}` or `items: {file: ids.txt}`")
     items = cfg["items"]  # not cfg.items: DictConfig has an items() method

@@ -127,6 +127,11 @@ class RunDir:
         return self.path / "tracking.json"
 
     @property
+    def experiment(self) -> Path:
+        """What a run history stored before the run: the config as edited, the items."""
+        return self.path / "experiment.json"
+
+    @property
     def job_logs(self) -> Path:
         """Where a job-queue cluster the run started writes its jobs' output."""
         return self.path / "job-logs"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -10,12 +12,13 @@ import pytest
 import kit
 import kit.config
 import kit.dashboard
+import kit.history
 import kit.rl
 import kit.tracking
 import kit.views
 import widgets
 
-MODULES = [kit, kit.config, kit.views, kit.dashboard, kit.rl, kit.tracking, widgets]
+MODULES = [kit, kit.config, kit.views, kit.dashboard, kit.history, kit.rl, kit.tracking, widgets]
 
 
 def public_names(module: ModuleType) -> set[str]:
@@ -37,3 +40,23 @@ def test_every_public_function_has_a_docstring_example(module: ModuleType) -> No
         obj = getattr(module, name)
         if inspect.isfunction(obj) or inspect.isclass(obj):
             assert obj.__doc__ and ">>>" in obj.__doc__, f"{module.__name__}.{name}"
+
+
+def test_widgets_use_only_kits_public_api() -> None:
+    """The notebook UI is a client of ``kit`` like any other: no private module of it."""
+    private = []
+    for path in sorted(Path(widgets.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            private += [
+                f"{path.name}:{node.lineno}: {name}"
+                for name in names
+                if name.split(".")[0] == "kit" and any(p.startswith("_") for p in name.split("."))
+            ]
+    assert private == []

@@ -13,8 +13,14 @@ import traitlets
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from kit.config import PARALLEL_ENVS, ConfigError, config_problems, load_config, to_overrides
-from kit.config._overrides import encode_value
+from kit.config import (
+    PARALLEL_ENVS,
+    ConfigError,
+    config_problems,
+    encode_value,
+    load_config,
+    to_overrides,
+)
 from widgets._style import error_html
 
 #: Keys edited with a dropdown: the schema choices of Kit's own sections.

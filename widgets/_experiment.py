@@ -13,14 +13,21 @@ from typing import Any
 import ipywidgets as w
 from omegaconf import DictConfig, OmegaConf
 
-from kit import ConfigError, EnvironmentProvider, RunHandle, Runner, load_config, to_overrides
-from kit._format import number, status_html
-from kit._from_config import items_of
+from kit import (
+    ConfigError,
+    EnvironmentProvider,
+    RunHandle,
+    Runner,
+    items_of,
+    load_config,
+    to_overrides,
+)
 from kit.config import parallel_section
+from kit.history import new_run_dir, read_history, record_experiment, record_unstarted
 from kit.tracking import Tracking
+from kit.views import number, status_html
 from widgets._cluster_panel import ClusterPanel
 from widgets._config_editor import ConfigEditor
-from widgets._history import new_run_dir, read_history, record_experiment, record_unstarted
 from widgets._run_panel import RunPanel
 from widgets._style import TABLE_STYLE, error_html, scrolling
 from widgets._sweep_view import SweepView
@@ -323,7 +330,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
         >>> # view = app.sweep("decoder.beam_size=1,5 decoder.engine=whisper,pocketsphinx")
         >>> # view.result().to_pandas()
         """
-        from kit._sweep import submit_sweep
+        from kit import submit_sweep
 
         if isinstance(overrides, str):
             overrides = shlex.split(overrides)

@@ -6,30 +6,26 @@ import copy
 import html
 import os
 import random
-import shlex
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
-from omegaconf import OmegaConf
 
-from kit import RunError, RunHandle, Runner, RunResult, to_overrides
-from kit._clusters import EXTRA_RESOURCES, JOB_QUEUES, JOB_RESOURCES
-from kit._format import failed_html, number, status_html
-from kit.config import ParallelConfig, config_hash
+from kit import RunError, RunHandle, Runner, RunResult, scale_out_command
+from kit.config import ParallelConfig
 from kit.dashboard import Dashboard
 from kit.events import RunStarted
+from kit.history import items_digest
 from kit.result import Index
 from kit.runner import normalize_indices
+from kit.views import failed_html, number, status_html
 from widgets._dashboard import dashboard_widget, load_bokehjs
-from widgets._history import items_digest
 from widgets._kernel import on_kernel_thread
 from widgets._style import TABLE_STYLE, error_html, scrolling
 
 MAX_ROWS = 200
-_ABSENT = object()
 
 
 def choose(indices: Sequence[Index], n: int, how: str, seed: int) -> list[Index]:
@@ -341,63 +337,19 @@ class RunPanel(w.VBox):  # type: ignore[misc]
     def scale_out_command(self) -> str:
         """Return the ``kit submit`` command that runs this experiment on the cluster.
 
-        It runs as printed from the notebook's folder: the config file is
-        named by a path relative to it (a config from elsewhere, such as an
-        installed package, is first saved beside the notebook), the
-        overrides lead from that file to the config being edited plus the
-        cluster's, and a job queue gets the resources every job needs
-        (``parallel.options.cores`` and ``memory``) when the config has none.
+        See :func:`kit.scale_out_command`: it runs as printed from the
+        notebook's folder, a config file from elsewhere saved in
+        :attr:`scale_out_dir` first.
         """
         config = self.runner.provider.config
         base = self.base_config if self.base_config is not None else config
-        cluster = [o.lstrip("+") for o in self.scale_out_overrides]
-        target = OmegaConf.merge(config, OmegaConf.from_dotlist(cluster))
-        env = str(OmegaConf.select(target, "parallel.env", default=""))
-        if env in JOB_QUEUES:
-            defaults = {**JOB_RESOURCES, **EXTRA_RESOURCES.get(env, {})}
-            cluster += [
-                f"parallel.options.{key}={value}"
-                for key, value in defaults.items()
-                if OmegaConf.select(target, f"parallel.options.{key}", default=None) is None
-            ]
-        # "+" where the key is new to the file: the override grammar refuses to add silently.
-        cluster = [
-            o
-            if OmegaConf.select(base, o.split("=", 1)[0], default=_ABSENT) is not _ABSENT
-            else f"+{o}"
-            for o in cluster
-        ]
-        edits = to_overrides(base, config)
-        words = ["kit", "submit", self._config_file(base), *edits, *cluster]
-        return " ".join(shlex.quote(word) for word in words)
-
-    def _config_file(self, base: Any) -> str:
-        """Return the config file as a path from here, saved first if it is not below here.
-
-        A file beside the notebook (or below it) is named as it is. One that
-        lives elsewhere (an installed package, say) or was never written is
-        saved in :attr:`scale_out_dir`, never beside the notebook: the
-        notebooks' folder is often a repository's.
-        """
-        path = Path(self.config_path)
-        here = Path.cwd().resolve()
-        if path.exists():
-            try:
-                return str(path.resolve().relative_to(here))
-            except ValueError:
-                pass
-        text = OmegaConf.to_yaml(base)
-        folder = self.scale_out_dir
-        copy_path = folder / path.name
-        if copy_path.exists() and copy_path.read_text() != text:
-            copy_path = folder / f"{path.stem}-{config_hash(base)[:8]}{path.suffix}"
-        if not copy_path.exists():
-            folder.mkdir(parents=True, exist_ok=True)
-            copy_path.write_text(text)
-        try:
-            return str(copy_path.resolve().relative_to(here))
-        except ValueError:
-            return str(copy_path.resolve())
+        return scale_out_command(
+            base,
+            config,
+            self.scale_out_overrides,
+            config_path=self.config_path,
+            save_dir=self.scale_out_dir,
+        )
 
     def show_scale_out(self) -> None:
         """Show the scale-out command under the Scale out button, with a Copy button."""

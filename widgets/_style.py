@@ -2,7 +2,7 @@
 
 import html
 
-from kit._format import FAILED_COLOR
+from kit.views import FAILED_COLOR
 
 #: CSS for the panels' tables. Long text wraps between words (``break-word``, and
 #: only inside a word when that word alone is wider than the panel); ``anywhere``

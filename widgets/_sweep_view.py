@@ -10,7 +10,7 @@ from typing import Any
 import ipywidgets as w
 
 from kit import SweepHandle, SweepResult
-from kit._format import rows_table, status_html
+from kit.views import rows_table, status_html
 from widgets._kernel import Painter
 from widgets._style import TABLE_STYLE, scrolling
 

@@ -12,6 +12,7 @@ Examples
 from kit._errors import speak_as as _speak_as
 from kit.config._api import config_hash, load_config, resolve_config, save_config, to_overrides
 from kit.config._errors import ConfigError
+from kit.config._overrides import encode_value
 from kit.config._schema import (
     PARALLEL_ENVS,
     ParallelConfig,
@@ -29,6 +30,7 @@ __all__ = [
     "TrackingConfig",
     "config_hash",
     "config_problems",
+    "encode_value",
     "load_config",
     "parallel_section",
     "resolve_config",

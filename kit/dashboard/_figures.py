@@ -5,8 +5,9 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from kit._format import FAILED_COLOR, duration, failed_html, number, status_html
+from kit._format import duration
 from kit.dashboard._state import Snapshot
+from kit.views._html import FAILED_COLOR, failed_html, number, status_html
 
 OK_COLOR = "#2b8a3e"
 #: Height of each metric's own plot.

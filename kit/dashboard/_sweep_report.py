@@ -16,9 +16,9 @@ from typing import Any
 
 from kit._atomic import atomic_file
 from kit._compare import run_metric
-from kit._format import rows_table
 from kit._rundir import SweepDir
 from kit.dashboard._figures import PALETTE, require_bokeh
+from kit.views._html import rows_table
 
 #: Columns of the trials' table shown as they are (the swept values come first).
 SHOWN = ("status", "ok", "failed", "wall_seconds", "items_per_second")

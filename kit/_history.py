@@ -1,9 +1,4 @@
-"""An Experiment's run history, kept on disk: one numbered output directory per run.
-
-Each run the app starts is stored like any Kit run (``config.yaml``,
-``result.json``, chunks), so the table is rebuilt from the folder: after a
-kernel restart, or in a colleague's notebook opened on the same folder.
-"""
+"""A run history on disk: numbered run folders, what each stored, read back as rows."""
 
 from __future__ import annotations
 
@@ -15,8 +10,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit import RunDir, to_overrides
 from kit._atomic import atomic_file
+from kit._files import UnsafeFileError, read_json, read_text
+from kit._rundir import RunDir
+from kit.config import to_overrides
 
 
 def new_run_dir(runs_dir: Path) -> Path:
@@ -44,10 +41,6 @@ def new_run_dir(runs_dir: Path) -> Path:
             n += 1
 
 
-#: What an Experiment writes in each run's folder before the run starts.
-EXPERIMENT_FILE = "experiment.json"
-
-
 def record_experiment(run_dir: Path, config: DictConfig, selection: dict[str, Any]) -> None:
     """Store what the history compares: the config as edited (unresolved) and the items.
 
@@ -56,8 +49,17 @@ def record_experiment(run_dir: Path, config: DictConfig, selection: dict[str, An
     nobody edited is no change. ``selection`` says which items ran: their
     ``count``, ``how`` ("first" or "random"), ``seed``, ``of`` (the pool's
     size) and ``digest`` (a hash of the item list).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from kit import load_config
+    >>> run_dir = new_run_dir(Path(tempfile.mkdtemp()))
+    >>> record_experiment(run_dir, load_config({"beam": 5}), {"count": 3, "how": "first"})
+    >>> sorted(p.name for p in run_dir.iterdir())
+    ['experiment.json']
     """
-    with atomic_file(run_dir / EXPERIMENT_FILE) as fh:
+    with atomic_file(RunDir(run_dir).experiment) as fh:
         json.dump({"config": OmegaConf.to_yaml(config), "items": selection}, fh, indent=1)
 
 
@@ -97,6 +99,15 @@ def record_unstarted(
 
     A run that got as far as its first chunk is stored by Kit itself; this
     keeps the others in the history too, with what ended them.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from kit import load_config
+    >>> runs = Path(tempfile.mkdtemp())
+    >>> record_unstarted(new_run_dir(runs), load_config({"beam": 5}), "error", "no model")
+    >>> [(row["run"], row["status"], row["error"]) for row in read_history(runs)]
+    [('001', 'error', 'no model')]
     """
     files = RunDir(run_dir)
     if files.result.exists():
@@ -117,15 +128,18 @@ def _where_output_goes(override: str) -> bool:
 
 def _stored(run_dir: Path) -> tuple[DictConfig, dict[str, Any]] | None:
     """Return the run's config as edited and its item selection ({} from older Kits)."""
+    # Through read_json: a shared folder's files are read as data, never through a link.
+    stored = read_json(RunDir(run_dir).experiment)
     try:
-        stored = json.loads((run_dir / EXPERIMENT_FILE).read_text())
+        assert stored is not None
         config = OmegaConf.create(stored["config"])
         selection = dict(stored.get("items") or {})
-    except (OSError, ValueError, KeyError, TypeError):
-        config_path = RunDir(run_dir).config
-        if not config_path.exists():
-            return None  # just made, its run not begun
-        config, selection = OmegaConf.load(config_path), {}
+    except (AssertionError, ValueError, KeyError, TypeError):
+        try:
+            text = read_text(RunDir(run_dir).config)
+        except (OSError, UnsafeFileError):
+            return None  # just made, its run not begun (or not a config Kit wrote)
+        config, selection = OmegaConf.create(text), {}
     assert isinstance(config, DictConfig)
     return config, selection
 
@@ -154,6 +168,16 @@ def read_history(runs_dir: Path, runs: Sequence[str] | None = None) -> list[dict
     ``runs`` keeps only the runs named (``["003", "004"]``), compared with
     the first of them. A run still going (no ``result.json`` yet) reads as
     ``running``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from kit import load_config
+    >>> runs = Path(tempfile.mkdtemp())
+    >>> for beam in (1, 5):
+    ...     record_experiment(new_run_dir(runs), load_config({"beam": beam}), {})
+    >>> [(row["run"], row["changes"], row["status"]) for row in read_history(runs)]
+    [('001', '(first run)', 'running'), ('002', 'beam=5', 'running')]
     """
     if not runs_dir.is_dir():
         return []
@@ -172,9 +196,10 @@ def read_history(runs_dir: Path, runs: Sequence[str] | None = None) -> list[dict
         else:
             edits = [o for o in to_overrides(first[1], config) if not _where_output_goes(o)]
             changes = " ".join(edits) or "(same config)"
-        try:
-            result = json.loads(RunDir(run_dir).result.read_text())
-        except FileNotFoundError:
+        files = RunDir(run_dir)
+        if files.result.exists() or files.result.is_symlink():
+            result = read_json(files.result) or {"status": "unknown", "error": "unreadable"}
+        else:
             result = {"status": "running", "stats": {}, "summary": {}}
         stats = result.get("stats") or {}
         row: dict[str, Any] = {
