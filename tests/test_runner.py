@@ -19,8 +19,8 @@ from tests.workloads import (
     Affine,
     Batched,
     BySize,
+    LoggedSleeps,
     OpaqueRecords,
-    Sleeps,
     ToyProvider,
     WhereRan,
     expected,
@@ -257,14 +257,19 @@ def test_inline_runs_on_the_driver(tmp_path: Path) -> None:
     assert lines(tmp_path, "setup.log") == [f"{os.getpid()} 2 -"]
 
 
-def test_a_chunk_queued_behind_a_long_one_runs_on_the_idle_worker(local: dict) -> None:
+def test_a_chunk_queued_behind_a_long_one_runs_on_the_idle_worker(
+    local: dict, tmp_path: Path
+) -> None:
     # Item 0 is long. Whichever worker runs it gets one more chunk queued behind it
     # while the other worker soon idles: that chunk must not wait for item 0. (Items
     # take 0.3 s, well above a round trip, so a backup copy pays: see backups="auto".)
     sleeps = [1.5, 0.3, 0.6, 0.3]
-    runner = Sleeps(ToyProvider(toy_config()), parallel=local, chunk_size=1)
+    runner = LoggedSleeps(ToyProvider(toy_config(tmp_path)), parallel=local, chunk_size=1)
     runner.run(range(2), sleeps=[0.0, 0.0])  # warm: env built on both workers
+    (tmp_path / "calls.log").unlink()
     result = runner.run(range(4), sleeps=sleeps)
+    # Only a queued chunk is copied: item 0's, running from the start, never is.
+    assert lines(tmp_path, "calls.log").count("0") == 1
     assert [r["idx"] for r in result.records] == [0, 1, 2, 3]
     long_pid = result.records[0]["pid"]
     assert all(r["pid"] != long_pid for r in result.records[1:]), result.records

@@ -271,3 +271,20 @@ def test_without_optuna_a_search_names_the_extra_to_install(
             output_dir=tmp_path / "s",
         )
     assert not (tmp_path / "s").exists()  # nothing written
+
+
+def test_a_trial_that_gives_no_number_for_the_metric_ends_in_error_saying_what_it_has(
+    tmp_path: Path,
+) -> None:
+    result = kit.search(
+        search_config(tmp_path, {"env": "inline"}),
+        ["x=interval(0,1)"],
+        trials=1,
+        metric="wer",
+        output_dir=tmp_path / "search",
+    )
+    assert [row["status"] for row in result.rows()] == ["error"]
+    message = str(result.errors[0])
+    assert message.startswith("trial-000 gives no number 'wer': the summary has ")
+    assert "no record has metrics['wer']" in message
+    assert result.study.trials[0].state == optuna.trial.TrialState.FAIL

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import kit
 from kit import EnvironmentProvider, Runner
 from tests.browser import browser
 
@@ -147,3 +148,12 @@ def test_running_a_finished_run_again_keeps_its_history(run_dir: Path) -> None:
     assert picture() == first == ("completed", 120, 1, first[3], first[4])
     assert first[3] and set(first[4]) == {"wer", "rtf"}  # the failure and metrics are there
     assert "audio file is empty" in (run_dir / "report.html").read_text()
+
+
+def test_a_cluster_runs_report_links_to_no_dask_dashboard(tmp_path: Path, local: dict) -> None:
+    link = kit.get_session(local).dashboard_link
+    assert link  # the live dashboard had one
+    out = tmp_path / "run"
+    Decodeish(Env({"beam": 10}), output_dir=out, parallel=local, chunk_size=10).run(range(20))
+    page = (out / "report.html").read_text()
+    assert "Dask dashboard" not in page and link not in page and "/status" not in page

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import kit
+import kit.rl
 from kit import ConfigError, ProviderSetupError, RunError, RunStatus
 from kit.dashboard import Dashboard
 from kit.events import Event, RunFinished, RunStarted
@@ -197,3 +198,27 @@ def test_kit_errors_share_one_base_and_keep_their_builtins() -> None:
     assert issubclass(ConfigError, kit.KitError) and issubclass(ConfigError, ValueError)
     for error in (RunError, ProviderSetupError, kit.StoreError):
         assert issubclass(error, kit.KitError) and issubclass(error, RuntimeError)
+    # Every error class kit and kit.rl export, with the builtin the README's table gives it.
+    builtins = {
+        "ClusterError": RuntimeError,
+        "NoWorkersError": TimeoutError,
+        "SchedulerUnreachableError": ConnectionError,
+        "SchedulerLostError": ConnectionError,
+        "DriverLostError": RuntimeError,
+        "EnvPoolError": RuntimeError,
+        "ClosedPoolError": RuntimeError,
+        "AlreadyPendingError": RuntimeError,
+        "NothingPendingError": RuntimeError,
+    }
+    for module in (kit, kit.rl):
+        for name in module.__all__:
+            error = getattr(module, name)
+            if isinstance(error, type) and issubclass(error, Exception):
+                if issubclass(error, Warning):
+                    continue
+                assert issubclass(error, kit.KitError), name
+                # Tracebacks name it where it is imported from, not a private module.
+                assert error.__module__ == module.__name__, name
+                assert issubclass(error, builtins.get(name, Exception)), name
+    for cluster_error in ("NoWorkersError", "SchedulerUnreachableError", "SchedulerLostError"):
+        assert issubclass(getattr(kit, cluster_error), kit.ClusterError)

@@ -22,7 +22,7 @@ pytest.importorskip("faster_whisper")
 from kit.examples.asr import DecodeProvider, DecodeRunner, build_corpus, read_manifest
 from kit.examples.asr.corpus import VOICES
 from kit.examples.asr.decode import CONFIG_PATH, read_wav
-from kit.examples.asr.recognizers import make_recognizer
+from kit.examples.asr.recognizers import current_threads, make_recognizer
 from kit.examples.asr.wer import corpus_wer
 from tests.slurm import slurm_parallel
 
@@ -344,3 +344,15 @@ def test_an_hf_dataset_without_the_package_names_it() -> None:
             load_dataset_entries({"hf": {"path": "somewhere"}})
     else:
         pytest.skip("datasets is installed")
+
+
+def test_decoding_threads_default_to_the_workers_threads_and_inline_to_every_core(
+    local_client: Any,
+) -> None:
+    workers = list(local_client.nthreads())
+    on_workers = [
+        local_client.submit(current_threads, workers=[w], pure=False).result(timeout=60)
+        for w in workers
+    ]
+    assert on_workers == [1] * len(workers)
+    assert current_threads() == os.cpu_count()

@@ -1,0 +1,373 @@
+"""Each general claim of the README ("every", "always", "never", "no") names what backs it.
+
+A sentence of the README (outside code blocks) with one of those words is
+either a claim, listed in ``CLAIMS`` with the tests (or benchmark, or
+module whose doctests) that check it, or not one, listed in ``NOT_CLAIMS``
+with why. A new such sentence fails here until it is listed: back it with a
+test, or rewrite it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
+
+#: A phrase of the claim's sentence -> what checks it.
+CLAIMS: dict[str, list[str]] = {
+    "`make demo` needs no server": [
+        "tests/examples/test_asr.py::test_the_demo_prints_both_engines_and_a_wer_table"
+    ],
+    "resolves everything and lists every missing value at once": [
+        "tests/config/test_load.py::test_mandatory_values_stay_missing_until_resolved",
+        "tests/test_cli.py::test_missing_values_exit_2",
+    ],
+    "Their keys always exist, so `tracking.mlflow=true` needs no `+`": [
+        "tests/config/test_schema.py::"
+        "test_a_tracking_key_is_set_without_a_plus_even_without_the_section"
+    ],
+    "Every config problem raises `kit.ConfigError`": [
+        "tests/config/test_schema.py::test_an_espnet3_parallel_block_loads_unchanged",
+        "tests/config/test_schema.py::test_the_file_named_is_the_one_that_set_the_value",
+        "tests/test_cli_fuzz.py::test_generated_yaml_and_overrides",
+    ],
+    "re-running a notebook cell with the same config reuses the env": [
+        "tests/test_workers.py::test_a_new_runner_with_the_same_config_reuses_the_env",
+        "tests/test_workers.py::"
+        "test_envs_alternating_within_max_envs_never_rebuild_and_the_least_recent_goes_first",
+    ],
+    "an env can never be reused for a run it was not built for": [
+        "tests/test_provider.py::test_reading_a_key_outside_env_keys_is_a_named_error_inline",
+        "tests/test_workers.py::test_reading_a_key_outside_env_keys_on_a_worker_is_the_named_error",
+    ],
+    "a default read there is the same in every run": [
+        "tests/test_provider.py::test_while_building_the_provider_sees_only_its_env_keys"
+    ],
+    "each chunk's items are sorted by size and cut into batches": [
+        "tests/test_runner.py::test_batches_by_size_group_similar_items_under_the_budget",
+        "tests/test_chunk.py::test_each_item_lands_in_one_batch_of_similar_sizes_under_the_budget",
+    ],
+    "reach every call; one that also exists in the env is an error": [
+        "tests/test_inject.py::test_explicit_keywords_reach_forward",
+        "tests/test_inject.py::test_an_explicit_keyword_that_is_also_in_the_env_is_an_error",
+    ],
+    "`submit()` never waits on the calling thread": [
+        "tests/engine/test_submit.py::test_submit_returns_while_the_cluster_is_still_starting",
+        "tests/test_runner.py::test_submit_returns_at_once_and_streams_records",
+    ],
+    "A run always ends in exactly one final `kit.RunStatus`": [
+        "tests/engine/test_terminal.py::test_every_end_has_one_final_status_and_the_original_error"
+    ],
+    "no cluster came up": [
+        "tests/engine/test_terminal.py::test_every_end_has_one_final_status_and_the_original_error",
+        "tests/engine/test_setup.py::test_cancel_ends_a_run_waiting_for_workers",
+    ],
+    "Every end emits one `RunFinished` event with that status": [
+        "tests/engine/test_terminal.py::test_every_end_has_one_final_status_and_the_original_error",
+        "tests/engine/test_terminal.py::test_a_run_that_fails_before_it_starts_emits_only_run_finished",
+    ],
+    "No thread Kit starts for a run outlives it, but for an env build given up on": [
+        "tests/engine/test_terminal.py::test_every_end_has_one_final_status_and_the_original_error",
+        "tests/engine/test_setup.py::test_cancel_ends_a_run_stuck_in_setup_and_the_late_env_is_released",
+    ],
+    "Kit's own errors share one base": [
+        "tests/engine/test_terminal.py::test_kit_errors_share_one_base_and_keep_their_builtins"
+    ],
+    "is the `parallel` section, the same in every mode": [
+        "tests/test_runner.py::test_every_mode_gives_the_same_records"
+    ],
+    "runs there and Kit never closes it": [
+        "tests/test_espnet3_parallel.py::test_a_client_of_your_own_runs_the_work_and_stays_open"
+    ],
+    "so every allocation above 128 KiB is mapped and unmapped anew": [
+        "tests/test_workers.py::test_local_workers_keep_glibcs_malloc_defaults_unless_told",
+        "benchmarks/bench_asr.py",
+    ],
+    "Dask's statistical profiler (100 stack samples a second per worker": [
+        "tests/test_workers.py::test_local_clusters_sample_lightly_unless_told"
+    ],
+    "reused by every run and cell": ["tests/test_workers.py::test_sessions_are_reused_and_listed"],
+    "A remote scheduler Kit only connected to is never shut down": [
+        "tests/test_remote.py::test_shutdown_leaves_a_remote_cluster_running"
+    ],
+    "closing waits for that restart": [
+        "tests/test_faults.py::test_a_session_closed_while_a_killed_worker_restarts_closes_cleanly",
+        "tests/engine/test_elastic.py::test_workers_that_join_mid_run_get_work_at_once",
+    ],
+    "A cluster left with no worker at all for `parallel.startup_timeout`": [
+        "tests/engine/test_elastic.py::"
+        "test_a_cluster_left_without_workers_ends_the_run_and_resume_completes_it"
+    ],
+    "so no worker idles while another finishes a big chunk": [
+        "tests/test_plan.py::test_auto_starts_with_a_probe_then_grows_towards_half_a_second",
+        "tests/test_plan.py::test_auto_shrinks_chunks_towards_the_end",
+    ],
+    "sends one copy of such a chunk to the idle worker": [
+        "tests/test_runner.py::test_a_chunk_queued_behind_a_long_one_runs_on_the_idle_worker",
+        "tests/engine/test_backups.py::test_trivial_items_are_forwarded_exactly_once",
+    ],
+    "Chunks already running are never copied": [
+        "tests/test_runner.py::test_a_chunk_queued_behind_a_long_one_runs_on_the_idle_worker"
+    ],
+    "that must never run twice": [
+        "tests/engine/test_backups.py::test_backups_off_never_copies_a_chunk"
+    ],
+    "takes back every chunk that has arrived in one gather": ["benchmarks/bench_engine.py"],
+    "no scheduler that does not know the durations beforehand": [
+        "benchmarks/bench_engine.py",
+        "tests/engine/test_elastic.py::test_ideal_makespan_of_staggered_workers",
+    ],
+    "whether they are read is the reader's choice, never the directory's": [
+        "tests/test_shared_dir.py::test_a_directory_switched_to_pickle_is_read_without_running_its_code",
+        "tests/test_shared_dir.py::test_a_pickle_others_may_change_is_not_read_even_when_allowed",
+    ],
+    "a file dropped into `chunks/` is never read": [
+        "tests/test_store_safety.py::test_a_pickle_dropped_into_chunks_is_never_loaded",
+        "tests/test_store_safety.py::test_an_edited_chunk_is_not_trusted_its_items_run_again",
+        "tests/test_store_safety.py::test_a_truncated_chunk_is_run_again_with_a_warning_naming_it",
+    ],
+    "a read-back run missing a chunk is never `completed`": [
+        "tests/test_shared_dir.py::test_a_torn_last_ledger_line_is_cut_and_its_chunk_run_again",
+        "tests/test_shared_dir.py::test_reading_back_a_run_missing_a_chunk_is_not_completed",
+        "tests/test_shared_dir.py::test_a_disk_filling_at_a_random_point_loses_no_committed_record",
+    ],
+    "no record is lost or duplicated": [
+        "tests/test_store.py::test_a_killed_driver_loses_and_duplicates_nothing",
+        "tests/test_interrupt.py::test_ctrl_c_cancels_keeps_completed_chunks_and_leaves_no_orphans",
+        "tests/test_store_safety.py::"
+        "test_a_driver_killed_at_random_points_of_its_commits_loses_and_duplicates_nothing",
+        "tests/test_runner.py::test_cancel_keeps_what_is_done",
+    ],
+    "its items run again each *alone* on a worker of its own": [
+        "tests/test_faults.py::"
+        "test_an_item_that_keeps_killing_workers_fails_alone_after_retries_plus_2_deaths",
+        "tests/test_faults.py::test_a_chunk_lost_once_runs_again_in_pieces_spread_over_the_workers",
+    ],
+    "A full disk keeps every chunk stored before it": [
+        "tests/test_store_safety.py::test_a_full_disk_keeps_the_stored_chunks_and_a_later_run_resumes"
+    ],
+    "never makes a new one in its place": [
+        "tests/test_shared_dir.py::test_a_run_dir_that_vanishes_mid_run_ends_the_run",
+        "tests/test_remote.py::test_a_killed_scheduler_ends_the_run_and_a_resume_finishes_it",
+    ],
+    "What they can make you do by reading it": [
+        "tests/test_shared_dir.py::test_a_planted_link_is_refused_and_its_target_left_alone",
+        "tests/test_store_safety.py::test_a_job_others_may_edit_is_not_run",
+        "tests/test_store_safety.py::"
+        "test_cancel_leaves_an_unrelated_process_with_the_recorded_pid_alone",
+        "tests/test_shared_dir.py::test_cancel_refuses_a_forged_driver_that_does_not_hold_the_runs_lock",
+    ],
+    "Every row counts items lost and duplicated": [
+        "benchmarks/reliability.py",
+        "tests/test_sweep.py::test_trials_share_one_env_per_worker_and_run_side_by_side",
+    ],
+    "a plain override applies to every trial": [
+        "tests/config/test_sweeps.py::test_a_grid_expands_to_the_jobs_of_hydras_own_multirun",
+        "tests/test_sweep.py::test_trials_share_one_env_per_worker_and_run_side_by_side",
+    ],
+    "Reading it runs no code from the folder": [
+        "tests/test_cli_run.py::test_a_submitted_sweep_is_watched_cancelled_resumed_and_read_with_attach",
+        "tests/test_shared_dir.py::test_a_directory_switched_to_pickle_is_read_without_running_its_code",
+    ],
+    "each of 3 rounds runs every variant once in a rotated order": ["benchmarks/bench_sweep.py"],
+    "A trial that gives neither ends in error": [
+        "tests/test_search.py::"
+        "test_a_trial_that_gives_no_number_for_the_metric_ends_in_error_saying_what_it_has",
+        "tests/test_search.py::test_a_pruned_trial_stops_early_with_its_items_kept",
+    ],
+    "the trial stops at the next chunk, however busy the machine": [
+        "tests/test_search.py::test_a_pruned_trial_stops_early_with_its_items_kept"
+    ],
+    "no trial is left RUNNING": [
+        "tests/test_search.py::test_a_search_driver_killed_mid_trial_resumes_with_no_trial_left_running",
+        "tests/test_search.py::test_a_trial_asked_of_optuna_but_not_yet_in_sweep_json_is_not_left_running",
+    ],
+    "which is no mean of per-utterance WERs": [
+        "tests/test_compare.py::test_a_corpus_metric_is_resampled_through_the_runners_summarize"
+    ],
+    "`kit.load_config` still refuses a sweep": [
+        "tests/config/test_overrides.py::test_a_sweep_is_rejected",
+        "tests/test_events.py::test_a_subscriber_mid_run_misses_nothing_and_sees_nothing_twice",
+    ],
+    "Every view reads only this stream, never Dask internals": [
+        "tests/test_layers.py::test_views_read_the_event_stream_never_dask"
+    ],
+    "its `report.html` shows every item, metric and failure": [
+        "tests/dashboard/test_report.py::test_running_a_finished_run_again_keeps_its_history",
+        "tests/dashboard/test_state.py::test_a_resumed_session_goes_on_from_the_history_before_it",
+    ],
+    "would read every later patch shifted": [
+        "tests/widgets/test_live_dashboard.py::"
+        "test_redraws_go_whole_until_a_view_has_spoken_then_as_patches"
+    ],
+    "It has no Dask dashboard link": [
+        "tests/dashboard/test_report.py::test_a_cluster_runs_report_links_to_no_dask_dashboard"
+    ],
+    "written with TensorBoard's own event-file writer; no TensorFlow": [
+        "tests/tracking/test_tensorboard.py::test_a_run_logs_running_scalars_and_its_summary_as_it_goes",
+        "tests/widgets/test_tracking_box.py::test_the_track_box_exports_the_experiments_runs_and_sweeps",
+    ],
+    "the workers never talk to a tracker": [
+        "tests/tracking/test_mlflow.py::"
+        "test_a_run_becomes_an_mlflow_run_with_params_stepped_metrics_artifacts_and_status",
+        "tests/test_layers.py::test_the_engine_and_the_workers_never_draw_nor_track",
+    ],
+    "no JavaScript from a CDN: offline too": [
+        "benchmarks/bench_tracking.py",
+        "tests/widgets/test_flows_in_browser.py::test_edit_run_and_watch",
+        "tests/dashboard/test_report.py::test_the_report_renders_in_chromium_without_network",
+    ],
+    "every problem of the config as loaded is shown next to its field at once": [
+        "tests/widgets/test_config_editor.py::test_every_schema_problem_is_listed_at_its_field_at_once",
+        "tests/widgets/test_panels.py::test_run_refuses_a_config_with_problems_and_lists_them_all",
+    ],
+    "never into the notebooks' folder": [
+        "tests/test_scale_out.py::"
+        "test_a_config_from_elsewhere_is_saved_with_the_runs_and_never_overwritten",
+        "tests/widgets/test_panels.py::test_the_scale_out_command_runs_as_printed_from_the_notebook_folder",
+    ],
+    "To compare this experiment's own runs (not every run ever stored": [
+        "tests/widgets/test_panels.py::test_the_history_compares_like_with_like"
+    ],
+    "giving both is an error that says so": [
+        "tests/widgets/test_panels.py::test_items_given_twice_or_not_at_all_say_where_to_give_them",
+        "tests/widgets/test_sweep_view.py::"
+        "test_an_experiment_sweeps_the_edited_config_on_the_panel_items_and_cluster",
+    ],
+    "A bad override is shown under the field and leaves no folder": [
+        "tests/widgets/test_sweep_view.py::test_a_bad_sweep_is_shown_under_its_field_and_leaves_no_folder"
+    ],
+    "do not land under your cells": [
+        "tests/examples/test_quickstart.py::test_a_terminal_run_shows_no_distributed_log",
+        "tests/widgets/test_flows_in_browser.py::test_the_scale_out_notebook_shows_no_log_noise",
+    ],
+    "two one-thread workers decode with one thread each": [
+        "tests/examples/test_asr.py::"
+        "test_decoding_threads_default_to_the_workers_threads_and_inline_to_every_core"
+    ],
+    "so every digit is made a word of its own on both sides": [
+        "kit/examples/asr/wer.py",
+        "tests/examples/test_asr.py::test_grammar_mode_beats_the_language_model_on_digits",
+    ],
+    "Whisper pads every utterance to a 30 s window": [
+        "benchmarks/bench_asr.py",
+        "tests/examples/test_asr.py::test_whisper_batches_decode_as_one_at_a_time",
+    ],
+    "Faults never stop a pool": [
+        "tests/rl/test_pool.py::test_one_faulty_env_is_rebuilt_and_the_others_go_on",
+        "tests/rl/test_shared.py::test_every_requested_episode_comes_back_under_crashes",
+    ],
+    "a reward must be a number": [
+        "tests/rl/test_pool.py::test_one_faulty_env_is_rebuilt_and_the_others_go_on"
+    ],
+    "A closed pool refuses every command": [
+        "tests/rl/test_pool.py::test_a_closed_pool_refuses_every_command_the_same_way_in_every_mode"
+    ],
+    "cause no timeouts": [
+        "tests/rl/test_pool.py::test_a_slow_build_is_not_a_step_timeout",
+        "tests/rl/test_shared.py::test_a_slow_build_is_not_a_step_timeout_and_build_timeout_bounds_it",
+        "tests/test_make_lab.py::test_a_lab_terminal_has_kit_and_starts_in_the_notebooks_folder",
+    ],
+    "Each notebook runs top to bottom from a fresh kernel": [
+        "tests/test_notebooks.py::test_every_notebook_is_tested"
+    ],
+    "every exercise is skipped and every solution runs": [
+        "tests/widgets/test_workshop.py::test_the_solutions_switch_skips_exercises_and_runs_solutions"
+    ],
+    "never land in the folder the notebook runs in": [
+        "tests/test_jobqueue.py::test_job_output_files_land_in_the_runs_output_directory",
+        "tests/test_jobqueue.py::test_where_job_output_files_go_when_no_run_says",
+    ],
+    "is a `kit.DetachedState`": [
+        "tests/test_detached.py::test_a_driver_that_dies_is_reported_with_its_log",
+        "tests/test_store.py::test_a_killed_driver_loses_and_duplicates_nothing",
+    ],
+    "never pid 1 or below": [
+        "tests/test_store_safety.py::test_cancel_never_signals_pid_one_or_below",
+        "tests/test_store_safety.py::"
+        "test_cancel_leaves_an_unrelated_process_with_the_recorded_pid_alone",
+    ],
+    "a secret never lands in a shared folder": [
+        "tests/test_store.py::test_a_secret_from_the_environment_is_not_written_to_the_run_dir"
+    ],
+    "Exit codes: 0 every item ok": [
+        "tests/test_cli_run.py::test_kit_run_runs_the_job_and_exits_0",
+        "tests/test_cli_run.py::test_kit_run_with_failed_items_exits_1_with_a_summary",
+        "tests/test_cli_run.py::test_bad_config_exits_2_without_traceback",
+    ],
+    "never a Python traceback": [
+        "tests/test_cli_fuzz.py::test_the_corpus_crossed_with_commands_and_overrides",
+        "tests/test_cli_run.py::test_an_unexpected_error_is_one_line_unless_debug",
+    ],
+    "the engine never draws anything": [
+        "tests/test_layers.py::test_the_engine_and_the_workers_never_draw_nor_track",
+        "tests/test_events.py::test_a_long_run_keeps_a_bounded_history_with_exact_totals",
+    ],
+    "The engine and the workers never see them": [
+        "tests/test_layers.py::test_the_engine_and_the_workers_never_draw_nor_track",
+        "tests/test_layers.py::test_no_client_is_taken_from_dasks_globals",
+        "tests/test_layers.py::test_kit_rl_pools_collectors_buffers_and_learner_need_no_dask",
+    ],
+    "What this README says of Kit in general": [
+        "tests/test_readme_claims.py::"
+        "test_each_general_claim_of_the_readme_is_listed_with_its_backing_or_as_no_claim"
+    ],
+    "views never import Dask, the engine never draws": [
+        "tests/test_layers.py::test_views_read_the_event_stream_never_dask",
+        "tests/test_layers.py::test_the_engine_and_the_workers_never_draw_nor_track",
+    ],
+    "with no distributed log line on the page and no `slurm-*.out` beside it": [
+        "tests/widgets/test_flows_in_browser.py::test_the_decoding_check_reaches_its_wer_table",
+        "tests/widgets/test_flows_in_browser.py::test_the_scale_out_notebook_shows_no_log_noise",
+    ],
+}
+
+#: A phrase of a sentence that uses the words without claiming a rule -> why.
+NOT_CLAIMS: dict[str, str] = {
+    "Anyone who can write a run directory": "the trust model's premise, not Kit's behaviour",
+    '`make lab LAB_ARGS="--no-browser': "an option's spelling",
+    "The tests use real components": "what the suite is made of; each test is its own backing",
+    "`make bench` runs the benchmarks": "what make bench runs, then the layout table",
+}
+
+
+def sentences(text: str) -> list[str]:
+    """The README's sentences outside code blocks, whitespace made single spaces."""
+    prose = re.sub(r"\s+", " ", re.sub(r"```.*?```", "", text, flags=re.DOTALL))
+    return re.split(r"(?<=[.!?:])\s+(?=[A-Z`*(])", prose)
+
+
+def exists(backing: str) -> bool:
+    """Whether a test id, or a benchmark or module path, names something there."""
+    path, _, name = backing.partition("::")
+    file = ROOT / path
+    if not file.is_file():
+        return False
+    if not name:
+        return True
+    tree = ast.parse(file.read_text(encoding="utf-8"))
+    return any(isinstance(node, ast.FunctionDef) and node.name == name for node in ast.walk(tree))
+
+
+def test_each_general_claim_of_the_readme_is_listed_with_its_backing_or_as_no_claim() -> None:
+    phrases = [*CLAIMS, *NOT_CLAIMS]
+    unlisted = [
+        sentence[:160]
+        for sentence in sentences((ROOT / "README.md").read_text(encoding="utf-8"))
+        if GENERAL.search(sentence) and not any(phrase in sentence for phrase in phrases)
+    ]
+    assert unlisted == [], "back each with a test in CLAIMS, or rewrite it"
+
+
+def test_every_listed_phrase_is_still_in_the_readme() -> None:
+    prose = " ".join(sentences((ROOT / "README.md").read_text(encoding="utf-8")))
+    gone = [phrase for phrase in [*CLAIMS, *NOT_CLAIMS] if phrase not in prose]
+    assert gone == []
+
+
+def test_every_backing_named_exists() -> None:
+    missing = [backing for backed in CLAIMS.values() for backing in backed if not exists(backing)]
+    assert missing == []
