@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from kit._engine.ledger import Ledger, StopPolicy
+from kit._engine.run import Run
 from kit._engine.spec import RunSpec
 from kit.events import EventStream, RunFinished
 from kit.result import Index, Progress, RunResult, RunStatus
@@ -179,9 +180,14 @@ class RunHandle:
 
     def drive(self) -> None:
         """Run to the end on the calling thread, then publish the result or exception."""
-        from kit._engine.run import Run
-
-        run = Run(self)
+        run = Run(
+            self.spec,
+            self._ledger,
+            self.events,
+            self._should_stop,
+            background=self.background,
+            on_session=self._use_session,
+        )
         result: RunResult | None = None
         try:
             result, exc = run.drive()
@@ -208,6 +214,9 @@ class RunHandle:
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             _call_quietly(callback, self)
+
+    def _use_session(self, session: Session) -> None:
+        self.session = session
 
     def _should_stop(self) -> bool:
         return self._cancel.is_set() or self._ledger.stopping

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,9 @@ from kit.result import RunError, RunResult, RunStatus
 from kit.session import Session, get_session, session_for_client
 
 if TYPE_CHECKING:
-    from kit._engine.handle import RunHandle
+    from kit._engine.ledger import Ledger
+    from kit._engine.spec import RunSpec
+    from kit.events import EventStream
     from kit.store import RunStore
 
 
@@ -52,13 +54,37 @@ def with_config(job: ChunkJob, env_keys: Sequence[str], config: DictConfig | Non
 
 
 class Run:
-    """The driving side of one :class:`~kit._engine.handle.RunHandle` (on the run's thread)."""
+    """The driving side of one run, on the run's thread: all it needs is given to it.
 
-    def __init__(self, handle: RunHandle) -> None:
-        self.handle = handle
-        self.spec = handle.spec
-        self.ledger = handle._ledger
-        self.events = handle.events
+    Parameters
+    ----------
+    spec, ledger, events
+        What to run, where its items' outcomes are kept, where it tells the views.
+    should_stop
+        Whether to stop now (a cancel, or the stop policy).
+    background
+        Whether the run has a thread of its own: a run on the caller's thread
+        is stopped by Ctrl-C there, so its setup need not watch ``should_stop``.
+    on_session
+        Told the session the run uses, once it has one.
+    """
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        ledger: Ledger,
+        events: EventStream,
+        should_stop: Callable[[], bool],
+        *,
+        background: bool,
+        on_session: Callable[[Session], None] = lambda _: None,
+    ) -> None:
+        self.spec = spec
+        self.ledger = ledger
+        self.events = events
+        self.should_stop = should_stop
+        self.background = background
+        self.on_session = on_session
         self.started = time.perf_counter()
         self.setup_seconds = 0.0
         self.began = False  # the store was opened by this run
@@ -78,7 +104,7 @@ class Run:
                 env_name, env_keys = session.attach(
                     spec.provider,
                     # A run driven on the caller's thread is stopped by Ctrl-C there.
-                    should_stop=self.handle._should_stop if self.handle.background else None,
+                    should_stop=self.should_stop if self.background else None,
                     timeout=spec.options.setup_timeout,
                 )
             except SetupCancelled:
@@ -106,9 +132,7 @@ class Run:
             dispatcher: InlineDispatcher | DaskDispatcher
             if session.client is None:
                 env = session.envs.local(env_name)
-                dispatcher = InlineDispatcher(
-                    job, env, planner, self.complete, self.handle._should_stop
-                )
+                dispatcher = InlineDispatcher(job, env, planner, self.complete, self.should_stop)
             else:
                 dispatcher = DaskDispatcher(
                     session.client,
@@ -116,7 +140,7 @@ class Run:
                     job,
                     planner,
                     self.complete,
-                    self.handle._should_stop,
+                    self.should_stop,
                     spec.options.retries,
                     spec.options.backups,
                     session.parallel.startup_timeout,
@@ -149,7 +173,7 @@ class Run:
             # A job queue the run starts writes its jobs' output files beside the results.
             logs = None if spec.store is None else spec.store.files.job_logs
             session = get_session(spec.parallel, job_logs=logs)
-        self.handle.session = session
+        self.on_session(session)
         return session
 
     def _open_store(self) -> list[tuple[int, int]]:
