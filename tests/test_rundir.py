@@ -14,7 +14,11 @@ ROOT = Path(__file__).resolve().parents[1]
 FILE_NAMES = {name for name in (*RunDir.NAMES, *SweepDir.NAMES) if "." in name[1:]}
 #: The same words naming other files: the config a notebook saves beside itself for
 #: its scale-out command (a default argument), not a run folder's.
-OTHER_FILES = {("widgets/_experiment.py", "config.yaml"), ("widgets/_run_panel.py", "config.yaml")}
+OTHER_FILES = {
+    ("kit/_scale_out.py", "config.yaml"),
+    ("widgets/_experiment.py", "config.yaml"),
+    ("widgets/_run_panel.py", "config.yaml"),
+}
 
 
 def literals(path: Path) -> list[tuple[int, str]]:
