@@ -63,7 +63,7 @@ class EnvCache:
         self,
         max_envs: int,
         client: Any,
-        wait_for_workers: Callable[[Callable[[], bool] | None], None] = lambda _: None,
+        wait_for_workers: Callable[..., None] = lambda should_stop: None,
     ) -> None:
         self.max_envs = max_envs
         self.client = client
@@ -218,7 +218,7 @@ class EnvCache:
 
         state = self.client.run_on_scheduler(scheduler_state)
         if state["threads"] == 0:
-            self._wait_for_workers(should_stop)
+            self._wait_for_workers(should_stop=should_stop)
             state = self.client.run_on_scheduler(scheduler_state)
         self.threads = max(1, state["threads"])
         keys = self._keys.get(name)

@@ -16,24 +16,29 @@ from kit._rundir import RunDir
 from kit.config import to_overrides
 
 
-def new_run_dir(runs_dir: Path) -> Path:
+def new_run_dir(runs_dir: Path, prefix: str = "") -> Path:
     """Create and return the next numbered run directory (``001``, ``002``...).
 
     Two notebooks on one folder never get the same number: the directory is
     made with ``exist_ok=False`` and the next number is tried if it exists.
+    With a ``prefix``, the folders are numbered apart (``sweep-001``...).
 
     Examples
     --------
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
-    >>> new_run_dir(root).name, new_run_dir(root).name
-    ('001', '002')
+    >>> new_run_dir(root).name, new_run_dir(root).name, new_run_dir(root, "sweep-").name
+    ('001', '002', 'sweep-001')
     """
     runs_dir.mkdir(parents=True, exist_ok=True)
-    numbers = [int(d.name) for d in runs_dir.iterdir() if d.name.isdigit()]
+    numbers = [
+        int(d.name[len(prefix) :])
+        for d in runs_dir.iterdir()
+        if d.name.startswith(prefix) and d.name[len(prefix) :].isdigit()
+    ]
     n = max(numbers, default=0) + 1
     while True:
-        path = runs_dir / f"{n:03d}"
+        path = runs_dir / f"{prefix}{n:03d}"
         try:
             path.mkdir()
             return path

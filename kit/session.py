@@ -108,7 +108,7 @@ class Session:
     _closed: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.envs = EnvCache(self.parallel.max_envs, self.client, self._wait_for_workers)
+        self.envs = EnvCache(self.parallel.max_envs, self.client, self.wait_for_workers)
 
     @property
     def state(self) -> SessionState:
@@ -188,9 +188,6 @@ class Session:
     def release(self, name: str) -> None:
         """Say a run that attached env ``name`` no longer needs it (it may be torn down)."""
         self.envs.release(name)
-
-    def _wait_for_workers(self, should_stop: Callable[[], bool] | None) -> None:
-        self.wait_for_workers(should_stop=should_stop)
 
     def wait_for_workers(
         self, n: int = 1, *, should_stop: Callable[[], bool] | None = None
@@ -342,7 +339,7 @@ def get_session(
     global _ATEXIT_REGISTERED
     with _LOCK:
         session = _SESSIONS.get(key)
-        if session is not None and (session.client is None or session.client.status == "running"):
+        if session is not None and not session.closed:
             if submit_hook is not None and submit_hook is not session.submit_hook:
                 raise ValueError(
                     "a session for this parallel config is already open with another "
@@ -380,7 +377,7 @@ def session_for_client(client: Any) -> Session:
     key = f"client:{id(client)}"
     with _LOCK:
         session = _SESSIONS.get(key)
-        if session is not None and session.client is client and client.status == "running":
+        if session is not None and session.client is client and not session.closed:
             return session
         section = ParallelConfig(env="remote", address=str(client.scheduler.address))
         session = Session(key, section, client=client, borrowed=True)

@@ -38,27 +38,6 @@ SWEEP_TIP = (
 )
 
 
-def new_sweep_dir(runs_dir: Path) -> Path:
-    """Return the next free sweep folder, ``runs_dir/sweep-001``... (made, empty).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> root = Path(tempfile.mkdtemp())
-    >>> new_sweep_dir(root).name, new_sweep_dir(root).name
-    ('sweep-001', 'sweep-002')
-    """
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    n = 1
-    while True:
-        path = runs_dir / f"sweep-{n:03d}"
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:
-            n += 1
-
-
 def history_table(rows: Sequence[dict[str, Any]]) -> str:
     """Return the run history as an HTML table (one column per stat and summary metric).
 
@@ -340,7 +319,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
         def build(cfg: DictConfig) -> tuple[Runner, list[Any]]:
             return self.make_runner(cfg), items
 
-        folder = new_sweep_dir(self.runs_dir)
+        folder = new_run_dir(self.runs_dir, prefix="sweep-")
         try:
             handle = submit_sweep(
                 self.editor.value,

@@ -268,6 +268,7 @@ class MLflowExporter(Exporter):
         self.tracking_uri = tracking_uri
         self.experiment = experiment
         self.output_dir = Path(output_dir) if output_dir is not None else None
+        self._files = RunDir(self.output_dir) if self.output_dir is not None else None
         self.config = config
         self.run_name = run_name or (self.output_dir.name if self.output_dir else None)
         self.parent = parent
@@ -300,7 +301,8 @@ class MLflowExporter(Exporter):
         )
         self._params = flat_params(self.config) if new else {}
         # Written before the run started: uploaded now, while the items run.
-        self._upload(RunDir(self.output_dir).config if self.output_dir is not None else None)
+        if self._files is not None:
+            self._upload(self._files.config)
 
     def write(self, values: dict[str, float], step: int) -> None:
         """Log the running values at ``step``."""
@@ -325,15 +327,16 @@ class MLflowExporter(Exporter):
 
     def upload(self, finished: RunFinished) -> None:
         """Upload ``report.html`` (and the records with ``records=True``)."""
-        files = RunDir(self.output_dir) if self.output_dir is not None else None
-        self._upload(files.report if files is not None else None)
-        chunks = files.chunks if files is not None else None
-        if self.records and chunks is not None and chunks.is_dir() and not chunks.is_symlink():
+        if self._files is None:
+            return
+        self._upload(self._files.report)
+        chunks = self._files.chunks
+        if self.records and chunks.is_dir() and not chunks.is_symlink():
             self._client.log_artifacts(self._require_run(), str(chunks), "records")
 
-    def _upload(self, path: Path | None) -> None:
+    def _upload(self, path: Path) -> None:
         """Upload the run folder's file at ``path`` if it is there (a regular file, not a link)."""
-        if path is not None and path.is_file() and not path.is_symlink():
+        if path.is_file() and not path.is_symlink():
             self._client.log_artifact(self._require_run(), str(path))
 
     def abandon(self) -> None:
