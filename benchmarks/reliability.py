@@ -60,8 +60,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import describe, machine_line, write_results  # noqa: E402
 
 import kit  # noqa: E402
-from kit import StoreError  # noqa: E402
-from kit.detached import attach, load_job, read_result  # noqa: E402
+from kit import StoreError, attach  # noqa: E402
+from kit.detached import load_job, read_result  # noqa: E402
 from tests.workloads import Affine, ToyProvider, Tripwire, expected, toy_config  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -11,6 +11,7 @@ Examples
 3
 """
 
+from kit._attach import attach
 from kit._bounded import SetupCancelled
 from kit._clusters import JOB_QUEUES, job_script
 from kit._compare import Comparison, compare
@@ -31,7 +32,8 @@ from kit._from_config import items_of
 from kit._rundir import RunDir, SweepDir
 from kit._scale_out import scale_out_command
 from kit._search import search, submit_search
-from kit._sweep import SweepHandle, SweepResult, Trial, TrialPruned, submit_sweep, sweep
+from kit._sweep import SweepHandle, submit_sweep, sweep
+from kit._trials import SweepResult, Trial, TrialPruned
 from kit.config import (
     ConfigError,
     config_hash,
@@ -40,7 +42,7 @@ from kit.config import (
     save_config,
     to_overrides,
 )
-from kit.detached import DetachedRun, DetachedState, attach
+from kit.detached import DetachedRun, DetachedState
 from kit.provider import EnvironmentProvider, ProviderSetupError
 from kit.result import ItemError, Progress, RunError, RunResult, RunStats, RunStatus, WorkerStats
 from kit.runner import Runner

@@ -19,8 +19,11 @@ from typing import Any
 from kit._errors import KitError, StoreError
 from kit._files import read_json
 from kit._rundir import RunDir, SweepDir
-from kit._sweep import SweepResult, Trial
+from kit._study import STUDY_NAME, journal_storage, require_optuna
+from kit._trials import SweepResult, Trial
+from kit.detached import DriverIdentity, read_result, signal_driver
 from kit.result import RunResult
+from kit.store import RunStore
 
 #: How often result() and cancel() look at the folder again.
 WAIT_STEP = 0.2
@@ -99,9 +102,6 @@ class DetachedSweep:
 
     def done(self) -> bool:
         """Whether no process drives the sweep now (it ended, was cancelled or died)."""
-        from kit.detached import DriverIdentity
-        from kit.store import RunStore
-
         if RunStore(self.folder).busy():
             return False
         driver = read_json(SweepDir(self.folder).driver)
@@ -125,8 +125,6 @@ class DetachedSweep:
 
     def read(self) -> SweepResult:
         """Return the trials as stored now, without waiting (a running trial as far as it got)."""
-        from kit.detached import read_result
-
         record = self.record()
         trials = self.trials
         results: list[RunResult | None] = []
@@ -153,15 +151,11 @@ class DetachedSweep:
         record = self.record()
         if not record.get("search"):
             return None
-        from kit._search import STUDY_NAME, _optuna, journal_storage
-
-        _optuna()
-        from optuna import load_study
-
+        optuna = require_optuna()
         path = SweepDir(self.folder).study
         if path.is_symlink() or not path.is_file():
             raise FileNotFoundError(f"{path} is missing: the search has no study yet")
-        return load_study(study_name=STUDY_NAME, storage=journal_storage(path))
+        return optuna.load_study(study_name=STUDY_NAME, storage=journal_storage(path))
 
     def cancel(self, timeout: float = 60) -> None:
         """Stop the sweep's detached driver (proven Kit's own); finished trials are kept.
@@ -175,9 +169,6 @@ class DetachedSweep:
         StoreError
             When Kit cannot prove the recorded process is this sweep's driver.
         """
-        from kit.detached import signal_driver
-        from kit.store import RunStore
-
         if not signal_driver(self.folder):
             holder = RunStore(self.folder).lock_holder()
             if holder is not None:

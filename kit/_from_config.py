@@ -13,6 +13,7 @@ from kit.config import ConfigError, config_hash
 from kit.config._errors import error
 from kit.provider import EnvironmentProvider
 from kit.result import Index
+from kit.runner import Runner
 
 
 def _import(path: str, key: str, base: type) -> type:
@@ -47,8 +48,6 @@ def _missing(key: str, example: str) -> ConfigError:
 
 def build_runner(cfg: DictConfig) -> tuple[Any, Sequence[Index]]:
     """Return ``(runner, indices)`` described by ``cfg``'s provider, runner and items."""
-    from kit.runner import Runner
-
     if "provider" not in cfg:
         raise _missing("provider._target_", "`provider: {_target_: mypkg.MyProvider}`")
     if "runner" not in cfg or "_target_" not in cfg.runner:

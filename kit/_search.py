@@ -21,17 +21,14 @@ from typing import Any
 from omegaconf import DictConfig
 
 from kit._compare import item_metric, metric_of
-from kit._errors import KitError
+from kit._from_config import build_runner
 from kit._rundir import SweepDir
+from kit._study import open_study, require_optuna
 from kit._sweep import (
     CONCURRENCY,
     EXAMPLE,  # noqa: F401  (the examples below run it)
     Prepared,
     SweepHandle,
-    SweepResult,
-    Trial,
-    TrialCallback,
-    TrialPruned,
     _default_dir,
     check_base,
     load_record,
@@ -39,6 +36,7 @@ from kit._sweep import (
     split_watching,
     sweep_tracking,
 )
+from kit._trials import SweepResult, Trial, TrialCallback, TrialPruned
 from kit.config import ConfigError, load_config
 from kit.config._api import outcome_hash
 from kit.config._sweeps import SearchDimension, search_space
@@ -46,8 +44,6 @@ from kit.events import ChunkFinished
 from kit.result import RunResult, RunStatus
 from kit.tracking import Tracking
 
-#: The study's file in the sweep folder: Optuna's journal (one JSON line per change).
-STUDY_NAME = "kit"
 DIRECTIONS = ("minimize", "maximize")
 #: How often, at most, a running trial reports its metric to the pruner (per trial).
 REPORTS = 20
@@ -55,16 +51,6 @@ REPORTS = 20
 KEPT = ("completed", "pruned")
 
 Summarize = Any  # Callable[[list[Any]], dict[str, Any]] | None
-
-
-def _optuna() -> Any:
-    try:
-        import optuna
-    except ImportError:
-        raise ImportError(
-            "a search needs optuna: pip install 'kit[search]' (or pip install optuna)"
-        ) from None
-    return optuna
 
 
 def pruner_named(name: str) -> Any:
@@ -75,7 +61,7 @@ def pruner_named(name: str) -> Any:
     >>> type(pruner_named("median")).__name__, pruner_named("none")
     ('MedianPruner', None)
     """
-    optuna = _optuna()
+    optuna = require_optuna()
     pruners = {
         "median": optuna.pruners.MedianPruner,
         "wilcoxon": optuna.pruners.WilcoxonPruner,
@@ -123,7 +109,7 @@ class _SearchPlan:
         self._asked: dict[int, Any] = {}
         self._pruned: dict[int, str] = {}
         self._study_lock = threading.RLock()
-        self._optuna = _optuna()
+        self._optuna = require_optuna()
 
     # ---------------------------------------------------------------- resume
     def restore(self) -> dict[int, tuple[RunResult, str]]:
@@ -320,68 +306,6 @@ def _choices(dim: SearchDimension) -> tuple[Any, ...]:
     return dim.values if plain and len(set(dim.values)) == len(dim.values) else dim.texts
 
 
-class _SoleWriter:
-    """Optuna's journal lock for a study only the sweep's driver writes: nothing to wait for."""
-
-    def acquire(self) -> bool:
-        return True
-
-    def release(self) -> None:
-        pass
-
-
-def journal_storage(path: Path) -> Any:
-    """Return Optuna's journal storage on ``path``, without Optuna's file lock.
-
-    Only the sweep's driver writes the journal and readers take no lock, while
-    a lock left by a killed driver would hold a resume up for its grace period
-    (30 s).
-    """
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
-
-    lock: Any = _SoleWriter()
-    return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
-
-
-def open_study(
-    folder: Path, direction: str, sampler: Any = None, pruner: Any = None, seed: int | None = 0
-) -> Any:
-    """Open (or make) the search's study: Optuna's journal file in ``folder``."""
-    optuna = _optuna()
-    path = SweepDir(folder).study
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        raise KitError(f"{path} is not a regular file: a search's study must be one")
-    _trim_torn_line(path)
-    study = optuna.create_study(
-        storage=journal_storage(path),
-        study_name=STUDY_NAME,
-        direction=direction,
-        sampler=sampler,
-        pruner=pruner if pruner is not None else optuna.pruners.NopPruner(),
-        load_if_exists=True,
-    )
-    if sampler is None:
-        # Seeded past the trials already made, so a resumed search does not propose
-        # its first points again; constant_liar, so trials running side by side are
-        # not all asked the same point.
-        offset = len(study.get_trials(deepcopy=False))
-        study.sampler = optuna.samplers.TPESampler(
-            seed=None if seed is None else seed + offset, constant_liar=True
-        )
-    return study
-
-
-def _trim_torn_line(path: Path) -> None:
-    """Drop a last line the driver was killed while writing: the next one would join it."""
-    if not path.exists():
-        return
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        with open(path, "r+b") as fh:
-            fh.truncate(data.rfind(b"\n") + 1)
-
-
 def _search_record(
     folder: Path,
     overrides: list[str],
@@ -509,7 +433,7 @@ def prepare_search(
     output_dir: str | Path | None = None,
 ) -> Prepared:
     """Check a search whole (space, config, folder, a first trial) without running it."""
-    _optuna()  # a missing extra is named before anything else is checked
+    require_optuna()  # a missing extra is named before anything else is checked
     if direction not in DIRECTIONS:
         raise ConfigError(
             f"direction must be minimize or maximize, not {direction!r}\n"
@@ -529,8 +453,6 @@ def prepare_search(
         "study": SweepDir.STUDY,
     }
     record = _search_record(folder, list(space), outcome_hash(base), search)
-
-    from kit._from_config import build_runner
 
     # A config no trial can run fails here, before any folder is written: the
     # fixed overrides with each key's first value (or its interval's low end).

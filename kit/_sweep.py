@@ -22,11 +22,15 @@ from omegaconf import DictConfig
 
 from kit._atomic import atomic_file
 from kit._errors import KitError
+from kit._from_config import build_runner
 from kit._rundir import SweepDir
+from kit._trials import BuildTrial, SweepResult, Trial, TrialCallback, TrialPruned
 from kit.config import ConfigError, load_config
 from kit.config._api import outcome_hash
 from kit.config._errors import error
 from kit.config._sweeps import expand_sweep
+from kit.dashboard import write_sweep_report
+from kit.detached import read_result
 from kit.result import RunError, RunResult, RunStatus
 from kit.store import RunStore
 from kit.tracking import Tracking
@@ -44,209 +48,6 @@ EXAMPLE = {
     "items": {"start": 0, "stop": 10},
     "parallel": {"env": "inline"},
 }
-
-
-@dataclass(frozen=True)
-class Trial:
-    """One point of a sweep: its number, the overrides that make it, its run folder.
-
-    Examples
-    --------
-    >>> trial = Trial(3, ("decoder.beam_size=5", "seed=0"), Path("runs/beams/trial-003"))
-    >>> trial.name, trial.values()
-    ('trial-003', {'decoder.beam_size': '5', 'seed': '0'})
-    """
-
-    number: int
-    overrides: tuple[str, ...]
-    output_dir: Path
-
-    @property
-    def name(self) -> str:
-        """The trial's folder name, ``trial-000``..."""
-        return self.output_dir.name
-
-    def values(self) -> dict[str, str]:
-        """Return the trial's overrides as ``{key: value}`` (the text after ``=``)."""
-        pairs = (override.split("=", 1) for override in self.overrides if "=" in override)
-        return {key.lstrip("+~"): value for key, value in pairs}
-
-
-class TrialPruned(KitError):
-    """What a search's pruned trial ended with: when, and its running metric then.
-
-    ``on_trial`` callbacks get it as the error of a trial the pruner stopped;
-    the trial's completed items are its result, and its status is ``pruned``.
-
-    Examples
-    --------
-    >>> error = TrialPruned("trial-002 pruned after 6 of 60 items: loss 0.42 there")
-    >>> isinstance(error, KitError), str(error).split(":")[0]
-    (True, 'trial-002 pruned after 6 of 60 items')
-    """
-
-
-#: Makes a trial's runner and its items from the trial's config (``kit run``'s way by default).
-BuildTrial = Callable[[DictConfig], tuple[Any, Sequence[Any]]]
-
-#: Called as each trial ends: the trial, its result (None if it ended in error), the error
-#: (a :class:`TrialPruned` for a trial a search's pruner stopped).
-TrialCallback = Callable[[Trial, RunResult | None, BaseException | None], None]
-
-
-class SweepResult:
-    """The trials of a sweep and each one's :class:`~kit.RunResult` (None if it ended in error).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> result = sweep(EXAMPLE, ["model.coefficients=[0,1],[0,2]"], output_dir=tempfile.mkdtemp())
-    >>> [(row["model.coefficients"], row["status"], row["max_y"]) for row in result.rows()]
-    [('[0,1]', 'completed', 0.9), ('[0,2]', 'completed', 1.8)]
-    >>> trial, best = result.best("max_y", minimize=False)
-    >>> trial.name, best.summary
-    ('trial-001', {'min_y': 0.0, 'max_y': 1.8})
-    """
-
-    def __init__(
-        self,
-        trials: Sequence[Trial],
-        results: Sequence[RunResult | None],
-        errors: dict[int, BaseException],
-        summarize: Callable[[list[Any]], dict[str, Any]] | None = None,
-        *,
-        statuses: dict[int, str] | None = None,
-        study: Any = None,
-    ) -> None:
-        self.trials = list(trials)
-        self.results = list(results)
-        self.errors = dict(errors)
-        #: The trials' runner's ``summarize``, for comparing trials on a corpus metric.
-        self.summarize = summarize
-        #: Trials whose status is not their run's: ``pruned`` (stopped by a search's pruner).
-        self.statuses = dict(statuses or {})
-        #: A search's ``optuna.Study`` (None for a grid).
-        self.study = study
-
-    def __repr__(self) -> str:
-        done = sum(r is not None and r.status == RunStatus.COMPLETED for r in self.results)
-        return (
-            f"SweepResult(trials={len(self.trials)}, completed={done}, errors={len(self.errors)})"
-        )
-
-    @property
-    def swept(self) -> list[str]:
-        """The keys whose value differs between trials, in the order of the overrides."""
-        keys: list[str] = []
-        for trial in self.trials:
-            keys += [key for key in trial.values() if key not in keys]
-        return [k for k in keys if len({t.values().get(k) for t in self.trials}) > 1]
-
-    def rows(self) -> list[dict[str, Any]]:
-        """One dict per trial: swept values, status, summary, counts and speed."""
-        out = []
-        for trial, result in zip(self.trials, self.results, strict=True):
-            values = trial.values()
-            row: dict[str, Any] = {"trial": trial.name}
-            row.update({key: values.get(key) for key in self.swept})
-            if result is None:
-                error_text = self.errors.get(trial.number)
-                row["status"] = "error"
-                row["error"] = str(error_text).splitlines()[0] if error_text else None
-            else:
-                row["status"] = self.statuses.get(trial.number, str(result.status))
-                row.update(result.summary)
-                row["ok"] = result.stats.ok
-                row["failed"] = result.stats.failed
-                row["wall_seconds"] = round(result.stats.wall_seconds, 3)
-                row["items_per_second"] = round(result.stats.items_per_second, 2)
-            out.append(row)
-        return out
-
-    def to_pandas(self) -> Any:
-        """Return :meth:`rows` as a pandas DataFrame (pandas must be installed)."""
-        try:
-            import pandas as pd
-        except ImportError:
-            raise ImportError("SweepResult.to_pandas needs pandas: pip install pandas") from None
-        return pd.DataFrame(self.rows())
-
-    def against_best(
-        self, metric: str, *, minimize: bool = True, resamples: int = 2000
-    ) -> list[dict[str, Any]]:
-        """Return :meth:`rows`, each completed trial with its difference to the best one.
-
-        The column ``"<metric> vs best"`` holds ``b - best`` and its 95% paired
-        bootstrap interval (:func:`kit.compare`, through the runner's
-        ``summarize`` when it gives ``metric``, else the mean of the records'
-        ``metrics[metric]``); the best trial says ``best``.
-
-        Examples
-        --------
-        >>> import tempfile
-        >>> slopes = ["model.coefficients=[0,1],[0,2]"]
-        >>> result = sweep(EXAMPLE, slopes, output_dir=tempfile.mkdtemp())
-        >>> [row["max_y vs best"] for row in result.against_best("max_y", minimize=False)]
-        ['-0.9 [...]', 'best']
-        """
-        from kit._compare import compare
-
-        best_trial, best = self.best(metric, minimize=minimize)
-        summary = self.summarize if self._summarizes(metric) else None
-        column = f"{metric} vs best"
-        rows = self.rows()
-        for row, trial, result in zip(rows, self.trials, self.results, strict=True):
-            if trial is best_trial:
-                row[column] = "best"
-            elif result is None or result.status != RunStatus.COMPLETED:
-                row[column] = None
-            else:
-                found = compare(
-                    best, result, metric, summarize=summary, minimize=minimize, resamples=resamples
-                )
-                row[column] = f"{found.difference:+.4g} [{found.low:+.4g}, {found.high:+.4g}]"
-        return rows
-
-    def _summarizes(self, metric: str) -> bool:
-        return self.summarize is not None and any(
-            r is not None and metric in r.summary for r in self.results
-        )
-
-    def best(self, metric: str, *, minimize: bool = True) -> tuple[Trial, RunResult]:
-        """Return the completed trial with the lowest ``metric`` (highest, ``minimize=False``).
-
-        ``metric`` is a summary entry, else the mean of the records' ``metrics[metric]``.
-        """
-        return self.ranked(metric, minimize=minimize)[0]
-
-    def ranked(self, metric: str, *, minimize: bool = True) -> list[tuple[Trial, RunResult]]:
-        """Return the completed trials that have ``metric``, best first (ties: trial order).
-
-        Examples
-        --------
-        >>> import tempfile
-        >>> result = sweep(EXAMPLE, ["items.stop=2,4,3"], output_dir=tempfile.mkdtemp())
-        >>> [trial.name for trial, _ in result.ranked("max_y", minimize=False)]
-        ['trial-001', 'trial-002', 'trial-000']
-        """
-        from kit._compare import run_metric
-
-        scored = []
-        for trial, result in zip(self.trials, self.results, strict=True):
-            if result is None or result.status != RunStatus.COMPLETED:
-                continue
-            value = run_metric(result, metric)
-            if value is not None:
-                scored.append((float(value), trial.number, trial, result))
-        if not scored:
-            have = sorted({k for r in self.results if r is not None for k in r.summary})
-            raise KeyError(
-                f"no completed trial has the metric {metric!r} in its summary or its "
-                f"records' metrics (the summaries have: {', '.join(have) or 'nothing'})"
-            )
-        sign = 1 if minimize else -1
-        scored.sort(key=lambda row: (sign * row[0], row[1]))
-        return [(trial, result) for _, _, trial, result in scored]
 
 
 class TrialPlan(Protocol):
@@ -485,8 +286,6 @@ class SweepHandle:
 
     def _write_report(self) -> None:
         """Write the sweep's report.html (with bokeh); a report that fails is a warning."""
-        from kit.dashboard import write_sweep_report
-
         try:
             write_sweep_report(self.folder)
         except ImportError:
@@ -743,8 +542,6 @@ def prepare_grid(
     built: dict[int, tuple[Any, Sequence[Any]]] = {}
 
     def build(trial: Trial) -> tuple[Any, Sequence[Any]]:
-        from kit._from_config import build_runner
-
         if trial.number in built:
             return built.pop(trial.number)
         return (make or build_runner)(load_config(config, list(trial.overrides)))
@@ -896,8 +693,6 @@ def _record_for(
 
 def read_stored(trial: Trial) -> RunResult | None:
     """Return a trial's stored result, or None when its folder holds none Kit can read."""
-    from kit.detached import read_result
-
     try:
         return read_result(trial.output_dir)
     except (OSError, KitError, ValueError):

@@ -148,7 +148,8 @@ def _search(args: argparse.Namespace, minimize: bool, ended: Any) -> Any:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from kit._sweep import Trial, TrialPruned, submit_sweep
+    from kit._sweep import submit_sweep
+    from kit._trials import Trial, TrialPruned
 
     def ended(trial: Trial, result: RunResult | None, error: BaseException | None) -> None:
         where = " ".join(trial.overrides)
@@ -286,8 +287,8 @@ def _sweep_status(sweep: Any) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from kit._attach import attach
     from kit._detached_sweep import DetachedSweep
-    from kit.detached import attach
 
     run = attach(args.output_dir)
     if isinstance(run, DetachedSweep):
@@ -316,8 +317,8 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _cancel(args: argparse.Namespace) -> int:
+    from kit._attach import attach
     from kit._detached_sweep import DetachedSweep
-    from kit.detached import attach
 
     run = attach(args.output_dir)
     if isinstance(run, DetachedSweep):

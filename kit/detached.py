@@ -43,7 +43,7 @@ from kit.result import (
 from kit.store import RecordWriter, RunStore, StoreError, indices_from_record
 
 if TYPE_CHECKING:
-    from kit._detached_sweep import DetachedSweep
+    pass
 
 WAIT_STEP = 0.2
 #: Seconds a new driver waits for the process that submitted it to let go of the directory.
@@ -622,36 +622,6 @@ def read_result(output_dir: str | os.PathLike[str], *, allow_pickle: bool = Fals
     )
 
 
-def attach(
-    output_dir: str | os.PathLike[str], *, allow_pickle: bool = False
-) -> DetachedRun | DetachedSweep:
-    """Return a handle on the run (or the sweep) in ``output_dir``, from any process.
-
-    A folder holding a sweep (``sweep.json``, no run of its own) gives a
-    :class:`~kit._detached_sweep.DetachedSweep`: its trials, progress,
-    ``result()`` (a :class:`~kit.SweepResult`) and ``cancel()``.
-
-    Reading it never runs code from the directory: records a run stored as
-    pickle files (``runner.record_format=pickle``) are read only with
-    ``allow_pickle=True``, and then only your own files that nobody else may
-    change.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> attach(tempfile.mkdtemp())
-    Traceback (most recent call last):
-    ...
-    FileNotFoundError: ... holds no Kit run (no manifest.json or driver.json); check the path
-    """
-    folder = Path(output_dir)
-    if SweepDir(folder).holds_sweep():
-        from kit._detached_sweep import DetachedSweep
-
-        return DetachedSweep(folder)
-    return DetachedRun(output_dir, allow_pickle=allow_pickle)
-
-
 class StatusWriter:
     """An event view that keeps ``status.json`` current (at most ~4 writes a second)."""
 
@@ -719,50 +689,3 @@ def load_job(path: Path) -> dict[str, Any]:
     with fh:
         job: dict[str, Any] = cloudpickle.load(fh)
     return job
-
-
-def drive(output_dir: Path) -> int:
-    """Run the job pickled in ``output_dir`` to its end (the driver process)."""
-    import kit
-
-    # The submitting process holds the directory's lock until driver.json is written.
-    deadline = time.monotonic() + SUBMIT_GRACE
-    while RunStore(output_dir).busy() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
-        job = load_job(RunDir(output_dir).job)
-    except StoreError as exc:
-        print(f"kit: error: {exc}", file=sys.stderr)  # into driver.log, which attach() shows
-        return 2
-    if "sweep" in job:
-        return _drive_sweep(job["sweep"])
-    handle = job["runner"].prepare(job["indices"], **job["kwargs"])
-
-    def session() -> dict[str, Any] | None:
-        return None if handle.session is None else dict(handle.session.describe())
-
-    handle.events.subscribe(StatusWriter(output_dir, {"pid": os.getpid()}, session))
-    signal.signal(signal.SIGTERM, lambda *_: handle.cancel())
-    handle.start()
-    try:
-        result = handle.result()
-        return 0 if result.stats.failed == 0 else 1
-    except RunError:
-        return 1
-    finally:
-        kit.shutdown()
-
-
-def _drive_sweep(argv: Sequence[str]) -> int:
-    """Run ``kit sweep *argv`` (a detached sweep's driver); SIGTERM cancels it like Ctrl-C."""
-    import kit
-    from kit.cli import main
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
-    try:
-        return main(["sweep", *argv])
-    finally:
-        kit.shutdown()

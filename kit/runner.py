@@ -18,6 +18,7 @@ from kit.config import ParallelConfig, RunnerConfig, parallel_section
 from kit.config._errors import closest, error
 from kit.config._schema import check_section
 from kit.dashboard import ReportWriter
+from kit.detached import start_driver
 from kit.events import EventLog, EventStream, Subscriber
 from kit.provider import EnvironmentProvider
 from kit.result import Index, RunResult
@@ -267,8 +268,6 @@ class Runner:
         if detached:
             if on_event is not None:
                 raise ValueError("on_event cannot follow a detached run; read kit.attach(...)")
-            from kit.detached import start_driver
-
             return start_driver(self, normalize_indices(indices), forward_kwargs)
         return self.prepare(indices, on_event=on_event, **forward_kwargs).start()
 

@@ -54,6 +54,9 @@ CLAIMS: dict[str, list[str]] = {
         "tests/test_inject.py::test_explicit_keywords_reach_forward",
         "tests/test_inject.py::test_an_explicit_keyword_that_is_also_in_the_env_is_an_error",
     ],
+    "Modules import in one direction: no import cycle": [
+        "tests/test_layers.py::test_kit_imports_in_one_direction_lazy_imports_included"
+    ],
     "`submit()` never waits on the calling thread": [
         "tests/engine/test_submit.py::test_submit_returns_while_the_cluster_is_still_starting",
         "tests/test_runner.py::test_submit_returns_at_once_and_streams_records",

@@ -166,7 +166,7 @@ def detached_dir(tmp_path: Path, driver: dict[str, Any]) -> Path:
 def test_cancel_never_signals_pid_one_or_below(tmp_path: Path, pid: Any) -> None:
     import socket
 
-    from kit.detached import attach
+    from kit import attach
 
     out = detached_dir(tmp_path, {"pid": pid, "host": socket.gethostname(), "created": 0.0})
     with pytest.raises(StoreError, match="which is not a driver's; nothing was signalled"):
@@ -178,7 +178,7 @@ def test_cancel_leaves_an_unrelated_process_with_the_recorded_pid_alone(tmp_path
     import subprocess
     import sys
 
-    from kit.detached import attach
+    from kit import attach
 
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -196,7 +196,7 @@ def test_cancel_leaves_an_unrelated_process_with_the_recorded_pid_alone(tmp_path
 
 
 def test_cancel_names_the_host_a_driver_runs_on(tmp_path: Path) -> None:
-    from kit.detached import attach
+    from kit import attach
 
     out = detached_dir(tmp_path, {"pid": 4242, "host": "node-17", "created": 5.0})
     with pytest.raises(StoreError, match="the driver runs on host node-17, not on this one"):

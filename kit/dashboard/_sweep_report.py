@@ -16,6 +16,7 @@ from typing import Any
 
 from kit._atomic import atomic_file
 from kit._compare import run_metric
+from kit._detached_sweep import DetachedSweep
 from kit._rundir import SweepDir
 from kit.dashboard._figures import PALETTE, require_bokeh
 from kit.views._html import rows_table
@@ -88,8 +89,6 @@ def write_sweep_report(
     from bokeh.layouts import column
     from bokeh.models.widgets import Div
     from bokeh.resources import INLINE
-
-    from kit._detached_sweep import DetachedSweep
 
     sweep = DetachedSweep(folder)
     record = sweep.record()

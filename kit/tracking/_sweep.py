@@ -24,7 +24,7 @@ from kit.tracking._exporter import Exporter, TrackingWarning, numbers
 from kit.tracking._spec import Tracking
 
 if TYPE_CHECKING:
-    from kit._sweep import SweepResult, Trial
+    from kit._trials import SweepResult, Trial
 
 
 def trial_hparams(trial: Trial) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def trial_hparams(trial: Trial) -> dict[str, Any]:
 
     Examples
     --------
-    >>> from kit._sweep import Trial
+    >>> from kit._trials import Trial
     >>> trial_hparams(Trial(0, ("beam=5", "engine=whisper", "lr=1e-3"), Path("t")))
     {'beam': 5, 'engine': 'whisper', 'lr': 0.001}
     """

@@ -1,0 +1,90 @@
+"""A search's Optuna study: a journal file in the sweep folder, opened without Optuna's lock.
+
+Shared by the search that writes it (:mod:`kit._search`) and the readers of a
+sweep folder (:class:`~kit.DetachedSweep`); Optuna is an optional extra,
+imported when a study is opened.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kit._errors import KitError
+from kit._rundir import SweepDir
+
+#: The study's name in the journal (one study a sweep folder).
+STUDY_NAME = "kit"
+
+
+def require_optuna() -> Any:
+    """Return the ``optuna`` module, or raise ImportError naming the extra to install."""
+    try:
+        import optuna
+    except ImportError:
+        raise ImportError(
+            "a search needs optuna: pip install 'kit[search]' (or pip install optuna)"
+        ) from None
+    return optuna
+
+
+class _SoleWriter:
+    """Optuna's journal lock for a study only the sweep's driver writes: nothing to wait for."""
+
+    def acquire(self) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
+
+
+def journal_storage(path: Path) -> Any:
+    """Return Optuna's journal storage on ``path``, without Optuna's file lock.
+
+    Only the sweep's driver writes the journal and readers take no lock, while
+    a lock left by a killed driver would hold a resume up for its grace period
+    (30 s).
+    """
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    lock: Any = _SoleWriter()
+    return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+
+
+def open_study(
+    folder: Path, direction: str, sampler: Any = None, pruner: Any = None, seed: int | None = 0
+) -> Any:
+    """Open (or make) the search's study: Optuna's journal file in ``folder``."""
+    optuna = require_optuna()
+    path = SweepDir(folder).study
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise KitError(f"{path} is not a regular file: a search's study must be one")
+    _trim_torn_line(path)
+    study = optuna.create_study(
+        storage=journal_storage(path),
+        study_name=STUDY_NAME,
+        direction=direction,
+        sampler=sampler,
+        pruner=pruner if pruner is not None else optuna.pruners.NopPruner(),
+        load_if_exists=True,
+    )
+    if sampler is None:
+        # Seeded past the trials already made, so a resumed search does not propose
+        # its first points again; constant_liar, so trials running side by side are
+        # not all asked the same point.
+        offset = len(study.get_trials(deepcopy=False))
+        study.sampler = optuna.samplers.TPESampler(
+            seed=None if seed is None else seed + offset, constant_liar=True
+        )
+    return study
+
+
+def _trim_torn_line(path: Path) -> None:
+    """Drop a last line the driver was killed while writing: the next one would join it."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as fh:
+            fh.truncate(data.rfind(b"\n") + 1)
