@@ -106,7 +106,7 @@ class Dashboard:
     @property
     def finished(self) -> bool:
         """Whether the run shown has ended."""
-        return _final(self.state.status)
+        return self.state.status.final
 
     def refresh(self) -> Dashboard:
         """Redraw now if anything changed."""
@@ -180,10 +180,3 @@ class Dashboard:
             doc.add_periodic_callback(redraw, int(self.interval * 1000))
 
         return make_document
-
-
-def _final(status: str) -> bool:
-    try:
-        return RunStatus(status).final
-    except ValueError:  # "waiting": no run seen yet
-        return False

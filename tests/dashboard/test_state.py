@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kit import dashboard, events
-from kit.dashboard import DashboardState, Series
+from kit.dashboard import DashboardState, DashboardStatus, Series
 from kit.events import (
     ChunkFinished,
     RunFinished,
@@ -17,6 +17,7 @@ from kit.events import (
     event_from_dict,
     event_to_dict,
 )
+from kit.result import RunStatus
 
 
 def chunk(
@@ -242,3 +243,22 @@ def test_a_new_run_after_another_starts_from_nothing() -> None:
     state(RunStarted("fresh", total=5, resumed=0, workers=1))
     snap = state.snapshot()
     assert (snap.done, snap.total, snap.metric_means, snap.workers) == (0, 5, {}, {})
+
+
+def test_the_status_goes_waiting_starting_running_and_ends_as_the_runs_own() -> None:
+    state = DashboardState()
+    seen = [state.snapshot().status]
+    state.starting()
+    seen.append(state.snapshot().status)
+    state(RunStarted("r", total=2, resumed=0, workers=1))
+    seen.append(state.snapshot().status)
+    state(RunFinished("r", RunStatus.CANCELLED, 1, 0, 2, 1.0))
+    seen.append(state.snapshot().status)
+    assert seen == [
+        DashboardStatus.WAITING,
+        DashboardStatus.STARTING,
+        DashboardStatus.RUNNING,
+        DashboardStatus.CANCELLED,
+    ]
+    assert [status.final for status in seen] == [False, False, False, True]
+    assert {status.value for status in DashboardStatus} == {"waiting", *RunStatus}
