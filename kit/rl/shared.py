@@ -36,7 +36,9 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
+from kit.rl import _protocol as protocol
 from kit.rl._errors import NothingPendingError
+from kit.rl._protocol import GroupAnswer, GroupCommand, Op
 from kit.rl._types import ENV_ERROR, RESET, STEPPED, TIMEOUT, EnvState
 from kit.rl.pool import WorkerPool
 from kit.rl.workers import (
@@ -50,9 +52,6 @@ from kit.rl.workers import (
     start_process,
     stepped,
 )
-
-# Commands in a "run" message: (local index, kind, argument).
-_STEP_SHARED, _STEP, _RESET, _REBUILD = 0, 1, 2, 3
 
 
 def _layout(envs: list[Any], n: int) -> dict[str, Any]:
@@ -126,34 +125,34 @@ def _serve_group(conn: Connection, payload: bytes, n: int, name: str) -> None:
     views = _Views(block, spec, n)
     obs_view, act_view = views.obs, views.act
     try:
-        conn.send(("ready", spec))
+        conn.send(protocol.ready(spec))
         while True:
             try:
                 message = conn.recv()
             except (EOFError, OSError):
                 return
-            if message[0] == "close":
+            if message[0] == Op.CLOSE:
                 return
-            answers: list[tuple[Any, ...]] = []
+            answers: list[GroupAnswer] = []
             for i, kind, arg in message[1]:
-                if kind == _REBUILD:
+                if kind == Op.REBUILD:
                     _close_quietly(envs[i])
                     envs[i], errors[i] = build()
-                    conn.send(("rebuilt",))
+                    conn.send(protocol.rebuilt())
                     continue
                 env = envs[i]
                 if env is None:
                     answers.append((i, ENV_ERROR, False, None, None, _build_failed(errors[i])))
                     continue
                 try:
-                    if kind == _RESET:
+                    if kind == Op.RESET:
                         obs, info = env.reset(seed=arg[0], options=arg[1])
                         status = RESET
                         views.reward[i] = 0.0
                         views.terminated[i] = views.truncated[i] = False
                     else:
                         action = arg
-                        if kind == _STEP_SHARED:
+                        if kind == Op.STEP_SHARED:
                             assert act_view is not None
                             action = (
                                 act_view[i].item() if act_view.ndim == 1 else act_view[i].copy()
@@ -178,11 +177,11 @@ def _serve_group(conn: Connection, payload: bytes, n: int, name: str) -> None:
                     answers.append((i, status, False, obs, info or None, None))
             if answers:
                 try:
-                    conn.send(("answers", answers))
+                    conn.send(protocol.answers(answers))
                 except (BrokenPipeError, OSError):
                     return  # the parent gave up on this process
                 except Exception:  # an observation or info cannot be pickled
-                    conn.send(("answers", [_picklable(answer) for answer in answers]))
+                    conn.send(protocol.answers([_picklable(answer) for answer in answers]))
     finally:
         for env in envs:
             _close_quietly(env)
@@ -195,7 +194,7 @@ def _build_failed(error: str | None) -> str:
     return f"building the env failed:\n{error}"
 
 
-def _picklable(answer: tuple[Any, ...]) -> tuple[Any, ...]:
+def _picklable(answer: GroupAnswer) -> GroupAnswer:
     try:
         pickle.dumps(answer)
     except Exception:
@@ -228,7 +227,7 @@ class _Group:
         self.conn: Connection | None = None
         self.block: SharedMemory | None = None
         self.views: _Views | None = None
-        self.queued: list[tuple[int, int, Any]] = []
+        self.queued: list[GroupCommand] = []
         #: Envs whose episode was broken by a restart of the process, with the reason.
         self.broken: dict[int, str] = {}
         self.closed: set[int] = set()
@@ -269,9 +268,9 @@ class _Group:
         """Queue ``command`` for env ``local``; an answer now when it cannot be sent."""
         if local in self.closed:
             return EnvState(None, status=ENV_ERROR, error="the env was closed")
-        if command[0] == "reset":
+        if command[0] == Op.RESET:
             self.broken.pop(local, None)
-            self.queued.append((local, _RESET, command[1:]))
+            self.queued.append((local, Op.RESET.value, command[1:]))
             return None
         if local in self.broken:
             return EnvState(None, status=ENV_ERROR, error=self.broken.pop(local))
@@ -279,13 +278,13 @@ class _Group:
         act = None if self.views is None else self.views.act
         if act is not None and _fits(action, act):
             act[local] = action
-            self.queued.append((local, _STEP_SHARED, None))
+            self.queued.append((local, Op.STEP_SHARED.value, None))
         else:
-            self.queued.append((local, _STEP, action))
+            self.queued.append((local, Op.STEP.value, action))
         return None
 
     def rebuild(self, local: int) -> None:
-        self.queued.append((local, _REBUILD, None))
+        self.queued.append((local, Op.REBUILD.value, None))
         self.rebuilding += 1
         self.ready, self.started_at = False, time.monotonic()
 
@@ -293,14 +292,14 @@ class _Group:
         if self.queued and self.conn is not None and self.ready_to_send:
             commands, self.queued = self.queued, []
             with contextlib.suppress(BrokenPipeError, OSError):  # its death is seen by poll
-                self.conn.send(("run", commands))
+                self.conn.send(protocol.run(commands))
 
     @property
     def ready_to_send(self) -> bool:
-        # Before the first "ready" the action views do not exist yet: hold the commands.
+        # Before the first READY the action views do not exist yet: hold the commands.
         return self.views is not None
 
-    def state(self, answer: tuple[Any, ...]) -> EnvState:
+    def state(self, answer: GroupAnswer) -> EnvState:
         local, status, shared, obs, info, error = answer
         if status == ENV_ERROR:
             return EnvState(None, status=ENV_ERROR, error=error)
@@ -322,7 +321,7 @@ class _Group:
         conn, self.conn = self.conn, None
         if conn is not None and not kill:
             with contextlib.suppress(BrokenPipeError, OSError):
-                conn.send(("close",))
+                conn.send(protocol.close())
             self.process.join(cleanup_time)
         if self.views is not None:
             self.views.release()
@@ -537,11 +536,11 @@ class SharedMemoryPool(WorkerPool):
             message = group.conn.recv()
         except (EOFError, OSError):
             return self._restart(group, ENV_ERROR, group.death(), None)
-        if message[0] == "ready":
+        if message[0] == Op.READY:
             group.attach(message[1])
             group.flush()
             return []
-        if message[0] == "rebuilt":
+        if message[0] == Op.REBUILT:
             group.rebuilding -= 1
             if group.rebuilding == 0:
                 group.ready, group.ready_at = True, time.monotonic()
@@ -598,7 +597,7 @@ class SharedMemoryPool(WorkerPool):
         for group in self.groups:
             if group.conn is not None and group not in busy:
                 with contextlib.suppress(BrokenPipeError, OSError):
-                    group.conn.send(("close",))
+                    group.conn.send(protocol.close())
         for group in self.groups:
             self._unwatch(group)
             group.stop(kill=group in busy, cleanup_time=self.cleanup_time)

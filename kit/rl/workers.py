@@ -27,8 +27,10 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
+from kit.rl import _protocol as protocol
 from kit.rl._errors import ClosedPoolError, NothingPendingError
 from kit.rl._names import renamed
+from kit.rl._protocol import Op
 from kit.rl._types import ENV_ERROR, RESET, STEPPED, EnvState
 
 EnvFn = Callable[[], Any]
@@ -53,9 +55,9 @@ def _seeds(seed: int | None, n: int) -> list[int | None]:
 
 
 def run_command(env: Any, command: tuple[Any, ...]) -> EnvState:
-    """Apply ``("step", action)`` or ``("reset", seed, options)`` to ``env``; never raise."""
+    """Apply a ``STEP`` or ``RESET`` message (:mod:`kit.rl._protocol`) to ``env``; never raise."""
     try:
-        if command[0] == "reset":
+        if command[0] == Op.RESET:
             obs, info = env.reset(seed=command[1], options=command[2])
             return EnvState(obs, 0.0, False, False, info, RESET)
         return stepped(env.step(command[1]))
@@ -134,7 +136,7 @@ class BaseEnvWorker(abc.ABC):
 
     def send_step(self, action: Any) -> None:
         """Step the env with ``action``, whatever its type (text ``"reset"`` too)."""
-        self._send(("step", action))
+        self._send(protocol.step(action))
 
     def send_action(self, action: Any) -> None:
         """ml-starter's call: ``"reset"`` resets, ``"close"`` shuts down, else a step.
@@ -151,7 +153,7 @@ class BaseEnvWorker(abc.ABC):
 
     def send_reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         """Reset the env with ``seed`` (the worker's own seed first, if None)."""
-        self._send(("reset", self._reset_seed(seed), options))
+        self._send(protocol.reset(self._reset_seed(seed), options))
 
     @abc.abstractmethod
     def _send(self, command: tuple[Any, ...]) -> None: ...
@@ -263,29 +265,6 @@ class SyncEnvWorker(BaseEnvWorker):
         self._build_error = "the worker was closed"
 
 
-def _pack(state: EnvState) -> tuple[Any, ...]:
-    """Make a state cheap to pickle: a plain tuple, a numpy observation as raw bytes.
-
-    Pickling a numpy array costs more than a CartPole step; its bytes, dtype
-    and shape cost little (gymnasium's AsyncVectorEnv uses shared memory to
-    the same end).
-    """
-    obs = state.obs
-    if type(obs) is np.ndarray and obs.dtype.hasobject is False:
-        obs = (_ARRAY, obs.tobytes(), obs.dtype.str, obs.shape)
-    return (obs, *state[1:])
-
-
-def _unpack(message: tuple[Any, ...]) -> EnvState:
-    obs = message[0]
-    if type(obs) is tuple and len(obs) == 4 and obs[0] == _ARRAY:
-        obs = np.frombuffer(obs[1], dtype=obs[2]).reshape(obs[3]).copy()
-    return EnvState(obs, *message[1:])
-
-
-_ARRAY = "kit-ndarray"
-
-
 def _serve(conn: Connection, env_fn: EnvFn | bytes, in_process: bool) -> None:
     """Run an async worker's thread or process: build the env, answer commands."""
     if in_process:
@@ -303,9 +282,9 @@ def _serve(conn: Connection, env_fn: EnvFn | bytes, in_process: bool) -> None:
                 command = conn.recv()
             except (EOFError, OSError):
                 return
-            if command[0] == "close":
+            if command[0] == Op.CLOSE:
                 return
-            if command[0] == "rebuild":
+            if command[0] == Op.REBUILD:
                 _close_quietly(env)
                 env, build_error = build()
                 if not _tell_ready(conn):
@@ -318,24 +297,20 @@ def _serve(conn: Connection, env_fn: EnvFn | bytes, in_process: bool) -> None:
             else:
                 state = run_command(env, command)
             try:
-                conn.send(_pack(state))
+                conn.send(protocol.answer(state))
             except (BrokenPipeError, OSError):
                 return  # the parent gave up on this worker
             except Exception:  # the observation or info cannot be pickled
-                conn.send(_pack(EnvState(None, status=ENV_ERROR, error=traceback.format_exc())))
+                state = EnvState(None, status=ENV_ERROR, error=traceback.format_exc())
+                conn.send(protocol.answer(state))
     finally:
         _close_quietly(env)
         conn.close()
 
 
-#: What an async worker's thread or process sends once its env is built (or failed
-#: to build): the parent starts the step clock only then. Answers are longer tuples.
-_READY = ("kit-env-ready",)
-
-
 def _tell_ready(conn: Connection) -> bool:
     try:
-        conn.send(_READY)
+        conn.send(protocol.ready())
     except (BrokenPipeError, OSError):
         return False  # the parent gave up on this worker
     return True
@@ -484,10 +459,10 @@ class AsyncEnvWorker(BaseEnvWorker):
             message = self.connection.recv()
         except (EOFError, OSError):
             return EnvState(None, status=ENV_ERROR, error=self._death())
-        if len(message) == 1 and message[0] == _READY[0]:
+        if message[0] == Op.READY:
             self.ready, self.ready_at = True, time.monotonic()
             return None
-        return _unpack(message)
+        return protocol.read_answer(message)
 
     def _death(self) -> str:
         if self._process is not None:
@@ -504,7 +479,7 @@ class AsyncEnvWorker(BaseEnvWorker):
     def restart(self, hard: bool = False) -> None:  # noqa: D102
         if not hard and self.alive:
             self._building()
-            self._send(("rebuild",))
+            self._send(protocol.rebuild())
             return
         self._stop(kill=True)
         self._start()
@@ -514,7 +489,7 @@ class AsyncEnvWorker(BaseEnvWorker):
         if conn is not None:
             if not kill:
                 with contextlib.suppress(BrokenPipeError, OSError):
-                    conn.send(("close",))
+                    conn.send(protocol.close())
             conn.close()  # a hung thread's next send fails and it ends
         if self._process is not None:
             if not kill:
@@ -533,7 +508,7 @@ class AsyncEnvWorker(BaseEnvWorker):
         """Ask the env to close without waiting (then :meth:`cleanup` waits for it)."""
         if self._conn is not None:
             with contextlib.suppress(BrokenPipeError, OSError):
-                self._conn.send(("close",))
+                self._conn.send(protocol.close())
 
     def cleanup(self) -> None:  # noqa: D102
         self._stop(kill=False)

@@ -1,0 +1,42 @@
+"""The env pipes' messages: each declared once, sent as plain tuples of plain values."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+
+from kit.rl import EnvState
+from kit.rl import _protocol as protocol
+from kit.rl._protocol import Op
+
+
+def every_message() -> list[tuple[object, ...]]:
+    state = EnvState(np.arange(4, dtype=np.float32), 1.0, False, True, {"k": 1}, "ok")
+    return [
+        protocol.step(1),
+        protocol.reset(7, {"o": 1}),
+        protocol.rebuild(),
+        protocol.close(),
+        protocol.ready(),
+        protocol.ready({"size": 8}),
+        protocol.answer(state),
+        protocol.run([(0, Op.STEP.value, 1)]),
+        protocol.rebuilt(),
+        protocol.answers([(0, "ok", True, None, None, None)]),
+    ]
+
+
+def test_every_message_starts_with_its_declared_op_as_a_plain_int() -> None:
+    messages = every_message()
+    assert all(type(message[0]) is int for message in messages)
+    assert {Op(message[0]) for message in messages} == set(Op) - {Op.STEP_SHARED}
+    # An enum member would be pickled by name, several times the cost of the tuple.
+    assert all(b"Op" not in pickle.dumps(message) for message in messages)
+
+
+def test_an_answer_carries_the_state_and_its_array_observation_unchanged() -> None:
+    state = EnvState(np.arange(6, dtype=np.int16).reshape(2, 3), 0.5, True, False, {"a": 2}, "ok")
+    back = protocol.read_answer(pickle.loads(pickle.dumps(protocol.answer(state))))
+    assert back.obs.dtype == np.int16 and back.obs.tolist() == state.obs.tolist()
+    assert back[1:] == state[1:]
