@@ -18,6 +18,7 @@ from typing import Any
 
 from kit._errors import SchedulerUnreachableError
 from kit.config import ConfigError, ParallelConfig
+from kit.config._errors import error
 
 #: dask-jobqueue's cluster class for each job-queue ``parallel.env``.
 JOB_QUEUES = {
@@ -36,9 +37,7 @@ SubmitHook = Callable[[list[str]], Sequence[str]]
 
 
 def _config_error(key: str, problem: str, fix: str) -> ConfigError:
-    return ConfigError(
-        f"{key}: {problem}\n    full_key: {key}\n    fix: {fix}", full_key=key, source=None
-    )
+    return error(problem, full_key=key, fix=fix)
 
 
 def security_of(parallel: ParallelConfig) -> Any:

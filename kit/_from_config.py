@@ -23,27 +23,19 @@ def _import(path: str, key: str, base: type) -> type:
         cls = get_class(path)
     except Exception as exc:
         cause = exc.__cause__ or exc
-        raise ConfigError(
-            f"{key}: cannot import {path!r} ({type(cause).__name__}: {cause})\n"
-            f"    full_key: {key}\n"
-            "    fix: give the import path of the class (package.module.Class), and make its "
-            "package importable (install it, or run from its folder / set PYTHONPATH)",
+        raise error(
+            f"cannot import {path!r} ({type(cause).__name__}: {cause})",
             full_key=key,
+            fix="give the import path of the class (package.module.Class), and make its "
+            "package importable (install it, or run from its folder / set PYTHONPATH)",
         ) from None
     if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise ConfigError(
-            f"{key}: {path!r} is not a subclass of kit.{base.__name__}\n    full_key: {key}",
-            full_key=key,
-        )
+        raise error(f"{path!r} is not a subclass of kit.{base.__name__}", full_key=key)
     return cls
 
 
 def _missing(key: str, example: str) -> ConfigError:
-    return ConfigError(
-        f"{key}: `kit run` needs this section\n    full_key: {key}\n"
-        f"    fix: add it, e.g. {example}",
-        full_key=key,
-    )
+    return error("`kit run` needs this section", full_key=key, fix=f"add it, e.g. {example}")
 
 
 def build_runner(cfg: DictConfig) -> tuple[Any, Sequence[Index]]:
@@ -93,18 +85,18 @@ def items_of(cfg: DictConfig) -> Sequence[Index]:
     if items.get("file"):
         path = Path(items.file)
         if not path.is_file():
-            raise ConfigError(
-                f"items.file: no such file: {path}\n    full_key: items.file\n"
-                "    fix: give a file with one index per line",
+            raise error(
+                f"no such file: {path}",
                 full_key="items.file",
+                fix="give a file with one index per line",
             )
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except UnicodeDecodeError as exc:
-            raise ConfigError(
-                f"items.file: {path} is not UTF-8 text (byte {exc.start}: {exc.reason})\n"
-                "    full_key: items.file\n    fix: give a text file with one index per line",
+            raise error(
+                f"{path} is not UTF-8 text (byte {exc.start}: {exc.reason})",
                 full_key="items.file",
+                fix="give a text file with one index per line",
             ) from None
         out: list[Index] = []
         for line in lines:
@@ -114,9 +106,9 @@ def items_of(cfg: DictConfig) -> Sequence[Index]:
                 out.append(int(text) if _INTEGER.fullmatch(text) else text)
         return out
     if items.get("stop") is None:
-        raise ConfigError(
-            "items.stop: give the end of the range (or items.file)\n    full_key: items.stop\n"
-            "    fix: e.g. `items.stop=100`",
+        raise error(
+            "give the end of the range (or items.file)",
             full_key="items.stop",
+            fix="e.g. `items.stop=100`",
         )
     return range(items.get("start", 0), items.stop, items.get("step", 1))

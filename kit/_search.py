@@ -37,8 +37,9 @@ from kit._sweep import (
     sweep_tracking,
 )
 from kit._trials import SweepResult, Trial, TrialCallback, TrialPruned
-from kit.config import ConfigError, load_config
+from kit.config import load_config
 from kit.config._api import outcome_hash
+from kit.config._errors import error as config_error
 from kit.config._sweeps import SearchDimension, search_space
 from kit.events import ChunkFinished
 from kit.result import RunResult, RunStatus
@@ -68,7 +69,7 @@ def pruner_named(name: str) -> Any:
         "none": None,
     }
     if name not in pruners:
-        raise ConfigError(f"no pruner called {name!r}\n    fix: use one of {', '.join(pruners)}")
+        raise config_error(f"no pruner called {name!r}", fix=f"use one of {', '.join(pruners)}")
     made = pruners[name]
     if made is None:
         return None
@@ -216,10 +217,10 @@ class _SearchPlan:
                 with self._study_lock:
                     self.study.tell(asked, state=states.FAIL)
                 have = ", ".join(sorted(result.summary)) or "nothing"
-                return "error", ConfigError(
+                return "error", config_error(
                     f"{trial.name} gives no number {self.metric!r}: the summary has {have}, "
-                    f"and no record has metrics[{self.metric!r}]\n"
-                    "    fix: search on a metric the runner's summarize or its records give"
+                    f"and no record has metrics[{self.metric!r}]",
+                    fix="search on a metric the runner's summarize or its records give",
                 )
             with self._study_lock:
                 self.study.tell(asked, value)
@@ -323,22 +324,20 @@ def _search_record(
         }
     was = stored.get("search")
     if not isinstance(was, dict):
-        raise ConfigError(
-            f"{folder} holds a grid sweep, not a search\n"
-            "    fix: give the search its own output_dir"
+        raise config_error(
+            f"{folder} holds a grid sweep, not a search", fix="give the search its own output_dir"
         )
     if stored.get("overrides") != overrides:
-        raise ConfigError(
-            f"{folder} holds a search of another space: {' '.join(stored.get('overrides', []))}"
-            f"\n    this one: {' '.join(overrides)}\n"
-            "    fix: search the same space to resume it, or give this one its own output_dir"
+        raise config_error(
+            f"{folder} holds a search of another space: {' '.join(stored.get('overrides', []))}",
+            facts={"this one": " ".join(overrides)},
+            fix="search the same space to resume it, or give this one its own output_dir",
         )
     for key in ("metric", "direction"):
         if was.get(key) != search[key]:
-            raise ConfigError(
-                f"{folder} holds a search with {key} {was.get(key)!r}, not {search[key]!r}\n"
-                f"    fix: resume it with --{key} {was.get(key)}, or give this one its own "
-                "output_dir"
+            raise config_error(
+                f"{folder} holds a search with {key} {was.get(key)!r}, not {search[key]!r}",
+                fix=f"resume it with --{key} {was.get(key)}, or give this one its own output_dir",
             )
     check_base(folder, stored, base_hash)
     stored["search"] = {**was, "trials": search["trials"]}
@@ -435,9 +434,9 @@ def prepare_search(
     """Check a search whole (space, config, folder, a first trial) without running it."""
     require_optuna()  # a missing extra is named before anything else is checked
     if direction not in DIRECTIONS:
-        raise ConfigError(
-            f"direction must be minimize or maximize, not {direction!r}\n"
-            "    fix: --direction minimize (lower is better) or maximize"
+        raise config_error(
+            f"direction must be minimize or maximize, not {direction!r}",
+            fix="--direction minimize (lower is better) or maximize",
         )
     if trials < 1:
         raise ValueError(f"trials must be at least 1, got {trials}")

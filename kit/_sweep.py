@@ -25,7 +25,7 @@ from kit._errors import KitError
 from kit._from_config import build_runner
 from kit._rundir import SweepDir
 from kit._trials import BuildTrial, SweepResult, Trial, TrialCallback, TrialPruned
-from kit.config import ConfigError, load_config
+from kit.config import load_config
 from kit.config._api import outcome_hash
 from kit.config._errors import error
 from kit.config._sweeps import expand_sweep
@@ -623,9 +623,9 @@ def load_record(folder: Path) -> dict[str, Any] | None:
         raise KitError(f"{path} is not a regular file: a sweep folder's record must be one")
     if not path.exists():
         if folder.is_dir() and any(p.name not in SweepDir.NAMES for p in folder.iterdir()):
-            raise ConfigError(
-                f"{folder} holds files but no {SweepDir.RECORD}: not a sweep folder\n"
-                "    fix: give the sweep a folder of its own (output_dir=...)"
+            raise error(
+                f"{folder} holds files but no {SweepDir.RECORD}: not a sweep folder",
+                fix="give the sweep a folder of its own (output_dir=...)",
             )
         return None
     try:
@@ -642,12 +642,12 @@ def load_record(folder: Path) -> dict[str, Any] | None:
 def check_base(folder: Path, stored: dict[str, Any], base_hash: str) -> None:
     """Refuse to resume a sweep of another base config."""
     if stored.get("config_hash") != base_hash:
-        raise ConfigError(
+        raise error(
             f"{folder} holds this sweep of another base config (hash "
             f"{stored.get('config_hash')}, now {base_hash}): its finished trials would not "
-            "be this config's\n"
-            "    fix: run with the config the sweep began with (`kit config diff` shows the "
-            "difference), or give this one its own output_dir"
+            "be this config's",
+            fix="run with the config the sweep began with (`kit config diff` shows the "
+            "difference), or give this one its own output_dir",
         )
 
 
@@ -667,20 +667,20 @@ def _record_for(
             ],
         }
     if stored.get("search"):
-        raise ConfigError(
-            f"{folder} holds a search, not a grid sweep\n"
-            "    fix: run it with its search options to resume it (`--search optuna ...`), "
-            "or give this grid its own output_dir"
+        raise error(
+            f"{folder} holds a search, not a grid sweep",
+            fix="run it with its search options to resume it (`--search optuna ...`), "
+            "or give this grid its own output_dir",
         )
     was = [tuple(t["overrides"]) for t in stored["trials"]]
     now = [t.overrides for t in trials]
     if was != now:
         gone = [" ".join(t) for t in was if t not in now][:3]
         new = [" ".join(t) for t in now if t not in was][:3]
-        raise ConfigError(
-            f"{folder} holds another sweep ({len(was)} trials; this one has {len(now)})\n"
-            f"    only there: {gone or 'nothing'}\n    only here: {new or 'nothing'}\n"
-            "    fix: run the same sweep to resume it, or give this one its own output_dir"
+        raise error(
+            f"{folder} holds another sweep ({len(was)} trials; this one has {len(now)})",
+            facts={"only there": gone or "nothing", "only here": new or "nothing"},
+            fix="run the same sweep to resume it, or give this one its own output_dir",
         )
     check_base(folder, stored, base_hash)
     stored.pop("metric", None)  # judged as this run of the sweep says

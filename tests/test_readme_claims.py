@@ -29,6 +29,10 @@ CLAIMS: dict[str, list[str]] = {
         "tests/config/test_schema.py::"
         "test_a_tracking_key_is_set_without_a_plus_even_without_the_section"
     ],
+    "Every one of these messages, a sweep folder's or a search's included, is laid out": [
+        "tests/config/test_errors.py::test_every_config_error_kit_raises_is_built_by_the_one_builder",
+        "tests/config/test_errors.py::test_a_config_error_says_what_where_and_the_fix_one_fact_a_line",
+    ],
     "Every config problem raises `kit.ConfigError`": [
         "tests/config/test_schema.py::test_an_espnet3_parallel_block_loads_unchanged",
         "tests/config/test_schema.py::test_the_file_named_is_the_one_that_set_the_value",

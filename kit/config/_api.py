@@ -19,7 +19,7 @@ from omegaconf.errors import (
 
 from kit._atomic import atomic_file
 from kit.config._compose import Provenance, compose_file, leaf_keys, source_of
-from kit.config._errors import ConfigError, error
+from kit.config._errors import error
 from kit.config._overrides import apply_overrides, iter_lines, to_override_list
 from kit.config._schema import check_sections
 
@@ -125,11 +125,12 @@ def resolve_config(cfg: DictConfig) -> DictConfig:
     if missing:
         plural = "s are" if len(missing) > 1 else " is"
         example = " ".join(f"{key}=..." for key in missing)
-        raise ConfigError(
-            f"{len(missing)} required value{plural} missing (???): {', '.join(missing)}\n"
-            f"    fix: set them in the YAML file or as overrides, e.g. `{example}`",
-            full_key=missing[0],
+        missing_error = error(
+            f"{len(missing)} required value{plural} missing (???): {', '.join(missing)}",
+            fix=f"set them in the YAML file or as overrides, e.g. `{example}`",
         )
+        missing_error.full_key = missing[0]  # the field an editor points at first
+        raise missing_error
     container = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(container, dict)
     return OmegaConf.create(container)

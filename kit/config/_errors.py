@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kit._errors import KitError
@@ -56,13 +56,26 @@ def error(
     value: Any = None,
     show_value: bool = False,
     expected: str | None = None,
+    facts: Mapping[str, Any] | None = None,
     fix: str | None = None,
 ) -> ConfigError:
     """Build a ConfigError whose message lists its facts one per line.
 
     The layout mirrors OmegaConf's own errors: a one-line summary, then
     indented ``name: fact`` lines, so the message reads well in a terminal,
-    a notebook traceback and a widget tooltip alike.
+    a notebook traceback and a widget tooltip alike. ``facts`` adds lines of
+    its own (``{"only here": ...}``) before the fix. Every ConfigError Kit
+    raises is built here.
+
+    Examples
+    --------
+    >>> print(error("is not a number", full_key="a.b", value="x", show_value=True,
+    ...             facts={"file line": 3}, fix="give a number"))
+    a.b: is not a number
+        value: 'x'
+        full_key: a.b
+        file line: 3
+        fix: give a number
     """
     head = f"{full_key}: {problem}" if full_key else problem
     lines = [head]
@@ -78,6 +91,7 @@ def error(
         source = None
     elif source:
         lines.append(f"    file: {source}")
+    lines += [f"    {name}: {fact}" for name, fact in (facts or {}).items()]
     if fix:
         lines.append(f"    fix: {fix}")
     return ConfigError("\n".join(lines), full_key=full_key, source=source)

@@ -19,7 +19,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from kit.config import ConfigError
+from kit.config._errors import error
 from kit.config._schema import check_section
 
 ENGINES = ("whisper", "pocketsphinx")
@@ -141,10 +141,11 @@ class WhisperRecognizer:
             device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
         path = model or shipped_whisper_model()
         if model and not Path(model).is_dir() and "/" in model:
-            raise ConfigError(
-                f"decoder.model: no such directory: {model}; give a CTranslate2 Whisper "
-                "directory (model.bin, config.json, tokenizer.json) or a model name",
+            raise error(
+                f"no such directory: {model}",
                 full_key="decoder.model",
+                fix="give a CTranslate2 Whisper directory (model.bin, config.json, "
+                "tokenizer.json) or a model name",
             )
         self.model = WhisperModel(
             path,
