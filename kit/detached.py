@@ -4,8 +4,9 @@
 runner, its provider and the indices by value into ``output_dir/job.pkl`` and
 start ``python -m kit._driver OUTPUT_DIR`` in a new session, so closing the
 notebook or restarting its kernel does not stop the work. The driver writes
-``status.json`` as chunks complete; :func:`attach` reads the directory from
-any process.
+``status.json`` as chunks complete; :class:`DetachedRun` (what
+:func:`kit.attach` gives for a run folder) reads the directory from any
+process.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import cloudpickle
 
@@ -41,9 +42,6 @@ from kit.result import (
     WorkerStats,
 )
 from kit.store import RecordWriter, RunStore, StoreError, indices_from_record
-
-if TYPE_CHECKING:
-    pass
 
 WAIT_STEP = 0.2
 #: Seconds a new driver waits for the process that submitted it to let go of the directory.
