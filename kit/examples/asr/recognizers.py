@@ -44,6 +44,7 @@ class DecoderConfig:
     --------
     >>> decoder_config({"engine": "pocketsphinx", "mode": "grammar"}).beam_size
     5
+    >>> from kit import ConfigError
     >>> try:
     ...     decoder_config({"engine": "wisper"})
     ... except ConfigError as exc:
