@@ -11,8 +11,28 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import overload
 
 _TRIAL_NAME = re.compile(r"trial-[0-9]{3,6}")
+
+
+class _File:
+    """One file (or folder) of a run's or a sweep's folder, its name spelled here once.
+
+    On a folder it is that file's path; on the class it is itself, and
+    ``name`` is the file's name (``RunDir.result.name == "result.json"``).
+    """
+
+    def __init__(self, name: str, doc: str) -> None:
+        self.name = name
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, folder: None, owner: type) -> _File: ...
+    @overload
+    def __get__(self, folder: RunDir | SweepDir, owner: type) -> Path: ...
+    def __get__(self, folder: RunDir | SweepDir | None, owner: type) -> _File | Path:
+        return self if folder is None else folder.path / self.name
 
 
 class RunDir:
@@ -23,31 +43,60 @@ class RunDir:
     >>> folder = RunDir("runs/decode")
     >>> folder.result, folder.ledger
     (PosixPath('runs/decode/result.json'), PosixPath('runs/decode/ledger.jsonl'))
+    >>> RunDir.result.name
+    'result.json'
     >>> folder.holds_run()  # no manifest.json there
     False
     """
 
+    lock = _File(".lock", "The lock file a driver holds while it owns the folder.")
+    chunks = _File("chunks", "The folder of the stored chunks of records.")
+    manifest = _File("manifest.json", "What the run is: its items, config hash, record format.")
+    config = _File("config.yaml", "The run's config as given.")
+    ledger = _File(
+        "ledger.jsonl",
+        "The committed chunk files, one JSON line each: name, positions, size, sha256.",
+    )
+    errors = _File("errors.jsonl", "One line per failed item.")
+    result = _File("result.json", "The run's end: status, stats, summary.")
+    events = _File("events.jsonl", "The run's event stream, a JSON line each.")
+    report = _File("report.html", "The run's (or the sweep's) static report.")
+    status = _File("status.json", "A detached run's latest progress.")
+    driver = _File("driver.json", "Who drives a detached run or sweep: host, pid, start time.")
+    driver_log = _File("driver.log", "A detached driver's output.")
+    job = _File("job.pkl", "A detached run's or sweep's pickled job.")
+    tracking = _File(
+        "tracking.json", "The trackers' ids of this run (or sweep), so a resume goes on in them."
+    )
+    experiment = _File(
+        "experiment.json",
+        "What a run history stored before the run: the config as edited, the items.",
+    )
+    job_logs = _File(
+        "job-logs", "Where a job-queue cluster the run started writes its jobs' output."
+    )
+
     #: The lock a driver holds while it owns the folder.
-    LOCK = ".lock"
-    #: The committed chunk files, one JSON line each: name, positions, size, sha256.
-    LEDGER = "ledger.jsonl"
+    LOCK = lock.name
+    #: The committed chunk files.
+    LEDGER = ledger.name
     #: What Kit writes in a run directory and the store checks: none may be a symbolic
     #: link. (``tracking.json`` is read and written link-safely on its own; ``job-logs``
     #: may be a link to a scratch disk.)
     NAMES = (
-        LOCK,
-        "chunks",
-        "manifest.json",
-        "config.yaml",
-        LEDGER,
-        "errors.jsonl",
-        "result.json",
-        "events.jsonl",
-        "report.html",
-        "status.json",
-        "driver.json",
-        "driver.log",
-        "job.pkl",
+        lock.name,
+        chunks.name,
+        manifest.name,
+        config.name,
+        ledger.name,
+        errors.name,
+        result.name,
+        events.name,
+        report.name,
+        status.name,
+        driver.name,
+        driver_log.name,
+        job.name,
     )
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -55,86 +104,6 @@ class RunDir:
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
-
-    @property
-    def lock(self) -> Path:
-        """The lock file a driver holds while it owns the folder."""
-        return self.path / self.LOCK
-
-    @property
-    def chunks(self) -> Path:
-        """The folder of the stored chunks of records."""
-        return self.path / "chunks"
-
-    @property
-    def manifest(self) -> Path:
-        """What the run is: its items, config hash, record format (``manifest.json``)."""
-        return self.path / "manifest.json"
-
-    @property
-    def config(self) -> Path:
-        """The run's config as given (``config.yaml``)."""
-        return self.path / "config.yaml"
-
-    @property
-    def ledger(self) -> Path:
-        """The committed chunks (``ledger.jsonl``)."""
-        return self.path / self.LEDGER
-
-    @property
-    def errors(self) -> Path:
-        """One line per failed item (``errors.jsonl``)."""
-        return self.path / "errors.jsonl"
-
-    @property
-    def result(self) -> Path:
-        """The run's end: status, stats, summary (``result.json``)."""
-        return self.path / "result.json"
-
-    @property
-    def events(self) -> Path:
-        """The run's event stream, a JSON line each (``events.jsonl``)."""
-        return self.path / "events.jsonl"
-
-    @property
-    def report(self) -> Path:
-        """The run's static dashboard (``report.html``)."""
-        return self.path / "report.html"
-
-    @property
-    def status(self) -> Path:
-        """A detached run's latest progress (``status.json``)."""
-        return self.path / "status.json"
-
-    @property
-    def driver(self) -> Path:
-        """Who drives a detached run: host, pid, start time (``driver.json``)."""
-        return self.path / "driver.json"
-
-    @property
-    def driver_log(self) -> Path:
-        """A detached driver's output (``driver.log``)."""
-        return self.path / "driver.log"
-
-    @property
-    def job(self) -> Path:
-        """A detached run's pickled job (``job.pkl``)."""
-        return self.path / "job.pkl"
-
-    @property
-    def tracking(self) -> Path:
-        """The trackers' ids of this run, so a resume goes on in them (``tracking.json``)."""
-        return self.path / "tracking.json"
-
-    @property
-    def experiment(self) -> Path:
-        """What a run history stored before the run: the config as edited, the items."""
-        return self.path / "experiment.json"
-
-    @property
-    def job_logs(self) -> Path:
-        """Where a job-queue cluster the run started writes its jobs' output."""
-        return self.path / "job-logs"
 
     def holds_run(self) -> bool:
         """Whether a run was started here (its manifest is written)."""
@@ -153,67 +122,37 @@ class SweepDir:
     False
     """
 
-    #: The sweep's own record: its trials, their values and statuses.
-    RECORD = "sweep.json"
-    #: A search's Optuna study, as a journal.
-    STUDY = "optuna.journal"
+    record = _File("sweep.json", "The sweep's own record: its trials, their values and statuses.")
+    study = _File("optuna.journal", "A search's Optuna study, as a journal.")
+    # A detached sweep's driver files, its report and its trackers' ids are named as a run's.
+    report = RunDir.report
+    driver = RunDir.driver
+    driver_log = RunDir.driver_log
+    job = RunDir.job
+    tracking = RunDir.tracking
+
+    RECORD = record.name
+    STUDY = study.name
     #: What Kit itself puts in a sweep folder besides its trials: the lock, a detached
     #: sweep's driver files, a search's study.
     NAMES = frozenset(
         {
-            RECORD,
+            record.name,
+            study.name,
             RunDir.LOCK,
-            "driver.json",
-            "driver.log",
-            "job.pkl",
-            STUDY,
-            "report.html",
-            "tracking.json",
+            report.name,
+            driver.name,
+            driver_log.name,
+            job.name,
+            tracking.name,
         }
     )
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        # A detached sweep's driver files are named as a run's.
-        self._as_run = RunDir(self.path)
 
     def __repr__(self) -> str:
         return f"SweepDir({str(self.path)!r})"
-
-    @property
-    def record(self) -> Path:
-        """The sweep's record (``sweep.json``)."""
-        return self.path / self.RECORD
-
-    @property
-    def study(self) -> Path:
-        """A search's Optuna study, as a journal (``optuna.journal``)."""
-        return self.path / self.STUDY
-
-    @property
-    def report(self) -> Path:
-        """The sweep's report (``report.html``)."""
-        return self.path / "report.html"
-
-    @property
-    def driver(self) -> Path:
-        """Who drives a detached sweep (``driver.json``)."""
-        return self._as_run.driver
-
-    @property
-    def driver_log(self) -> Path:
-        """A detached sweep driver's output (``driver.log``)."""
-        return self._as_run.driver_log
-
-    @property
-    def job(self) -> Path:
-        """A detached sweep's pickled job (``job.pkl``)."""
-        return self._as_run.job
-
-    @property
-    def tracking(self) -> Path:
-        """The sweep's parent run in the trackers (``tracking.json``)."""
-        return self._as_run.tracking
 
     def trial(self, number: int) -> RunDir:
         """Return the folder of trial ``number``."""
