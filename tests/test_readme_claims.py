@@ -58,6 +58,10 @@ CLAIMS: dict[str, list[str]] = {
         "tests/test_inject.py::test_explicit_keywords_reach_forward",
         "tests/test_inject.py::test_an_explicit_keyword_that_is_also_in_the_env_is_an_error",
     ],
+    "a chunk it reported done is never run again": [
+        "tests/test_store_safety.py::"
+        "test_a_driver_killed_at_random_points_of_its_commits_loses_and_duplicates_nothing"
+    ],
     "Modules import in one direction: no import cycle": [
         "tests/test_layers.py::test_kit_imports_in_one_direction_lazy_imports_included"
     ],
