@@ -68,7 +68,9 @@ GroupCommand = tuple[int, int, Any]
 #: ``obs_shared`` says the observation is in the shared block, with reward and the flags.
 GroupAnswer = tuple[int, str, bool, Any, "dict[str, Any] | None", "str | None"]
 
-_STEP, _RESET, _REBUILD, _CLOSE, _READY, _ANSWER, _RUN, _, _REBUILT, _ANSWERS = (
+#: The codes as plain ints, for the loops that build and read messages: finding an
+#: enum member (``Op.STEP``, ``.value``) costs several times the comparison itself.
+STEP, RESET, REBUILD, CLOSE, READY, ANSWER, RUN, STEP_SHARED, REBUILT, ANSWERS = (
     op.value for op in Op
 )
 #: Marks an observation sent as its raw bytes (see :func:`answer`).
@@ -77,42 +79,42 @@ _ARRAY = "kit-ndarray"
 
 def step(action: Any) -> tuple[Any, ...]:
     """``(STEP, action)``."""
-    return (_STEP, action)
+    return (STEP, action)
 
 
 def reset(seed: int | None, options: dict[str, Any] | None) -> tuple[Any, ...]:
     """``(RESET, seed, options)``."""
-    return (_RESET, seed, options)
+    return (RESET, seed, options)
 
 
 def rebuild() -> tuple[Any, ...]:
     """``(REBUILD,)``."""
-    return (_REBUILD,)
+    return (REBUILD,)
 
 
 def close() -> tuple[Any, ...]:
     """``(CLOSE,)``."""
-    return (_CLOSE,)
+    return (CLOSE,)
 
 
 def ready(layout: dict[str, Any] | None = None) -> tuple[Any, ...]:
     """``(READY,)`` from a worker, ``(READY, layout)`` from a shared-memory process."""
-    return (_READY,) if layout is None else (_READY, layout)
+    return (READY,) if layout is None else (READY, layout)
 
 
 def run(commands: Sequence[GroupCommand]) -> tuple[Any, ...]:
     """``(RUN, commands)``."""
-    return (_RUN, list(commands))
+    return (RUN, list(commands))
 
 
 def rebuilt() -> tuple[Any, ...]:
     """``(REBUILT,)``."""
-    return (_REBUILT,)
+    return (REBUILT,)
 
 
 def answers(given: Sequence[GroupAnswer]) -> tuple[Any, ...]:
     """``(ANSWERS, given)``."""
-    return (_ANSWERS, list(given))
+    return (ANSWERS, list(given))
 
 
 def answer(state: EnvState) -> tuple[Any, ...]:
@@ -125,7 +127,7 @@ def answer(state: EnvState) -> tuple[Any, ...]:
     obs = state.obs
     if type(obs) is np.ndarray and obs.dtype.hasobject is False:
         obs = (_ARRAY, obs.tobytes(), obs.dtype.str, obs.shape)
-    return (_ANSWER, obs, *state[1:])
+    return (ANSWER, obs, *state[1:])
 
 
 def read_answer(message: tuple[Any, ...]) -> EnvState:

@@ -38,7 +38,7 @@ import numpy as np
 
 from kit.rl import _protocol as protocol
 from kit.rl._errors import NothingPendingError
-from kit.rl._protocol import GroupAnswer, GroupCommand, Op
+from kit.rl._protocol import GroupAnswer, GroupCommand
 from kit.rl._types import ENV_ERROR, RESET, STEPPED, TIMEOUT, EnvState
 from kit.rl.pool import WorkerPool
 from kit.rl.workers import (
@@ -131,11 +131,11 @@ def _serve_group(conn: Connection, payload: bytes, n: int, name: str) -> None:
                 message = conn.recv()
             except (EOFError, OSError):
                 return
-            if message[0] == Op.CLOSE:
+            if message[0] == protocol.CLOSE:
                 return
             answers: list[GroupAnswer] = []
             for i, kind, arg in message[1]:
-                if kind == Op.REBUILD:
+                if kind == protocol.REBUILD:
                     _close_quietly(envs[i])
                     envs[i], errors[i] = build()
                     conn.send(protocol.rebuilt())
@@ -145,14 +145,14 @@ def _serve_group(conn: Connection, payload: bytes, n: int, name: str) -> None:
                     answers.append((i, ENV_ERROR, False, None, None, _build_failed(errors[i])))
                     continue
                 try:
-                    if kind == Op.RESET:
+                    if kind == protocol.RESET:
                         obs, info = env.reset(seed=arg[0], options=arg[1])
                         status = RESET
                         views.reward[i] = 0.0
                         views.terminated[i] = views.truncated[i] = False
                     else:
                         action = arg
-                        if kind == Op.STEP_SHARED:
+                        if kind == protocol.STEP_SHARED:
                             assert act_view is not None
                             action = (
                                 act_view[i].item() if act_view.ndim == 1 else act_view[i].copy()
@@ -268,9 +268,9 @@ class _Group:
         """Queue ``command`` for env ``local``; an answer now when it cannot be sent."""
         if local in self.closed:
             return EnvState(None, status=ENV_ERROR, error="the env was closed")
-        if command[0] == Op.RESET:
+        if command[0] == protocol.RESET:
             self.broken.pop(local, None)
-            self.queued.append((local, Op.RESET.value, command[1:]))
+            self.queued.append((local, protocol.RESET, command[1:]))
             return None
         if local in self.broken:
             return EnvState(None, status=ENV_ERROR, error=self.broken.pop(local))
@@ -278,13 +278,13 @@ class _Group:
         act = None if self.views is None else self.views.act
         if act is not None and _fits(action, act):
             act[local] = action
-            self.queued.append((local, Op.STEP_SHARED.value, None))
+            self.queued.append((local, protocol.STEP_SHARED, None))
         else:
-            self.queued.append((local, Op.STEP.value, action))
+            self.queued.append((local, protocol.STEP, action))
         return None
 
     def rebuild(self, local: int) -> None:
-        self.queued.append((local, Op.REBUILD.value, None))
+        self.queued.append((local, protocol.REBUILD, None))
         self.rebuilding += 1
         self.ready, self.started_at = False, time.monotonic()
 
@@ -536,11 +536,11 @@ class SharedMemoryPool(WorkerPool):
             message = group.conn.recv()
         except (EOFError, OSError):
             return self._restart(group, ENV_ERROR, group.death(), None)
-        if message[0] == Op.READY:
+        if message[0] == protocol.READY:
             group.attach(message[1])
             group.flush()
             return []
-        if message[0] == Op.REBUILT:
+        if message[0] == protocol.REBUILT:
             group.rebuilding -= 1
             if group.rebuilding == 0:
                 group.ready, group.ready_at = True, time.monotonic()

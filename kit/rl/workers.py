@@ -30,7 +30,6 @@ import numpy as np
 from kit.rl import _protocol as protocol
 from kit.rl._errors import ClosedPoolError, NothingPendingError
 from kit.rl._names import renamed
-from kit.rl._protocol import Op
 from kit.rl._types import ENV_ERROR, RESET, STEPPED, EnvState
 
 EnvFn = Callable[[], Any]
@@ -57,7 +56,7 @@ def _seeds(seed: int | None, n: int) -> list[int | None]:
 def run_command(env: Any, command: tuple[Any, ...]) -> EnvState:
     """Apply a ``STEP`` or ``RESET`` message (:mod:`kit.rl._protocol`) to ``env``; never raise."""
     try:
-        if command[0] == Op.RESET:
+        if command[0] == protocol.RESET:
             obs, info = env.reset(seed=command[1], options=command[2])
             return EnvState(obs, 0.0, False, False, info, RESET)
         return stepped(env.step(command[1]))
@@ -282,9 +281,9 @@ def _serve(conn: Connection, env_fn: EnvFn | bytes, in_process: bool) -> None:
                 command = conn.recv()
             except (EOFError, OSError):
                 return
-            if command[0] == Op.CLOSE:
+            if command[0] == protocol.CLOSE:
                 return
-            if command[0] == Op.REBUILD:
+            if command[0] == protocol.REBUILD:
                 _close_quietly(env)
                 env, build_error = build()
                 if not _tell_ready(conn):
@@ -459,7 +458,7 @@ class AsyncEnvWorker(BaseEnvWorker):
             message = self.connection.recv()
         except (EOFError, OSError):
             return EnvState(None, status=ENV_ERROR, error=self._death())
-        if message[0] == Op.READY:
+        if message[0] == protocol.READY:
             self.ready, self.ready_at = True, time.monotonic()
             return None
         return protocol.read_answer(message)
