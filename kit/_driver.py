@@ -19,7 +19,7 @@ from kit.session import shutdown
 from kit.store import RunStore, StoreError
 
 
-def drive(output_dir: Path) -> int:
+def run_detached(output_dir: Path) -> int:
     """Run the job pickled in ``output_dir`` to its end (the driver process)."""
     # The submitting process holds the directory's lock until driver.json is written.
     deadline = time.monotonic() + SUBMIT_GRACE
@@ -31,7 +31,7 @@ def drive(output_dir: Path) -> int:
         print(f"kit: error: {exc}", file=sys.stderr)  # into driver.log, which attach() shows
         return 2
     if "sweep" in job:
-        return _drive_sweep(job["sweep"])
+        return _run_detached_sweep(job["sweep"])
     handle = job["runner"].prepare(job["indices"], **job["kwargs"])
 
     def session() -> dict[str, Any] | None:
@@ -49,7 +49,7 @@ def drive(output_dir: Path) -> int:
         shutdown()
 
 
-def _drive_sweep(argv: Sequence[str]) -> int:
+def _run_detached_sweep(argv: Sequence[str]) -> int:
     """Run ``kit sweep *argv`` (a detached sweep's driver); SIGTERM cancels it like Ctrl-C."""
 
     def interrupt(signum: int, frame: Any) -> None:
@@ -63,4 +63,4 @@ def _drive_sweep(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    leave(drive(Path(sys.argv[1])))
+    leave(run_detached(Path(sys.argv[1])))

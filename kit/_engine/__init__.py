@@ -1,12 +1,31 @@
-"""The engine: a run's handle, its ledger, and the dispatchers that run its chunks.
+"""The engine: one run's handle and driver, its ledger, and the dispatchers of its chunks.
 
-- :mod:`kit._engine.handle`: :class:`RunHandle`, the future users hold.
-- :mod:`kit._engine.run`: one run's phases, from session start to ``RunFinished``.
-- :mod:`kit._engine.ledger`: exactly-once acceptance, counters, the stop policy.
-- :mod:`kit._engine.inline`, :mod:`kit._engine.dask`: where chunks execute.
+The path of a run, from the user's call to ``forward`` and back:
+
+========================  =====================  ===================================
+function                  module                 what it does
+========================  =====================  ===================================
+``Runner.run``            :mod:`kit.runner`      fixes a :class:`RunSpec`, starts the handle
+``RunHandle.drive``       :mod:`kit._engine.run`  publishes the result or exception
+``Run.execute``           :mod:`kit._engine.run`  session, env, store, dispatch, conclude
+``DaskDispatcher.run``    :mod:`kit._engine.dask`  keeps chunks in flight, recovers lost ones
+``DaskDispatcher.launch`` :mod:`kit._engine.dask`  ``client.submit(run_chunk, ...)``
+``run_chunk``             :mod:`kit._plugin`     on a worker: takes its env
+``execute_chunk``         :mod:`kit._chunk`      calls ``forward`` on each item or batch
+========================  =====================  ===================================
+
+And back: the chunk's future wakes ``DaskDispatcher.run``, which gathers the
+chunks that came back and hands them to ``Run.complete`` (stored in one
+commit, accepted once by the :class:`~kit._engine.ledger.Ledger`, told as
+``ChunkFinished``); ``Run.execute`` ends in ``Run._conclude`` (``result.json``,
+``RunFinished``), and ``RunHandle.drive`` publishes. Inline runs take
+:class:`~kit._engine.inline.InlineDispatcher` in place of the Dask one and
+call ``execute_chunk`` themselves. The engine calls up into the runner only
+through the spec's ``summarize``, and a dispatcher up into its run only
+through the ``complete`` and ``should_stop`` callables it is given.
 """
 
-from kit._engine.handle import RunHandle
+from kit._engine.run import RunHandle
 from kit._engine.spec import ChunkJob, RunSpec
 
 __all__ = ["ChunkJob", "RunHandle", "RunSpec"]

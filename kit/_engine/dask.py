@@ -125,59 +125,61 @@ class DaskDispatcher:
 
     # ---------------------------------------------------------------- loop
     def run(self) -> None:
-        """Run until every chunk is done or the run must stop; cancel what is left."""
+        """Run until every chunk is done or the run must stop; cancel what is left.
+
+        Each turn sends chunks until about two per worker thread are out, then
+        takes back every chunk that came back in one gather and hands the
+        completed ones to ``complete``.
+        """
         try:
-            self._loop()
+            arrival = False
+            while True:
+                if self.client.status != "running":
+                    if self.should_stop():
+                        return
+                    self._wait_for_scheduler()
+                    continue
+                while self.requeued:
+                    self.relaunch(self.requeued.popleft())
+                if self.isolated or any(f.alone for f in self.in_flight.values()):
+                    # Until every lost item is back, nothing else goes out.
+                    if self.isolated and not self.should_stop():
+                        self._launch_isolated()
+                else:
+                    self._fill()
+                    if arrival and self.planned_all and self.backups == "auto":
+                        self.back_up()
+                arrival = False
+                self._lost_since = None
+                if not self.in_flight or self.should_stop():
+                    return
+                waiting = time.perf_counter()
+                try:
+                    futures = [self.arrived.get(timeout=WAIT_STEP)]
+                except queue.Empty:
+                    self._busy_mark += time.perf_counter() - waiting  # idle is not busy
+                    self._check_workers_left()
+                    continue
+                self._busy_mark += time.perf_counter() - waiting
+                while not self.arrived.empty():  # take every chunk back that is in: one gather
+                    futures.append(self.arrived.get_nowait())
+                flights = [self.in_flight[f.key] for f in futures if f.key in self.in_flight]
+                if not flights:
+                    continue  # cancelled twins
+                arrival = True
+                done = []
+                for flight, outcome in zip(flights, self._gather(flights), strict=True):
+                    chunk = self._arrive(flight, outcome)
+                    if chunk is not None:
+                        done.append(chunk)
+                if done:
+                    self.complete(done)
+                self._time_arrivals(len(flights))
         finally:
             if self.in_flight:
                 # A client whose scheduler is gone refuses; its futures are void anyway.
                 with contextlib.suppress(Exception):
                     self.client.cancel([f.future for f in self.in_flight.values()])
-
-    def _loop(self) -> None:
-        arrival = False
-        while True:
-            if self.client.status != "running":
-                if self.should_stop():
-                    return
-                self._wait_for_scheduler()
-                continue
-            while self.requeued:
-                self.relaunch(self.requeued.popleft())
-            if self.isolated or any(f.alone for f in self.in_flight.values()):
-                # Until every lost item is back, nothing else goes out.
-                if self.isolated and not self.should_stop():
-                    self._launch_isolated()
-            else:
-                self._fill()
-                if arrival and self.planned_all and self.backups == "auto":
-                    self.back_up()
-            arrival = False
-            self._lost_since = None
-            if not self.in_flight or self.should_stop():
-                return
-            waiting = time.perf_counter()
-            try:
-                futures = [self.arrived.get(timeout=WAIT_STEP)]
-            except queue.Empty:
-                self._busy_mark += time.perf_counter() - waiting  # idle is not busy
-                self._check_workers_left()
-                continue
-            self._busy_mark += time.perf_counter() - waiting
-            while not self.arrived.empty():  # take every chunk back that is in: one gather
-                futures.append(self.arrived.get_nowait())
-            flights = [self.in_flight[f.key] for f in futures if f.key in self.in_flight]
-            if not flights:
-                continue  # cancelled twins
-            arrival = True
-            done = []
-            for flight, outcome in zip(flights, self._gather(flights), strict=True):
-                chunk = self._arrive(flight, outcome)
-                if chunk is not None:
-                    done.append(chunk)
-            if done:
-                self.complete(done)
-            self._time_arrivals(len(flights))
 
     def _launch_isolated(self) -> None:
         """Send items of lost chunks, each alone on a worker of its own, on every free worker.
