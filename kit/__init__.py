@@ -33,7 +33,7 @@ from kit._rundir import RunDir, SweepDir
 from kit._scale_out import scale_out_command
 from kit._search import search, submit_search
 from kit._sweep import SweepHandle, submit_sweep, sweep
-from kit._trials import SweepResult, Trial, TrialPruned
+from kit._trials import SweepResult, Trial, TrialPruned, TrialStatus
 from kit.config import (
     ConfigError,
     config_hash,
@@ -86,6 +86,7 @@ __all__ = [
     "SweepResult",
     "Trial",
     "TrialPruned",
+    "TrialStatus",
     "WorkerStats",
     "attach",
     "compare",

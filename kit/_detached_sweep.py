@@ -20,7 +20,7 @@ from kit._errors import KitError, StoreError
 from kit._files import read_json
 from kit._rundir import RunDir, SweepDir
 from kit._study import STUDY_NAME, journal_storage, require_optuna
-from kit._trials import SweepResult, Trial
+from kit._trials import SweepResult, Trial, TrialStatus
 from kit.detached import DriverIdentity, read_result, signal_driver
 from kit.result import RunResult
 from kit.store import RunStore
@@ -97,8 +97,9 @@ class DetachedSweep:
         record = self.record()
         counts = Counter(str(e.get("status")) for e in record["trials"])
         total = max(len(record["trials"]), int((record.get("search") or {}).get("trials", 0)))
-        done = len(record["trials"]) - counts["pending"] - counts["running"]
-        return f"{done}/{total} trials done, {counts['running']} running"
+        pending, running = counts[TrialStatus.PENDING], counts[TrialStatus.RUNNING]
+        done = len(record["trials"]) - pending - running
+        return f"{done}/{total} trials done, {running} running"
 
     def done(self) -> bool:
         """Whether no process drives the sweep now (it ended, was cancelled or died)."""
@@ -129,9 +130,9 @@ class DetachedSweep:
         trials = self.trials
         results: list[RunResult | None] = []
         errors: dict[int, BaseException] = {}
-        statuses: dict[int, str] = {}
+        statuses: dict[int, TrialStatus] = {}
         for trial, entry in zip(trials, record["trials"], strict=True):
-            status = str(entry.get("status"))
+            status = TrialStatus.read(entry.get("status"))
             result = None
             if not trial.output_dir.is_symlink() and RunDir(trial.output_dir).manifest.exists():
                 try:
@@ -139,7 +140,7 @@ class DetachedSweep:
                 except (OSError, KitError, ValueError) as exc:
                     errors[trial.number] = exc
             results.append(result)
-            if entry.get("error") and status != "pruned":
+            if entry.get("error") and status != TrialStatus.PRUNED:
                 errors[trial.number] = KitError(str(entry["error"]))
             if result is not None and status != str(result.status):
                 statuses[trial.number] = status

@@ -36,7 +36,7 @@ from kit._sweep import (
     split_watching,
     sweep_tracking,
 )
-from kit._trials import SweepResult, Trial, TrialCallback, TrialPruned
+from kit._trials import SweepResult, Trial, TrialCallback, TrialPruned, TrialStatus, trial_end
 from kit.config import load_config
 from kit.config._api import outcome_hash
 from kit.config._errors import error as config_error
@@ -49,7 +49,7 @@ DIRECTIONS = ("minimize", "maximize")
 #: How often, at most, a running trial reports its metric to the pruner (per trial).
 REPORTS = 20
 #: Trial states in ``sweep.json`` that a resumed search keeps.
-KEPT = ("completed", "pruned")
+KEPT = (TrialStatus.COMPLETED, TrialStatus.PRUNED)
 
 Summarize = Any  # Callable[[list[Any]], dict[str, Any]] | None
 
@@ -113,26 +113,26 @@ class _SearchPlan:
         self._optuna = require_optuna()
 
     # ---------------------------------------------------------------- resume
-    def restore(self) -> dict[int, tuple[RunResult, str]]:
+    def restore(self) -> dict[int, tuple[RunResult, TrialStatus]]:
         states = self._optuna.trial.TrialState
         with self._study_lock:
             known = {t.number: t.state for t in self.study.get_trials(deepcopy=False)}
-        done: dict[int, tuple[RunResult, str]] = {}
+        done: dict[int, tuple[RunResult, TrialStatus]] = {}
         for trial, entry in zip(self.trials, self._record["trials"], strict=True):
             state = known.get(entry.get("optuna_trial", -1))
-            status = entry.get("status")
+            status = TrialStatus.read(entry.get("status"))
             # The study is told before sweep.json is written: it may know the end first.
             if state == states.COMPLETE:
-                status = "completed"
+                status = TrialStatus.COMPLETED
             elif state == states.PRUNED:
-                status = "pruned"
+                status = TrialStatus.PRUNED
             stored = read_stored(trial) if status in KEPT else None
-            wanted = RunStatus.COMPLETED if status == "completed" else RunStatus.CANCELLED
+            wanted = RunStatus.COMPLETED if status == TrialStatus.COMPLETED else RunStatus.CANCELLED
             if stored is not None and stored.status in (wanted, RunStatus.COMPLETED):
                 done[trial.number] = (stored, status)
                 entry["status"] = status
             else:
-                entry["status"] = "pending"
+                entry["status"] = TrialStatus.PENDING
                 self._again.append(trial)
         # The driver died while these ran, or just after asking for one: none is left
         # RUNNING (a trial sweep.json names is asked again with its values).
@@ -162,7 +162,7 @@ class _SearchPlan:
                 {
                     "name": trial.name,
                     "overrides": list(trial.overrides),
-                    "status": "pending",
+                    "status": TrialStatus.PENDING,
                     "params": dict(asked.params),
                     "optuna_trial": asked.number,
                 }
@@ -202,13 +202,13 @@ class _SearchPlan:
     # ---------------------------------------------------------------- ending
     def ended(
         self, trial: Trial, result: RunResult | None, error: BaseException | None
-    ) -> tuple[str, BaseException | None]:
+    ) -> tuple[TrialStatus, BaseException | None]:
         states = self._optuna.trial.TrialState
         asked = self._asked.pop(trial.number)
         if trial.number in self._pruned and result is not None:
             with self._study_lock:
                 self.study.tell(asked, state=states.PRUNED)
-            return "pruned", TrialPruned(self._pruned.pop(trial.number))
+            return TrialStatus.PRUNED, TrialPruned(self._pruned.pop(trial.number))
         if result is not None and result.status == RunStatus.COMPLETED and error is None:
             value = metric_of(
                 [r for r in result.records if r is not None], self.metric, self.summarize
@@ -217,17 +217,17 @@ class _SearchPlan:
                 with self._study_lock:
                     self.study.tell(asked, state=states.FAIL)
                 have = ", ".join(sorted(result.summary)) or "nothing"
-                return "error", config_error(
+                return TrialStatus.ERROR, config_error(
                     f"{trial.name} gives no number {self.metric!r}: the summary has {have}, "
                     f"and no record has metrics[{self.metric!r}]",
                     fix="search on a metric the runner's summarize or its records give",
                 )
             with self._study_lock:
                 self.study.tell(asked, value)
-            return "completed", None
+            return TrialStatus.COMPLETED, None
         with self._study_lock:
             self.study.tell(asked, state=states.FAIL)
-        return ("error" if result is None else str(result.status)), error
+        return trial_end(result), error
 
 
 class _Follower:

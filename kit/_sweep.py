@@ -24,7 +24,15 @@ from kit._atomic import atomic_file
 from kit._errors import KitError
 from kit._from_config import build_runner
 from kit._rundir import SweepDir
-from kit._trials import BuildTrial, SweepResult, Trial, TrialCallback, TrialPruned
+from kit._trials import (
+    BuildTrial,
+    SweepResult,
+    Trial,
+    TrialCallback,
+    TrialPruned,
+    TrialStatus,
+    trial_end,
+)
 from kit.config import load_config
 from kit.config._api import outcome_hash
 from kit.config._errors import error
@@ -60,7 +68,7 @@ class TrialPlan(Protocol):
     #: A search's ``optuna.Study``, else None.
     study: Any
 
-    def restore(self) -> dict[int, tuple[RunResult, str]]:
+    def restore(self) -> dict[int, tuple[RunResult, TrialStatus]]:
         """Return the trials an earlier run of the sweep finished: result and status."""
 
     def next(self) -> Trial | None:
@@ -71,7 +79,7 @@ class TrialPlan(Protocol):
 
     def ended(
         self, trial: Trial, result: RunResult | None, error: BaseException | None
-    ) -> tuple[str, BaseException | None]:
+    ) -> tuple[TrialStatus, BaseException | None]:
         """Take a trial's end; return its status for ``sweep.json`` and any error it makes."""
 
 
@@ -121,7 +129,7 @@ class SweepHandle:
         self.handles: dict[int, Any] = {}
         self._results: dict[int, RunResult] = {}
         self._errors: dict[int, BaseException] = {}
-        self._statuses: dict[int, str] = {}
+        self._statuses: dict[int, TrialStatus] = {}
         self._store = RunStore(folder)
         #: Where the sweep is exported to (its trials nested under it), or None.
         self.tracking = tracking
@@ -229,7 +237,7 @@ class SweepHandle:
             return
         with self._lock:
             self.handles[trial.number] = handle
-        self._set(trial, "running")
+        self._set(trial, TrialStatus.RUNNING)
         self._plan.watch(trial, handle, indices)
         handle.add_done_callback(lambda done: self._on_done(trial, done))
 
@@ -247,7 +255,7 @@ class SweepHandle:
         try:
             status, exc = self._plan.ended(trial, result, exc)
         except Exception as failed:  # the study could not take it: say so, go on
-            status, exc = "error", failed
+            status, exc = TrialStatus.ERROR, failed
         with self._lock:
             self._running -= 1
             if result is not None:
@@ -269,7 +277,7 @@ class SweepHandle:
                 )
         self._launch()
 
-    def _set(self, trial: Trial, status: str, error: BaseException | None = None) -> None:
+    def _set(self, trial: Trial, status: TrialStatus, error: BaseException | None = None) -> None:
         with self._lock:
             entry = self._record["trials"][trial.number]
             entry["status"] = status
@@ -343,10 +351,10 @@ class SweepHandle:
                 done = None
             elif trial.number in handles:
                 progress = handles[trial.number].progress
-                row.update(status="running", failed=progress.failed, error=None)
+                row.update(status=TrialStatus.RUNNING.value, failed=progress.failed, error=None)
                 done = f"{progress.done}/{progress.total}"
             else:
-                row.update(status="pending", error=None)
+                row.update(status=TrialStatus.PENDING.value, error=None)
                 done = None
             # Trial, swept values, status and items done first: what a live table reads.
             first = ["trial", *ended.swept, "status"]
@@ -406,13 +414,13 @@ class _Grid:
         self._record = record
         self._next = 0
 
-    def restore(self) -> dict[int, tuple[RunResult, str]]:
+    def restore(self) -> dict[int, tuple[RunResult, TrialStatus]]:
         done = {}
         for trial in self.trials:
-            if self._record["trials"][trial.number]["status"] == "completed":
+            if self._record["trials"][trial.number]["status"] == TrialStatus.COMPLETED:
                 stored = read_stored(trial)
                 if stored is not None and stored.status == RunStatus.COMPLETED:
-                    done[trial.number] = (stored, "completed")
+                    done[trial.number] = (stored, TrialStatus.COMPLETED)
         return done
 
     def next(self) -> Trial | None:
@@ -426,8 +434,8 @@ class _Grid:
 
     def ended(
         self, trial: Trial, result: RunResult | None, error: BaseException | None
-    ) -> tuple[str, BaseException | None]:
-        return ("error" if result is None else str(result.status)), error
+    ) -> tuple[TrialStatus, BaseException | None]:
+        return trial_end(result), error
 
 
 def submit_sweep(
@@ -662,7 +670,7 @@ def _record_for(
             "config_hash": base_hash,
             "overrides": overrides,
             "trials": [
-                {"name": t.name, "overrides": list(t.overrides), "status": "pending"}
+                {"name": t.name, "overrides": list(t.overrides), "status": TrialStatus.PENDING}
                 for t in trials
             ],
         }
@@ -686,8 +694,8 @@ def _record_for(
     stored.pop("metric", None)  # judged as this run of the sweep says
     stored.pop("direction", None)
     for entry in stored["trials"]:
-        if entry.get("status") not in ("completed",):
-            entry["status"] = "pending"  # was running when the driver stopped: resumed
+        if entry.get("status") != TrialStatus.COMPLETED:
+            entry["status"] = TrialStatus.PENDING  # was running when the driver stopped: resumed
     return dict(stored)
 
 

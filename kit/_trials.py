@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,67 @@ from omegaconf import DictConfig
 from kit._compare import compare, run_metric
 from kit._errors import KitError
 from kit.result import RunResult, RunStatus
+
+
+class TrialStatus(StrEnum):
+    """Where one trial of a sweep stands, in ``sweep.json`` and the sweep's rows.
+
+    ``pending`` until it starts (and again when a stopped sweep resumes it),
+    ``running``, then its run's final :class:`~kit.RunStatus`, or ``pruned``
+    when a search's pruner stopped it. A ``str`` enum, like ``RunStatus``:
+    ``status == "pruned"`` holds and JSON holds its value.
+
+    Examples
+    --------
+    >>> TrialStatus.of(RunStatus.STOPPED), TrialStatus.PRUNED == "pruned"
+    (<TrialStatus.STOPPED: 'stopped'>, True)
+    >>> [s.value for s in TrialStatus if not s.final]
+    ['pending', 'running']
+    """
+
+    #: Not started yet, or to run again (a resumed sweep).
+    PENDING = "pending"
+    #: Its run is going.
+    RUNNING = "running"
+    #: Its run completed (some items may have failed).
+    COMPLETED = "completed"
+    #: Its run was cancelled (the sweep was).
+    CANCELLED = "cancelled"
+    #: Its run stopped early (``on_error="raise"``, ``max_failures``).
+    STOPPED = "stopped"
+    #: It could not run, or its run failed as a whole.
+    ERROR = "error"
+    #: A search's pruner stopped it; its completed items are its result.
+    PRUNED = "pruned"
+
+    @property
+    def final(self) -> bool:
+        """Whether the trial has ended."""
+        return self not in (TrialStatus.PENDING, TrialStatus.RUNNING)
+
+    @classmethod
+    def of(cls, status: RunStatus) -> TrialStatus:
+        """Return the status of a trial whose run ended with ``status``."""
+        if not status.final:
+            raise ValueError(f"a trial ends with its run's final status, not {status.value!r}")
+        return cls(status.value)
+
+    @classmethod
+    def read(cls, value: object) -> TrialStatus:
+        """Return the status ``sweep.json`` holds; one Kit did not write reads as ``error``.
+
+        >>> TrialStatus.read("pruned"), TrialStatus.read("gone")
+        (<TrialStatus.PRUNED: 'pruned'>, <TrialStatus.ERROR: 'error'>)
+        """
+        try:
+            return cls(str(value))
+        except ValueError:
+            return cls.ERROR
+
+
+def trial_end(result: RunResult | None) -> TrialStatus:
+    """Return the status of a trial that ended with ``result`` (None: it could not run)."""
+    return TrialStatus.ERROR if result is None else TrialStatus.of(result.status)
 
 
 @dataclass(frozen=True)
@@ -89,7 +151,7 @@ class SweepResult:
         errors: dict[int, BaseException],
         summarize: Callable[[list[Any]], dict[str, Any]] | None = None,
         *,
-        statuses: dict[int, str] | None = None,
+        statuses: dict[int, TrialStatus] | None = None,
         study: Any = None,
     ) -> None:
         self.trials = list(trials)
@@ -125,10 +187,10 @@ class SweepResult:
             row.update({key: values.get(key) for key in self.swept})
             if result is None:
                 error_text = self.errors.get(trial.number)
-                row["status"] = "error"
+                row["status"] = TrialStatus.ERROR.value
                 row["error"] = str(error_text).splitlines()[0] if error_text else None
             else:
-                row["status"] = self.statuses.get(trial.number, str(result.status))
+                row["status"] = str(self.statuses.get(trial.number, result.status))
                 row.update(result.summary)
                 row["ok"] = result.stats.ok
                 row["failed"] = result.stats.failed

@@ -149,7 +149,7 @@ def _search(args: argparse.Namespace, minimize: bool, ended: Any) -> Any:
 
 def _sweep(args: argparse.Namespace) -> int:
     from kit._sweep import submit_sweep
-    from kit._trials import Trial, TrialPruned
+    from kit._trials import Trial, TrialPruned, TrialStatus
 
     def ended(trial: Trial, result: RunResult | None, error: BaseException | None) -> None:
         where = " ".join(trial.overrides)
@@ -158,7 +158,7 @@ def _sweep(args: argparse.Namespace) -> int:
             return
         stats = result.stats
         summary = ", ".join(f"{k}={v}" for k, v in result.summary.items())
-        status = "pruned" if isinstance(error, TrialPruned) else result.status
+        status = TrialStatus.PRUNED if isinstance(error, TrialPruned) else result.status
         _say(
             f"{trial.name} {where}: {status}, {stats.ok} ok, {stats.failed} failed"
             f" in {stats.wall_seconds:.1f} s" + (f"; {summary}" if summary else "")
