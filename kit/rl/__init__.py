@@ -11,7 +11,7 @@ Plain classes and callbacks: nothing needs a registry.
 from kit._errors import speak_as as _speak_as
 from kit.rl._errors import AlreadyPendingError, ClosedPoolError, EnvPoolError, NothingPendingError
 from kit.rl._seeding import EVAL, TRAIN, episode_seed
-from kit.rl._types import EnvState, Episode, Transition
+from kit.rl._types import EnvState, EnvStatus, Episode, EpisodeStatus, Transition
 from kit.rl.battle import (
     BattleCollector,
     BattleEvaluator,
@@ -32,7 +32,7 @@ from kit.rl.learner import CheckpointHook, Learner, LogReduceHook
 from kit.rl.monitor import TrainingLog
 from kit.rl.pool import AsyncWorkerPool, SyncWorkerPool, WorkerPool
 from kit.rl.shared import SharedMemoryPool
-from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, SyncEnvWorker, make_workers
+from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, EnvSlot, SyncEnvWorker, make_workers
 
 __all__ = [
     "EVAL",
@@ -51,9 +51,12 @@ __all__ = [
     "EnvLoop",
     "EnvPoolError",
     "EnvPoolProvider",
+    "EnvSlot",
     "EnvState",
+    "EnvStatus",
     "Episode",
     "EpisodeCollector",
+    "EpisodeStatus",
     "EvalResult",
     "Evaluator",
     "FrozenPolicy",

@@ -3,12 +3,81 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, NamedTuple
 
-#: Statuses of an :class:`EnvState`: after a reset, after a step, or a fault.
-RESET, STEPPED, ENV_ERROR, TIMEOUT = "reset", "ok", "env_error", "timeout"
+
+class EnvStatus(StrEnum):
+    """What one env's answer is: a reset, a step, or a fault that broke its episode.
+
+    A ``str`` enum (``status == "timeout"`` holds). Between processes it
+    travels as its plain value (see :mod:`kit.rl._protocol`): pickling an
+    enum member costs several times a whole CartPole step.
+
+    Examples
+    --------
+    >>> EnvStatus("timeout").fault, EnvStatus.STEPPED.fault
+    (True, False)
+    """
+
+    #: The answer to a reset: the episode's first observation.
+    RESET = "reset"
+    #: The answer to a step.
+    STEPPED = "ok"
+    #: The env raised, or its process died; the slot's env was rebuilt.
+    ENV_ERROR = "env_error"
+    #: The env did not answer in time; the slot's env was rebuilt.
+    TIMEOUT = "timeout"
+
+    @property
+    def fault(self) -> bool:
+        """Whether the env failed and the slot's episode is broken."""
+        return self in FAULTS
+
+
+#: The statuses as module names, for the loops that compare them on every step:
+#: looking a member up on its class (``EnvStatus.RESET``) costs 5x the comparison.
+RESET, STEPPED, ENV_ERROR, TIMEOUT = (
+    EnvStatus.RESET,
+    EnvStatus.STEPPED,
+    EnvStatus.ENV_ERROR,
+    EnvStatus.TIMEOUT,
+)
 #: Faults: the slot's env was rebuilt and its episode is broken.
 FAULTS = frozenset({ENV_ERROR, TIMEOUT})
+
+
+class EpisodeStatus(StrEnum):
+    """How an episode stands: going, ended by the task or a time limit, or broken by a fault.
+
+    Examples
+    --------
+    >>> EpisodeStatus.ended_by(EnvStatus.TIMEOUT), EpisodeStatus.TRUNCATED.ok
+    (<EpisodeStatus.TIMEOUT: 'timeout'>, True)
+    """
+
+    #: Not ended yet.
+    RUNNING = "running"
+    #: The task ended (a terminal state).
+    TERMINATED = "terminated"
+    #: A time limit cut it.
+    TRUNCATED = "truncated"
+    #: The env raised or its process died mid-episode.
+    ENV_ERROR = "env_error"
+    #: The env hung mid-episode.
+    TIMEOUT = "timeout"
+
+    @property
+    def ok(self) -> bool:
+        """Whether the episode ended normally (terminated or truncated)."""
+        return self in (EpisodeStatus.TERMINATED, EpisodeStatus.TRUNCATED)
+
+    @classmethod
+    def ended_by(cls, fault: EnvStatus) -> EpisodeStatus:
+        """Return the status of an episode an env fault (``env_error``, ``timeout``) broke."""
+        if not fault.fault:
+            raise ValueError(f"{fault.value!r} is not a fault: an episode ends with one")
+        return cls(fault.value)
 
 
 class EnvState(NamedTuple):
@@ -24,7 +93,7 @@ class EnvState(NamedTuple):
     --------
     >>> EnvState(obs=[0.0], reward=1.0, terminated=True).done
     True
-    >>> EnvState(obs=None, status="timeout", error="no answer in 1 s").fault
+    >>> EnvState(obs=None, status=EnvStatus.TIMEOUT, error="no answer in 1 s").fault
     True
     """
 
@@ -33,7 +102,7 @@ class EnvState(NamedTuple):
     terminated: bool = False
     truncated: bool = False
     info: dict[str, Any] | None = None
-    status: str = STEPPED
+    status: EnvStatus = STEPPED
     error: str | None = None
 
     @property
@@ -97,12 +166,12 @@ class Transition:
 class Episode:
     """A whole episode: its transitions and how it ended.
 
-    ``status`` is ``"terminated"``, ``"truncated"``, ``"env_error"`` or
-    ``"timeout"`` (the env failed mid-episode; ``error`` says how).
+    ``status`` (an :class:`EpisodeStatus`) is ``terminated``, ``truncated``,
+    ``env_error`` or ``timeout`` (the env failed mid-episode; ``error`` says how).
 
     Examples
     --------
-    >>> ep = Episode(episode_id=3, seed=11, env_index=0, worker="driver", status="terminated")
+    >>> ep = Episode(3, seed=11, env_index=0, worker="driver", status=EpisodeStatus.TERMINATED)
     >>> ep.ok, ep.length, ep.return_
     (True, 0, 0.0)
     """
@@ -111,7 +180,7 @@ class Episode:
     seed: int
     env_index: int
     worker: str
-    status: str = "running"
+    status: EpisodeStatus = EpisodeStatus.RUNNING
     transitions: list[Transition] = field(default_factory=list)
     error: str | None = None
 
@@ -123,7 +192,7 @@ class Episode:
     @property
     def ok(self) -> bool:
         """True when the episode ended normally (terminated or truncated)."""
-        return self.status in ("terminated", "truncated")
+        return EpisodeStatus(self.status).ok
 
     @property
     def length(self) -> int:

@@ -124,14 +124,16 @@ def get_worker_pool(
     Examples
     --------
     >>> import functools
-    >>> from kit.rl import gym_env, make_workers
+    >>> from kit.rl import AsyncWorkerPool, SyncWorkerPool, gym_env, make_workers
     >>> workers = make_workers(functools.partial(gym_env, "CartPole-v1"), 2, mode="thread")
-    >>> type(get_worker_pool(workers)).__name__, type(get_worker_pool(workers, True)).__name__
-    ('AsyncWorkerPool', 'SyncWorkerPool')
+    >>> isinstance(get_worker_pool(workers), AsyncWorkerPool)
+    True
+    >>> isinstance(get_worker_pool(workers, True), SyncWorkerPool)
+    True
     >>> for w in workers: w.cleanup()
     >>> pool = get_worker_pool(functools.partial(gym_env, "CartPole-v1"), num_envs=8)
-    >>> pool.mode, type(pool).__name__
-    ('sync', 'SyncWorkerPool')
+    >>> pool.mode, isinstance(pool, SyncWorkerPool)
+    ('sync', True)
     >>> pool.close()
     """
     if not callable(workers):

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from kit.rl._seeding import TRAIN, episode_seed
-from kit.rl._types import RESET, EnvState, Episode, Transition
+from kit.rl._types import RESET, EnvState, Episode, EpisodeStatus, Transition
 from kit.rl.pool import WorkerPool
 
 Policy = Callable[..., Sequence[Any]]
@@ -94,7 +94,7 @@ class EnvLoop:
             current = self.active[slot]
             episode = current.episode
             if state.fault:
-                episode.status, episode.error = state.status, state.error
+                episode.status, episode.error = EpisodeStatus.ended_by(state.status), state.error
                 ended.append(episode)
                 del self.active[slot]
                 continue
@@ -107,7 +107,9 @@ class EnvLoop:
             new += made
             self.envstep += 1
             if state.terminated or state.truncated:
-                episode.status = "terminated" if state.terminated else "truncated"
+                episode.status = (
+                    EpisodeStatus.TERMINATED if state.terminated else EpisodeStatus.TRUNCATED
+                )
                 ended.append(episode)
                 del self.active[slot]
             else:
@@ -292,7 +294,7 @@ class EpisodeCollector(_Collector):
     >>> def push_right(observations, rngs):
     ...     return [1 for _ in observations]
     >>> episodes = EpisodeCollector(pool, seed=0).collect(3, push_right)
-    >>> [e.episode_id for e in episodes], [e.status for e in episodes]
+    >>> [e.episode_id for e in episodes], [str(e.status) for e in episodes]
     ([0, 1, 2], ['terminated', 'terminated', 'terminated'])
     >>> pool.cleanup()
     """

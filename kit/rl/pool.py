@@ -20,7 +20,7 @@ from typing import Any
 from kit.rl._errors import AlreadyPendingError, ClosedPoolError, EnvPoolError, NothingPendingError
 from kit.rl._names import renamed
 from kit.rl._types import FAULTS, TIMEOUT, EnvState
-from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, SyncEnvWorker, names_command
+from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, EnvSlot, SyncEnvWorker, names_command
 
 
 class WorkerPool(abc.ABC):
@@ -57,7 +57,7 @@ class WorkerPool(abc.ABC):
 
     def __init__(
         self,
-        workers: Sequence[BaseEnvWorker],
+        workers: Sequence[EnvSlot],
         *,
         step_timeout: float | None = None,
         build_timeout: float | None = 300.0,
@@ -65,7 +65,7 @@ class WorkerPool(abc.ABC):
     ) -> None:
         if not workers:
             raise ValueError("a pool needs at least one worker")
-        self.workers = list(workers)
+        self.workers: Sequence[EnvSlot] = list(workers)
         self.step_timeout = step_timeout
         self.build_timeout = build_timeout
         self.max_restarts = max_restarts
@@ -311,74 +311,26 @@ class SyncWorkerPool(WorkerPool):
     >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2))
     >>> pool.reset()
     >>> states, slots = pool.recv()
-    >>> [s.status for s in states], slots
+    >>> [str(s.status) for s in states], slots
     (['reset', 'reset'], [0, 1])
     >>> pool.cleanup()
     """
 
+    workers: Sequence[BaseEnvWorker]
+
+    def __new__(cls, workers: Sequence[BaseEnvWorker] = (), **kwargs: Any) -> SyncWorkerPool:  # noqa: D102
+        # Envs stepped in this thread answer at once: a pool of those alone is an
+        # _InlinePool, whose quick path costs less than a CartPole step.
+        if cls is SyncWorkerPool and workers and all(type(w) is SyncEnvWorker for w in workers):
+            cls = _InlinePool
+        return super().__new__(cls)
+
     def __init__(self, workers: Sequence[BaseEnvWorker], **kwargs: Any) -> None:
         super().__init__(workers, **kwargs)
-        # Envs stepped in this thread answer at once, into _ready: a CartPole step costs
-        # less than the general path's bookkeeping. Faults are handled on receipt, as always.
-        self._inline = all(type(w) is SyncEnvWorker for w in self.workers)
-        self._ready: dict[int, EnvState] = {}
-
-    def send_step(self, action: Any, env_index: int) -> None:  # noqa: D102
-        if not self._inline:
-            super().send_step(action, env_index)
-            return
-        self._check_free(env_index)
-        self._pending[env_index] = 0.0
-        self._ready[env_index] = self.workers[env_index].step_now(action)  # type: ignore[attr-defined]
-
-    @renamed(worker_id="env_index")
-    def send_reset(  # noqa: D102
-        self, env_index: int, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> None:
-        if not self._inline:
-            super().send_reset(env_index, seed, options)
-            return
-        self._check_free(env_index)
-        worker = self.workers[env_index]
-        worker.send_reset(seed, options)
-        self._pending[env_index] = 0.0
-        self._ready[env_index] = worker.get_state()
-
-    @renamed(env_ids="env_indices")
-    def send(self, actions: Sequence[Any], env_indices: Sequence[int]) -> None:  # noqa: D102
-        if not self._inline:
-            super().send(actions, env_indices)
-            return
-        self._check_open()
-        if len(actions) != len(env_indices):
-            raise ValueError(f"{len(actions)} actions for {len(env_indices)} env indices")
-        workers, pending, ready, n = self.workers, self._pending, self._ready, len(self.workers)
-        for action, slot in zip(actions, env_indices, strict=True):
-            if not 0 <= slot < n or slot in pending:
-                self._check_free(slot)
-            pending[slot] = 0.0
-            ready[slot] = workers[slot].step_now(action)  # type: ignore[attr-defined]
-
-    def cleanup(self) -> None:  # noqa: D102
-        super().cleanup()
-        self._ready.clear()
 
     def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
         if not self._pending:
             raise NothingPendingError("get_state() with nothing in flight: send an action first")
-        if self._inline:
-            ready, self._ready = self._ready, {}
-            if not everything:  # one answer; the others stay ready, in order
-                first = next(iter(ready))
-                self._ready = {k: v for k, v in ready.items() if k != first}
-                ready = {first: ready[first]}
-            pending, answers = self._pending, []
-            for slot, answer in ready.items():
-                del pending[slot]
-                if answer.status in FAULTS:
-                    self._fault(slot, answer)
-                answers.append((answer, slot))
-            return answers
         deadline = None if timeout is None else time.monotonic() + timeout
         out = []
         for slot in list(self._pending):
@@ -402,6 +354,67 @@ class SyncWorkerPool(WorkerPool):
         return out
 
 
+class _InlinePool(SyncWorkerPool):
+    """A :class:`SyncWorkerPool` of :class:`SyncEnvWorker` only: each answer is made at send.
+
+    A step runs in ``send``; its answer waits in ``_ready`` for ``recv``, in
+    order. Faults are handled on receipt, as in every pool.
+    """
+
+    workers: Sequence[SyncEnvWorker]
+
+    def __init__(self, workers: Sequence[BaseEnvWorker], **kwargs: Any) -> None:
+        super().__init__(workers, **kwargs)
+        self._ready: dict[int, EnvState] = {}
+
+    def send_step(self, action: Any, env_index: int) -> None:
+        self._check_free(env_index)
+        self._pending[env_index] = 0.0
+        self._ready[env_index] = self.workers[env_index].step_now(action)
+
+    @renamed(worker_id="env_index")
+    def send_reset(
+        self, env_index: int, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> None:
+        self._check_free(env_index)
+        worker = self.workers[env_index]
+        worker.send_reset(seed, options)
+        self._pending[env_index] = 0.0
+        self._ready[env_index] = worker.get_state()
+
+    @renamed(env_ids="env_indices")
+    def send(self, actions: Sequence[Any], env_indices: Sequence[int]) -> None:
+        self._check_open()
+        if len(actions) != len(env_indices):
+            raise ValueError(f"{len(actions)} actions for {len(env_indices)} env indices")
+        workers, pending, ready, n = self.workers, self._pending, self._ready, len(self.workers)
+        for action, slot in zip(actions, env_indices, strict=True):
+            if not 0 <= slot < n or slot in pending:
+                self._check_free(slot)
+            pending[slot] = 0.0
+            ready[slot] = workers[slot].step_now(action)
+
+    def cleanup(self) -> None:
+        super().cleanup()
+        self._ready.clear()
+
+    def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
+        if not self._pending:
+            raise NothingPendingError("get_state() with nothing in flight: send an action first")
+        ready, self._ready = self._ready, {}
+        if not everything:  # one answer; the others stay ready, in order
+            first = next(iter(ready))
+            self._ready = {k: v for k, v in ready.items() if k != first}
+            ready = {first: ready[first]}
+        pending, answers = self._pending, []
+        for slot, answer in ready.items():
+            del pending[slot]
+            if answer.status in FAULTS:
+                self._fault(slot, answer)
+            answers.append((answer, slot))
+        return answers
+
+
 class AsyncWorkerPool(WorkerPool):
     """Every env runs at once in its thread or process; answers come in completion order.
 
@@ -415,6 +428,8 @@ class AsyncWorkerPool(WorkerPool):
     ...     sorted(slots)
     [0, 1]
     """
+
+    workers: Sequence[AsyncEnvWorker]
 
     def __init__(self, workers: Sequence[BaseEnvWorker], **kwargs: Any) -> None:
         bad = [i for i, w in enumerate(workers) if not isinstance(w, AsyncEnvWorker)]
@@ -432,7 +447,7 @@ class AsyncWorkerPool(WorkerPool):
         self._fd_of: dict[int, int] = {}  # slot -> fd
 
     def _sent(self, slot: int) -> None:
-        fd = self.workers[slot].connection.fileno()  # type: ignore[attr-defined]
+        fd = self.workers[slot].connection.fileno()
         self._slot_of[fd], self._fd_of[slot] = slot, fd
         self._poller.register(fd, select.POLLIN)
 
@@ -446,7 +461,7 @@ class AsyncWorkerPool(WorkerPool):
         if not self._pending:
             raise NothingPendingError("get_state() with nothing in flight: send an action first")
         deadline = None if timeout is None else time.monotonic() + timeout
-        workers: list[AsyncEnvWorker] = self.workers  # type: ignore[assignment]
+        workers = self.workers
         while True:
             limit = None if deadline is None else max(0.0, deadline - time.monotonic())
             expired, limit = self._clock(limit)

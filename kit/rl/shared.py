@@ -29,6 +29,7 @@ import signal
 import time
 import traceback
 import weakref
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.shared_memory import SharedMemory
 from typing import Any
@@ -39,12 +40,12 @@ import numpy as np
 from kit.rl import _protocol as protocol
 from kit.rl._errors import NothingPendingError
 from kit.rl._protocol import GroupAnswer, GroupCommand
-from kit.rl._types import ENV_ERROR, RESET, STEPPED, TIMEOUT, EnvState
+from kit.rl._types import ENV_ERROR, TIMEOUT, EnvState, EnvStatus
 from kit.rl.pool import WorkerPool
 from kit.rl.workers import (
     DEFAULT_CONTEXT,
-    BaseEnvWorker,
     EnvFn,
+    EnvSlot,
     _close_quietly,
     _kill,
     _seeds,
@@ -142,12 +143,14 @@ def _serve_group(conn: Connection, payload: bytes, n: int, name: str) -> None:
                     continue
                 env = envs[i]
                 if env is None:
-                    answers.append((i, ENV_ERROR, False, None, None, _build_failed(errors[i])))
+                    answers.append(
+                        (i, protocol.SENT_ENV_ERROR, False, None, None, _build_failed(errors[i]))
+                    )
                     continue
                 try:
                     if kind == protocol.RESET:
                         obs, info = env.reset(seed=arg[0], options=arg[1])
-                        status = RESET
+                        status = protocol.SENT_RESET
                         views.reward[i] = 0.0
                         views.terminated[i] = views.truncated[i] = False
                     else:
@@ -158,12 +161,14 @@ def _serve_group(conn: Connection, payload: bytes, n: int, name: str) -> None:
                                 act_view[i].item() if act_view.ndim == 1 else act_view[i].copy()
                             )
                         answer = stepped(env.step(action))
-                        obs, info, status = answer.obs, answer.info, STEPPED
+                        obs, info, status = answer.obs, answer.info, protocol.SENT_STEPPED
                         views.reward[i] = answer.reward
                         views.terminated[i] = answer.terminated
                         views.truncated[i] = answer.truncated
                 except Exception:
-                    answers.append((i, ENV_ERROR, False, None, None, traceback.format_exc()))
+                    answers.append(
+                        (i, protocol.SENT_ENV_ERROR, False, None, None, traceback.format_exc())
+                    )
                     continue
                 if (
                     obs_view is not None
@@ -198,7 +203,7 @@ def _picklable(answer: GroupAnswer) -> GroupAnswer:
     try:
         pickle.dumps(answer)
     except Exception:
-        return (answer[0], ENV_ERROR, False, None, None, traceback.format_exc())
+        return (answer[0], protocol.SENT_ENV_ERROR, False, None, None, traceback.format_exc())
     return answer
 
 
@@ -300,7 +305,8 @@ class _Group:
         return self.views is not None
 
     def state(self, answer: GroupAnswer) -> EnvState:
-        local, status, shared, obs, info, error = answer
+        local, sent, shared, obs, info, error = answer
+        status = protocol.READ[sent]
         if status == ENV_ERROR:
             return EnvState(None, status=ENV_ERROR, error=error)
         views = self.views
@@ -349,8 +355,11 @@ def _fits(action: Any, act: np.ndarray[Any, Any]) -> bool:
     return type(action) is np.ndarray and action.shape == act.shape[1:]
 
 
-class _GroupEnv(BaseEnvWorker):
-    """One env of a group, as the pool's slot (what ``pool.workers[i]`` holds)."""
+class _GroupEnv(EnvSlot):
+    """One env of a group, as the pool's slot (what ``pool.workers[i]`` holds).
+
+    It has no ``get_state``: a group's envs answer together, through the pool's ``recv``.
+    """
 
     def __init__(self, env_fn: EnvFn, seed: int | None, group: _Group, local: int) -> None:
         super().__init__(env_fn, seed)
@@ -359,9 +368,6 @@ class _GroupEnv(BaseEnvWorker):
 
     def _send(self, command: tuple[Any, ...]) -> None:
         self.instant = self.group.queue(self.local, command)
-
-    def get_state(self, timeout: float | None = None) -> EnvState:
-        raise RuntimeError("the envs of a SharedMemoryPool answer through the pool's recv()")
 
     def restart(self, hard: bool = False) -> None:
         self.group.rebuild(self.local)
@@ -425,6 +431,7 @@ class SharedMemoryPool(WorkerPool):
 
     mode = "shared_memory"
     mode_reason = "asked for"
+    workers: Sequence[_GroupEnv]
 
     def __init__(
         self,
@@ -492,14 +499,14 @@ class SharedMemoryPool(WorkerPool):
                 self._poller.unregister(fd)
 
     def _sent(self, slot: int) -> None:
-        worker: _GroupEnv = self.workers[slot]  # type: ignore[assignment]
+        worker = self.workers[slot]
         if worker.instant is not None:
             self._instant.append(slot)
 
     def _wait(self, timeout: float | None, everything: bool) -> list[tuple[EnvState, int]]:
         if not self._pending:
             raise NothingPendingError("get_state() with nothing in flight: send an action first")
-        workers: list[_GroupEnv] = self.workers  # type: ignore[assignment]
+        workers = self.workers
         if self._instant:
             slots, self._instant = self._instant, []
             out = []
@@ -553,7 +560,7 @@ class SharedMemoryPool(WorkerPool):
         return out
 
     def _restart(
-        self, group: _Group, status: str, error: str, culprit: int | None
+        self, group: _Group, status: EnvStatus, error: str, culprit: int | None
     ) -> list[tuple[EnvState, int]]:
         """Restart a dead or hung process with all its envs; report every episode it broke."""
         what = "died" if culprit is None else f"hung ({error})"
@@ -593,7 +600,7 @@ class SharedMemoryPool(WorkerPool):
 
     def cleanup(self) -> None:
         """Close every env and stop every process (killing those with a command in flight)."""
-        busy = {self.workers[slot].group for slot in self._pending}  # type: ignore[attr-defined]
+        busy = {self.workers[slot].group for slot in self._pending}
         for group in self.groups:
             if group.conn is not None and group not in busy:
                 with contextlib.suppress(BrokenPipeError, OSError):

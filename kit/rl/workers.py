@@ -102,18 +102,19 @@ def _close_quietly(env: Any) -> None:
             close()
 
 
-class BaseEnvWorker(abc.ABC):
-    """One env behind ``send_action`` / ``get_state``.
+class EnvSlot(abc.ABC):
+    """One env of a pool, as its slot: it takes commands, is rebuilt, is closed.
 
-    ``seed`` seeds the first ``"reset"`` sent without an explicit seed
-    (later ones continue the env's own generator, as gymnasium does).
+    Where its answers come from is not its part: a :class:`BaseEnvWorker`
+    answers through its own ``get_state``, an env of a
+    :class:`~kit.rl.SharedMemoryPool` through the pool's ``recv``. ``seed``
+    seeds the first ``"reset"`` sent without an explicit seed (later ones
+    continue the env's own generator, as gymnasium does).
 
     Examples
     --------
-    >>> import gymnasium as gym
-    >>> workers = SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2, seed=0)
-    >>> isinstance(workers[0], BaseEnvWorker), workers[0].seed != workers[1].seed
-    (True, True)
+    >>> issubclass(SyncEnvWorker, EnvSlot), hasattr(EnvSlot, "get_state")
+    (True, False)
     """
 
     def __init__(self, env_fn: EnvFn, seed: int | None = None) -> None:
@@ -158,10 +159,6 @@ class BaseEnvWorker(abc.ABC):
     def _send(self, command: tuple[Any, ...]) -> None: ...
 
     @abc.abstractmethod
-    def get_state(self, timeout: float | None = None) -> EnvState:
-        """Return the answer to the oldest command sent (TimeoutError after ``timeout`` s)."""
-
-    @abc.abstractmethod
     def restart(self, hard: bool = False) -> None:
         """Rebuild the env from its factory (``hard``: also a new thread or process)."""
 
@@ -185,6 +182,22 @@ class BaseEnvWorker(abc.ABC):
         """Close the worker (same as :meth:`cleanup`)."""
         self.cleanup()
 
+
+class BaseEnvWorker(EnvSlot):
+    """One env behind ``send_action`` / ``get_state``.
+
+    Examples
+    --------
+    >>> import gymnasium as gym
+    >>> workers = SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2, seed=0)
+    >>> isinstance(workers[0], BaseEnvWorker), workers[0].seed != workers[1].seed
+    (True, True)
+    """
+
+    @abc.abstractmethod
+    def get_state(self, timeout: float | None = None) -> EnvState:
+        """Return the answer to the oldest command sent (TimeoutError after ``timeout`` s)."""
+
     @classmethod
     @renamed(num_workers="num_envs")
     def from_env_fn(
@@ -207,11 +220,11 @@ class SyncEnvWorker(BaseEnvWorker):
     --------
     >>> import gymnasium as gym
     >>> worker = SyncEnvWorker(lambda: gym.make("CartPole-v1"), seed=0)
-    >>> worker.send_action("reset"); worker.get_state().status
+    >>> worker.send_action("reset"); str(worker.get_state().status)
     'reset'
     >>> worker.send_action(1); state = worker.get_state()
     >>> state.status, state.reward, state.terminated
-    ('ok', 1.0, False)
+    (<EnvStatus.STEPPED: 'ok'>, 1.0, False)
     >>> worker.cleanup()
     """
 
@@ -361,7 +374,7 @@ class AsyncEnvWorker(BaseEnvWorker):
     --------
     >>> import gymnasium as gym
     >>> worker = AsyncEnvWorker(lambda: gym.make("CartPole-v1"), seed=0, mode="thread")
-    >>> worker.send_action("reset"); worker.get_state(timeout=10).status
+    >>> worker.send_action("reset"); str(worker.get_state(timeout=10).status)
     'reset'
     >>> worker.cleanup()
     """

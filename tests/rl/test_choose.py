@@ -21,7 +21,7 @@ CARTPOLE = functools.partial(gym_env, "CartPole-v1")
 
 def test_auto_steps_cheap_envs_in_this_process() -> None:
     with get_worker_pool(CARTPOLE, num_envs=8) as pool:
-        assert type(pool) is SyncWorkerPool and pool.mode == "sync"
+        assert isinstance(pool, SyncWorkerPool) and pool.mode == "sync"
         assert pool.num_envs == 8
         pool.reset()
         assert [s.status for s in pool.recv(batch_size=8)[0]] == ["reset"] * 8
@@ -60,7 +60,7 @@ def test_the_probe_env_becomes_env_0_with_env_0_s_seed() -> None:
 )
 def test_every_mode_by_name(mode: str, kind: type) -> None:
     with get_worker_pool(CountEnv, num_envs=2, mode=mode, step_timeout=30) as pool:
-        assert type(pool) is kind and pool.mode == mode
+        assert isinstance(pool, kind) and pool.mode == mode
         pool.reset(seeds=[1, 2])
         assert sorted(pool.recv(batch_size=2, timeout=60)[1]) == [0, 1]
 

@@ -68,6 +68,39 @@ def test_sync_pool_answers_in_the_order_sent() -> None:
         pool.recv()
 
 
+def test_a_sync_pool_answers_the_same_whether_its_envs_step_at_send_or_are_awaited() -> None:
+    # Sync workers alone take the quick path (each answer made at send); one thread
+    # worker among them makes the pool await each worker in turn.
+    quick = SyncWorkerPool(SyncEnvWorker.from_env_fn(CountEnv, 3, seed=4))
+    mixed_workers = SyncEnvWorker.from_env_fn(CountEnv, 3, seed=4)
+    mixed_workers[1] = AsyncEnvWorker(CountEnv, mixed_workers[1].seed, mode="thread")
+    awaited = SyncWorkerPool(mixed_workers)
+    assert type(quick) is not type(awaited)
+    try:
+        for pool in (quick, awaited):
+            pool.reset()
+        answers = []
+        for pool in (quick, awaited):
+            states, slots = pool.recv(batch_size=3, timeout=30)
+            pool.send([1, 1, 1], slots)
+            more, again = pool.recv(batch_size=3, timeout=30)
+            answers.append(
+                (
+                    sorted(
+                        (slot, repr(s.obs), str(s.status))
+                        for s, slot in zip(states, slots, strict=True)
+                    ),
+                    sorted(
+                        (slot, repr(s.obs), s.reward) for s, slot in zip(more, again, strict=True)
+                    ),
+                )
+            )
+        assert answers[0] == answers[1]
+    finally:
+        quick.cleanup()
+        awaited.cleanup()
+
+
 @pytest.mark.parametrize(
     ("fault", "mode", "status"),
     [
@@ -183,10 +216,10 @@ def test_a_spent_restart_budget_raises_naming_the_env_and_the_error() -> None:
 
 def test_get_worker_pool_picks_async_only_for_async_workers() -> None:
     sync = SyncEnvWorker.from_env_fn(CountEnv, 2)
-    assert type(get_worker_pool(sync)) is SyncWorkerPool
+    assert isinstance(get_worker_pool(sync), SyncWorkerPool)
     threads = AsyncEnvWorker.from_env_fn(CountEnv, 2, mode="thread")
     assert type(get_worker_pool(threads)) is AsyncWorkerPool
-    assert type(get_worker_pool(threads, force_sync=True)) is SyncWorkerPool
+    assert isinstance(get_worker_pool(threads, force_sync=True), SyncWorkerPool)
     with pytest.raises(TypeError, match="AsyncWorkerPool needs AsyncEnvWorker"):
         AsyncWorkerPool(sync)
     for worker in threads:

@@ -6,13 +6,13 @@ import pickle
 
 import numpy as np
 
-from kit.rl import EnvState
+from kit.rl import EnvState, EnvStatus
 from kit.rl import _protocol as protocol
 from kit.rl._protocol import Op
 
 
 def every_message() -> list[tuple[object, ...]]:
-    state = EnvState(np.arange(4, dtype=np.float32), 1.0, False, True, {"k": 1}, "ok")
+    state = EnvState(np.arange(4, dtype=np.float32), 1.0, False, True, {"k": 1}, EnvStatus.STEPPED)
     return [
         protocol.step(1),
         protocol.reset(7, {"o": 1}),
@@ -23,7 +23,7 @@ def every_message() -> list[tuple[object, ...]]:
         protocol.answer(state),
         protocol.run([(0, Op.STEP.value, 1)]),
         protocol.rebuilt(),
-        protocol.answers([(0, "ok", True, None, None, None)]),
+        protocol.answers([(0, protocol.SENT_STEPPED, True, None, None, None)]),
     ]
 
 
@@ -33,10 +33,20 @@ def test_every_message_starts_with_its_declared_op_as_a_plain_int() -> None:
     assert {Op(message[0]) for message in messages} == set(Op) - {Op.STEP_SHARED}
     # An enum member would be pickled by name, several times the cost of the tuple.
     assert all(b"Op" not in pickle.dumps(message) for message in messages)
+    assert all(b"EnvStatus" not in pickle.dumps(message) for message in messages)
 
 
 def test_an_answer_carries_the_state_and_its_array_observation_unchanged() -> None:
-    state = EnvState(np.arange(6, dtype=np.int16).reshape(2, 3), 0.5, True, False, {"a": 2}, "ok")
+    obs = np.arange(6, dtype=np.int16).reshape(2, 3)
+    state = EnvState(obs, 0.5, True, False, {"a": 2}, EnvStatus.STEPPED)
     back = protocol.read_answer(pickle.loads(pickle.dumps(protocol.answer(state))))
     assert back.obs.dtype == np.int16 and back.obs.tolist() == state.obs.tolist()
     assert back[1:] == state[1:]
+    assert back.status is EnvStatus.STEPPED  # the plain value on the wire, the member here
+
+
+def test_every_env_status_travels_as_its_plain_value_and_reads_back_as_its_member() -> None:
+    for status in EnvStatus:
+        sent = protocol.answer(EnvState(None, status=status, error="e"))
+        assert type(sent[6]) is str
+        assert protocol.read_answer(pickle.loads(pickle.dumps(sent))).status is status

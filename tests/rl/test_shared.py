@@ -192,3 +192,14 @@ def test_a_pool_closed_before_its_processes_said_ready_leaves_no_shared_memory()
             pool.send_reset(0, seed=1)
         pool.cleanup()
     assert _segments() - before == set()
+
+
+def test_a_shared_memory_pools_envs_are_slots_without_a_get_state_to_refuse() -> None:
+    from kit.rl import BaseEnvWorker, EnvSlot
+
+    with SharedMemoryPool(CountEnv, 2, envs_per_process=2) as pool:
+        slot = pool.workers[0]
+        assert isinstance(slot, EnvSlot) and not isinstance(slot, BaseEnvWorker)
+        assert not hasattr(slot, "get_state")  # its answers come through pool.recv()
+        pool.reset()
+        assert sorted(pool.recv(batch_size=2, timeout=60)[1]) == [0, 1]
