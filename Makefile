@@ -68,6 +68,7 @@ test: system-deps lint typecheck unit
 # Side-by-side benchmarks; results (with the machine description) go to benchmarks/results/.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
+	$(BIN)/python benchmarks/bench_scale.py
 	$(BIN)/python benchmarks/bench_dashboard.py
 	$(BIN)/python benchmarks/bench_asr.py
 	$(BIN)/python benchmarks/bench_sweep.py
