@@ -146,22 +146,26 @@ def worker_env(name: str) -> Mapping[str, Any]:
 
 
 def run_chunk(
-    forward: Callable[..., Any],
-    env_name: str,
-    spec: ForwardSpec,
-    explicit: Mapping[str, Any],
     indices: Sequence[Index],
     start: int,
-    batch_size: int | None,
+    *,
+    forward: Callable[..., Any],
+    env_name: str,
+    forward_spec: ForwardSpec,
+    explicit: Mapping[str, Any],
+    batch: int | None,
     batch_by: BatchBy | None = None,
 ) -> ChunkResult:
-    """Run positions ``start...`` on this worker with its env injected (the Dask task)."""
+    """Run positions ``start...`` on this worker with its env injected (the Dask task).
+
+    What varies between a run's chunks comes first, so that ``client.map``
+    sends many at once; the rest is keywords (``batch`` is the runner's
+    ``batch_size``: ``client.map`` keeps that name for itself).
+    """
     worker = get_worker()
     env = worker_env(env_name)
-    kwargs = spec.kwargs(env, explicit)
-    chunk = execute_chunk(
-        forward, kwargs, indices, start, batch_size, str(worker.name), batch_by, env
-    )
+    kwargs = forward_spec.kwargs(env, explicit)
+    chunk = execute_chunk(forward, kwargs, indices, start, batch, str(worker.name), batch_by, env)
     return drop_unpicklable(chunk, indices)
 
 

@@ -2,17 +2,18 @@
 
 The path of a run, from the user's call to ``forward`` and back:
 
-========================  =====================  ===================================
-function                  module                 what it does
-========================  =====================  ===================================
-``Runner.run``            :mod:`kit.runner`      fixes a :class:`RunSpec`, starts the handle
-``RunHandle.drive``       :mod:`kit._engine.run`  publishes the result or exception
-``Run.execute``           :mod:`kit._engine.run`  session, env, store, dispatch, conclude
+========================  =======================  ===========================================
+function                  module                   what it does
+========================  =======================  ===========================================
+``Runner.run``            :mod:`kit.runner`        fixes a :class:`RunSpec`, starts the handle
+``RunHandle.drive``       :mod:`kit._engine.run`   publishes the result or exception
+``Run.execute``           :mod:`kit._engine.run`   session, env, store, dispatch, conclude
 ``DaskDispatcher.run``    :mod:`kit._engine.dask`  keeps chunks in flight, recovers lost ones
-``DaskDispatcher.launch`` :mod:`kit._engine.dask`  ``client.submit(run_chunk, ...)``
-``run_chunk``             :mod:`kit._plugin`     on a worker: takes its env
-``execute_chunk``         :mod:`kit._chunk`      calls ``forward`` on each item or batch
-========================  =====================  ===================================
+``DaskDispatcher._fill``  :mod:`kit._engine.dask`  plans the chunks there is room for
+``launch_many``           :mod:`kit._engine.dask`  ``client.map(run_chunk, ...)``, all at once
+``run_chunk``             :mod:`kit._plugin`       on a worker: takes its env
+``execute_chunk``         :mod:`kit._chunk`        calls ``forward`` on each item or batch
+========================  =======================  ===========================================
 
 And back: the chunk's future wakes ``DaskDispatcher.run``, which gathers the
 chunks that came back and hands them to ``Run.complete`` (stored in one

@@ -96,6 +96,19 @@ class DaskDispatcher:
         self.env_name = env_name
         self.job = job
         self.planner = planner
+        # Here, not at the top: importing distributed would make `import kit` slow.
+        from kit._plugin import run_chunk
+
+        self._task = run_chunk
+        # What every chunk task shares, as run_chunk's keywords.
+        self._shared = {
+            "forward": job.forward,
+            "env_name": env_name,
+            "forward_spec": job.forward_spec,
+            "explicit": job.explicit,
+            "batch": job.batch_size,
+            "batch_by": job.batch_by,
+        }
         self.complete = complete
         self.should_stop = should_stop
         self.retries = retries
@@ -252,20 +265,24 @@ class DaskDispatcher:
                 self.requeued.append(flight)
 
     def _fill(self) -> None:
-        """Send chunks until about two per worker thread are out, pieces of lost ones first."""
-        while self.spread and not self.should_stop():
-            if len(self.in_flight) >= 2 * self.capacity():
-                return
+        """Send chunks until about two per worker thread are out, pieces of lost ones first.
+
+        They go in one ``client.map``: the scheduler takes one graph update for
+        all of them, where a ``submit`` each costs one (512 one-item tasks ran
+        in 0.34 s sent by one map, 1.2 s sent one by one, on 256 slots).
+        """
+        room = 2 * self.capacity() - len(self.in_flight)
+        spans: list[tuple[int, int, int]] = []  # start, stop, worker deaths before
+        while self.spread and len(spans) < room and not self.should_stop():
             start, stop = self.spread.popleft()
-            self.launch(start, stop, 0, alone=False, deaths=1)
-        while not self.planned_all and not self.should_stop():
-            if len(self.in_flight) >= 2 * self.capacity():
-                return
+            spans.append((start, stop, 1))
+        while not self.planned_all and len(spans) < room and not self.should_stop():
             span = self.planner.next()
             if span is None:
                 self.planned_all = True
-                return
-            self.launch(span[0], span[1], 0, alone=False)
+                break
+            spans.append((*span, 0))
+        self.launch_many(spans)
 
     def capacity(self) -> int:
         """Worker threads the cluster has now (asked at most every CAPACITY_CHECK s)."""
@@ -315,31 +332,46 @@ class DaskDispatcher:
         deaths: int = 0,
     ) -> None:
         """Send positions ``start:stop`` as one task (to ``worker``, if it is still there)."""
-        from kit._plugin import run_chunk
-
-        job = self.job
         future = self.client.submit(
-            run_chunk,
-            job.forward,
-            self.env_name,
-            job.forward_spec,
-            job.explicit,
+            self._task,
             # A range stays a range: a few bytes to ship whatever the chunk's size.
-            job.indices[start:stop],
+            self.job.indices[start:stop],
             start,
-            job.batch_size,
-            job.batch_by,
-            key=f"kit-{job.run_id}-{start}-{stop}-{deaths}-{attempt}-{int(alone)}{'-b' * backup}",
+            key=self._key(start, stop, deaths, attempt, alone, backup),
             pure=False,
             # Loose: if that worker is gone, another runs it rather than none ever.
             workers=None if worker is None else [worker],
             allow_other_workers=worker is not None,
+            **self._shared,
         )
-        self.in_flight[future.key] = Flight(
-            start, stop, attempt, alone, future, worker=worker, deaths=deaths
+        self._sent(Flight(start, stop, attempt, alone, future, worker=worker, deaths=deaths))
+
+    def launch_many(self, spans: Sequence[tuple[int, int, int]]) -> None:
+        """Send each ``(start, stop, deaths)`` as a first attempt, all in one ``client.map``."""
+        if not spans:
+            return
+        futures = self.client.map(
+            self._task,
+            [self.job.indices[start:stop] for start, stop, _ in spans],
+            [start for start, _, _ in spans],
+            key=[self._key(start, stop, deaths, 0, False, False) for start, stop, deaths in spans],
+            pure=False,
+            **self._shared,
         )
-        self.twins.setdefault((start, stop), []).append(future.key)
-        future.add_done_callback(self.arrived.put)
+        for (start, stop, deaths), future in zip(spans, futures, strict=True):
+            self._sent(Flight(start, stop, 0, False, future, deaths=deaths))
+
+    def _key(
+        self, start: int, stop: int, deaths: int, attempt: int, alone: bool, backup: bool
+    ) -> str:
+        return f"kit-{self.job.run_id}-{start}-{stop}-{deaths}-{attempt}-{int(alone)}" + (
+            "-b" if backup else ""
+        )
+
+    def _sent(self, flight: Flight) -> None:
+        self.in_flight[flight.future.key] = flight
+        self.twins.setdefault((flight.start, flight.stop), []).append(flight.future.key)
+        flight.future.add_done_callback(self.arrived.put)
 
     def relaunch(self, flight: Flight) -> None:
         """Send a chunk the cluster cancelled (no worker died) again, as it was."""

@@ -37,13 +37,17 @@ class OwnStack(Runner):
 
 
 class RecordingClient(Client):
-    """A real client that keeps the driver's stack at each task it is sent."""
+    """A real client that keeps the driver's stack at each call that sends tasks."""
 
     stacks: list[list[tuple[str, str]]]
 
     def submit(self, *args: Any, **kwargs: Any) -> Any:
         self.stacks.append(kit_frames(traceback.extract_stack()[:-1]))
         return super().submit(*args, **kwargs)
+
+    def map(self, *args: Any, **kwargs: Any) -> Any:
+        self.stacks.append(kit_frames(traceback.extract_stack()[:-1]))
+        return super().map(*args, **kwargs)
 
 
 def test_an_inline_run_reaches_forward_through_six_functions_in_four_modules() -> None:
@@ -72,7 +76,7 @@ def test_a_dask_run_reaches_forward_through_nine_functions_in_five_modules(
         ("kit/_engine/run.py", "execute"),
         ("kit/_engine/dask.py", "run"),
         ("kit/_engine/dask.py", "_fill"),
-        ("kit/_engine/dask.py", "launch"),
+        ("kit/_engine/dask.py", "launch_many"),
     ]
     assert records[0] == [("kit/_plugin.py", "run_chunk"), ("kit/_chunk.py", "execute_chunk")]
     path = [("kit/runner.py", "run"), ("kit/_engine/run.py", "start"), *driver, *records[0]]
