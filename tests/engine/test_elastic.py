@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 import kit
-from kit.events import ChunkFinished, Event, RunFinished, RunStarted
+from kit.events import ChunkFinished, Event, RunStarted
 from tests.workloads import Affine, Naps, ToyProvider, expected, toy_config
 
 pytestmark = pytest.mark.slow
@@ -48,6 +49,10 @@ def ideal_makespan(work: float, joins: list[float]) -> float:
 def test_workers_that_join_mid_run_get_work_at_once(
     elastic: tuple[dict[str, Any], kit.Session],
 ) -> None:
+    # Judged by how the items were shared, not by the wall clock: a joiner given work
+    # at once runs about its share of the ideal schedule (busy from its join to the
+    # end), however slow a busy machine makes everyone. The run's speed against that
+    # ideal is a target of `make bench` (elastic 1 -> 8 workers), not of a test.
     parallel, session = elastic
     n, seconds = 300, 0.04
     events: list[Event] = []
@@ -61,18 +66,23 @@ def test_workers_that_join_mid_run_get_work_at_once(
     result = handle.result(timeout=300)
 
     assert [r["idx"] for r in result.records] == list(range(n))
-    workers = {r["worker"] for r in result.records}
-    assert len(workers) == 4, f"every worker that joined gets items: {workers}"
+    ran = Counter(r["worker"] for r in result.records)
+    assert len(ran) == 4, f"every worker that joined gets items: {ran}"
     started = next(e for e in events if isinstance(e, RunStarted)).started
-    finished = next(e for e in events if isinstance(e, RunFinished))
-    joined = [
-        when - started
+    name_of = {
+        address: str(worker["name"])
+        for address, worker in session.client.scheduler_info()["workers"].items()
+    }
+    joined = {
+        name_of[msg["worker"]]: max(0.0, when - started)
         for when, msg in session.client.get_events("all")
         if isinstance(msg, dict) and msg.get("action") == "add-worker"
-    ]
+    }
     assert len(joined) == 4
-    ideal = ideal_makespan(n * seconds, joined)
-    assert finished.elapsed <= 1.25 * ideal, (finished.elapsed, ideal, joined)
+    ideal = ideal_makespan(n * seconds, list(joined.values()))
+    for name, join in joined.items():
+        share = (ideal - join) / seconds  # items it runs in the ideal schedule
+        assert ran[name] >= 0.75 * share, (name, ran, joined, ideal)
 
 
 def test_workers_removed_mid_run_lose_and_duplicate_nothing(tmp_path: Path) -> None:
