@@ -70,7 +70,7 @@ class EpisodeStatus(StrEnum):
     @property
     def ok(self) -> bool:
         """Whether the episode ended normally (terminated or truncated)."""
-        return self in (EpisodeStatus.TERMINATED, EpisodeStatus.TRUNCATED)
+        return self in NORMAL_ENDS
 
     @classmethod
     def ended_by(cls, fault: EnvStatus) -> EpisodeStatus:
@@ -114,6 +114,10 @@ class EnvState(NamedTuple):
     def done(self) -> bool:
         """True when the episode ended: terminated, truncated or broken by a fault."""
         return self.terminated or self.truncated or self.status in FAULTS
+
+
+#: How an episode ends normally. A set of members, so a plain ``"terminated"`` is in it too.
+NORMAL_ENDS = frozenset({EpisodeStatus.TERMINATED, EpisodeStatus.TRUNCATED})
 
 
 @dataclass(frozen=True)
@@ -192,7 +196,7 @@ class Episode:
     @property
     def ok(self) -> bool:
         """True when the episode ended normally (terminated or truncated)."""
-        return EpisodeStatus(self.status).ok
+        return self.status in NORMAL_ENDS
 
     @property
     def length(self) -> int:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.rl._seeding import EVAL
-from kit.rl._types import Episode, EpisodeStatus
+from kit.rl._types import NORMAL_ENDS, Episode
 from kit.rl.collect import EnvUser, Policy
 from kit.rl.pool import WorkerPool
 
@@ -75,7 +75,7 @@ class EvalResult:
             "eval_return_min": self.min,
             "eval_return_max": self.max,
             "eval_length_mean": sum(self.lengths) / len(self.lengths) if self.lengths else 0.0,
-            "eval_failed": float(sum(not EpisodeStatus(s).ok for s in self.statuses)),
+            "eval_failed": float(sum(s not in NORMAL_ENDS for s in self.statuses)),
         }
 
 

@@ -91,3 +91,11 @@ def test_metric_best_follows_gt() -> None:
     assert [b["mae"] for b in best] == [2.0, 0.0]
     with pytest.raises(ValueError, match="no data"):
         MetricEvaluator([], MeanError()).eval(lambda b: b)
+
+
+def test_eval_failed_counts_every_status_but_a_normal_end_plain_strings_too() -> None:
+    from kit.rl import EpisodeStatus, EvalResult
+
+    statuses = [EpisodeStatus.TERMINATED, "truncated", EpisodeStatus.TIMEOUT, "lost"]
+    result = EvalResult(0, 100, [1.0, 2.0], [1, 2], statuses)
+    assert result.summary()["eval_failed"] == 2.0
