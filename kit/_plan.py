@@ -14,8 +14,10 @@ of the fair share: climbing 1, 4, 16... items on cheap items would cost a
 round trip per step for chunks far below the per-chunk overhead.
 
 The driver takes chunks back one thread at a time (``driver_seconds`` each,
-measured by the dispatcher): with many workers it must keep up with all of
-them, or workers idle while it catches up. So chunks may grow, and are
+measured by the dispatcher as its busy time, not its waits for the cluster's
+answers: meanwhile other chunks arrive and are taken back together): with
+many workers it must keep up with all of them, or workers idle while it
+catches up. So chunks may grow, and are
 aimed, to at least ``DRIVER_SHARE * n_workers * driver_seconds`` of work
 (at 32 workers and 5 ms: 0.64 s); near the end the fair share shrinks them
 to balance the last chunks across workers, but not below
@@ -65,7 +67,7 @@ class ChunkPlanner:
         self._busy = 0.0
         self._latest: float | None = None
         self._largest = 0
-        #: Seconds the driver's thread takes to take one chunk back (measured).
+        #: Seconds the driver's thread works to take one chunk back (measured, waits left out).
         self.driver_seconds = 0.0
 
     @property

@@ -13,7 +13,7 @@ import contextlib
 import queue
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,47 @@ CAPACITY_CHECK = 0.2  # at most this often, ask the scheduler how many threads i
 BACKUP_MIN_SECONDS = 0.02
 #: ...and that time must be this many round trips, the price of sending a copy.
 BACKUP_ROUND_TRIPS = 4
+
+
+class BusyClock:
+    """Time the driver's thread works, less the time it waits, per chunk taken back.
+
+    Waiting for arrivals, and for the scheduler's answers (a gather, a
+    count of threads), is not work: meanwhile other chunks arrive and are
+    taken back together next. Counting those waits would make the measured
+    cost per chunk the time between arrivals, however little the thread
+    does, and chunks the planner sizes from it would stop shrinking.
+
+    Examples
+    --------
+    >>> clock = BusyClock()
+    >>> with clock.waiting():
+    ...     time.sleep(0.05)
+    >>> clock.per_chunk(1) < 0.05
+    True
+    """
+
+    def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
+        self._now = now
+        # Start of the stretch of busy time not yet charged to chunks (moved
+        # forward by each wait).
+        self._mark = now()
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Leave the time spent in the block out of the busy time."""
+        began = self._now()
+        try:
+            yield
+        finally:
+            self._mark += self._now() - began
+
+    def per_chunk(self, arrivals: int) -> float:
+        """Busy seconds since the last call, per chunk of the ``arrivals`` taken back."""
+        now = self._now()
+        busy = max(0.0, now - self._mark)
+        self._mark = now
+        return busy / max(1, arrivals)
 
 
 @dataclass
@@ -132,9 +173,7 @@ class DaskDispatcher:
         # Least overhead seen between sending a chunk and having it back, beyond its
         # compute time: the price of a backup copy.
         self.round_trip = 0.01
-        # Start of the stretch of this thread's busy time not yet charged to chunks
-        # (moved forward by the time spent waiting for arrivals).
-        self._busy_mark = time.perf_counter()
+        self.clock = BusyClock()
 
     # ---------------------------------------------------------------- loop
     def run(self) -> None:
@@ -166,14 +205,12 @@ class DaskDispatcher:
                 self._lost_since = None
                 if not self.in_flight or self.should_stop():
                     return
-                waiting = time.perf_counter()
                 try:
-                    futures = [self.arrived.get(timeout=WAIT_STEP)]
+                    with self.clock.waiting():
+                        futures = [self.arrived.get(timeout=WAIT_STEP)]
                 except queue.Empty:
-                    self._busy_mark += time.perf_counter() - waiting  # idle is not busy
                     self._check_workers_left()
                     continue
-                self._busy_mark += time.perf_counter() - waiting
                 while not self.arrived.empty():  # take every chunk back that is in: one gather
                     futures.append(self.arrived.get_nowait())
                 flights = [self.in_flight[f.key] for f in futures if f.key in self.in_flight]
@@ -290,7 +327,8 @@ class DaskDispatcher:
         if now - self._capacity_checked >= CAPACITY_CHECK:
             self._capacity_checked = now
             try:
-                threads: dict[str, int] = self.client.nthreads()
+                with self.clock.waiting():
+                    threads: dict[str, int] = self.client.nthreads()
             except Exception:  # the scheduler is busy or gone: keep the last count
                 return self.threads
             # No worker at all (all left): keep one chunk out, it waits on the scheduler.
@@ -389,7 +427,8 @@ class DaskDispatcher:
         finished = [f for f in flights if f.future.status == "finished"]
         got: dict[str, ChunkResult | BaseException] = {}
         try:
-            results = self.client.gather([f.future for f in finished]) if finished else []
+            with self.clock.waiting():
+                results = self.client.gather([f.future for f in finished]) if finished else []
             got = {f.future.key: r for f, r in zip(finished, results, strict=True)}
         except Exception:
             for flight in finished:  # one was lost between finishing and gathering
@@ -430,9 +469,7 @@ class DaskDispatcher:
 
     def _time_arrivals(self, arrivals: int) -> None:
         """Keep the planner told how long this thread is busy per chunk (send, take back)."""
-        now = time.perf_counter()
-        sample = max(0.0, now - self._busy_mark) / arrivals
-        self._busy_mark = now
+        sample = self.clock.per_chunk(arrivals)
         old = self.planner.driver_seconds
         self.planner.driver_seconds = sample if old == 0.0 else 0.8 * old + 0.2 * sample
 
@@ -464,7 +501,8 @@ class DaskDispatcher:
             return
         worth = max(BACKUP_MIN_SECONDS, BACKUP_ROUND_TRIPS * self.round_trip)
         try:
-            processing: dict[str, list[str]] = self.client.processing()
+            with self.clock.waiting():
+                processing: dict[str, list[str]] = self.client.processing()
         except Exception:
             return
         idle = sum(1 for keys in processing.values() if not keys)
