@@ -94,6 +94,22 @@ def test_auto_shrinks_chunks_towards_the_end() -> None:
     assert sizes[-1] <= 5
 
 
+def _last_chunks(driver_seconds: float) -> list[int]:
+    planner = ChunkPlanner([(0, 3000)], n_workers=256)
+    planner.observe(40, 3.2)  # 80 ms an item
+    planner.driver_seconds = driver_seconds
+    sizes = []
+    while (span := planner.next()) is not None:
+        sizes.append(span[1] - span[0])
+    return sizes[-10:-1]  # the very last one is what was left
+
+
+def test_the_last_chunks_are_no_smaller_than_what_keeps_the_driver_busy() -> None:
+    # 256 workers x 4 ms a chunk: smaller chunks would come back faster than it takes them.
+    assert min(_last_chunks(driver_seconds=0.004)) == 13  # ceil(1.024 s / 80 ms)
+    assert max(_last_chunks(driver_seconds=0.0)) == 1
+
+
 def test_trivial_items_get_big_chunks() -> None:
     planner = ChunkPlanner([(0, 20_000)], n_workers=2)
     spans = drain(planner, per_item=1e-6)

@@ -42,11 +42,12 @@ class BusyClock:
 
     Examples
     --------
-    >>> clock = BusyClock()
-    >>> with clock.waiting():
-    ...     time.sleep(0.05)
-    >>> clock.per_chunk(1) < 0.05
-    True
+    >>> ticks = iter([0.0, 1.0, 4.0, 5.0])  # a clock read at each step
+    >>> clock = BusyClock(now=lambda: next(ticks))
+    >>> with clock.waiting():  # from 1.0 to 4.0
+    ...     pass
+    >>> clock.per_chunk(2)  # 5 s, less 3 s waited, over 2 chunks
+    1.0
     """
 
     def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
