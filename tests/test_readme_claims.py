@@ -127,6 +127,17 @@ CLAIMS: dict[str, list[str]] = {
         "tests/engine/test_backups.py::test_backups_off_never_copies_a_chunk"
     ],
     "takes back every chunk that has arrived in one gather": ["benchmarks/bench_engine.py"],
+    "leaving out its waits for the cluster's answers": [
+        "tests/engine/test_dask.py::"
+        "test_waiting_for_arrivals_or_the_scheduler_is_not_counted_as_the_drivers_work"
+    ],
+    "near the end no smaller than what keeps it busy all the time": [
+        "tests/test_plan.py::test_the_last_chunks_are_no_smaller_than_what_keeps_the_driver_busy"
+    ],
+    "the same guided chunks sent all at once with no driver in the loop": [
+        "benchmarks/bench_scale.py"
+    ],
+    "Kit's own chunks, list-scheduled at no cost, would take": ["benchmarks/bench_scale.py"],
     "no scheduler that does not know the durations beforehand": [
         "benchmarks/bench_engine.py",
         "tests/engine/test_elastic.py::test_ideal_makespan_of_staggered_workers",
