@@ -190,8 +190,8 @@ def run_case(address: str, config: DictConfig) -> dict[str, Any]:
         start_latency = task_start_latency(client)
 
         began = time.perf_counter()
-        spans = guided_chunks(len(durations), SLOTS)
-        client.gather([client.submit(nap_shard, durations[a:z], pure=False) for a, z in spans])
+        guided = guided_chunks(len(durations), SLOTS)
+        client.gather([client.submit(nap_shard, durations[a:z], pure=False) for a, z in guided])
         guided_s = time.perf_counter() - began
 
         size = -(-len(durations) // SLOTS)
@@ -214,7 +214,7 @@ def run_case(address: str, config: DictConfig) -> dict[str, Any]:
         "machine_busy_during_kit": busy,
         "median_task_start_seconds": start_latency,
         "guided_up_front_seconds": guided_s,
-        "guided_up_front_tasks": len(spans),
+        "guided_up_front_tasks": len(guided),
         "client_map_seconds": map_s,
         "static_shards_seconds": static_s,
         "kit_over_bound": kit_s / bound,
