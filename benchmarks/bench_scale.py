@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 from _machine import describe, machine_line
 from bench_engine import Nap, list_scheduling_bound, nap, nap_shard
 from distributed import Client
@@ -141,17 +142,6 @@ def chunk_spans(spans: list[tuple[int, int]], event: Any) -> None:
         spans.append((event.start, event.start + event.items))
 
 
-def machine_idle() -> tuple[int, int]:
-    """Idle and total CPU ticks of this machine so far (Linux's /proc/stat)."""
-    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    return ticks[3] + ticks[4], sum(ticks)
-
-
-def machine_busy(began: tuple[int, int], ended: tuple[int, int]) -> float:
-    """Share of the machine's CPU time in use between two :func:`machine_idle` readings."""
-    return 1.0 - (ended[0] - began[0]) / max(1, ended[1] - began[1])
-
-
 def started_at(_: int) -> float:
     began = time.time()
     time.sleep(0.5)  # hold the slot, so each task of the burst has one of its own
@@ -174,12 +164,12 @@ def run_case(address: str, config: DictConfig) -> dict[str, Any]:
         kit_runs = []
         for _ in range(KIT_RUNS):
             spans: list[tuple[int, int]] = []
-            idle_began = machine_idle()
+            psutil.cpu_percent()  # the share of the machine's CPU in use is counted from here
             cpu_began, began = time.process_time(), time.perf_counter()
             result = runner.run(len(durations), on_event=functools.partial(chunk_spans, spans))
             seconds = time.perf_counter() - began
             cpu = time.process_time() - cpu_began
-            busy = machine_busy(idle_began, machine_idle())
+            busy = psutil.cpu_percent() / 100
             assert result.stats.failed == 0, result.errors[:3]
             kit_runs.append((seconds, cpu, result.stats.chunks, busy, spans))
         kit_s, cpu, chunks, busy, kit_spans = sorted(kit_runs, key=lambda run: run[0])[

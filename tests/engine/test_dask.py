@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from kit._engine.dask import BusyClock
-
-
-def _ticks(*times: float) -> Iterator[float]:
-    yield from times
 
 
 def test_waiting_for_arrivals_or_the_scheduler_is_not_counted_as_the_drivers_work() -> None:
     # Counted, a gather's round trip made the cost per chunk the time between
     # arrivals, and the planner's floor on the last chunks grew with the chunks.
-    times = _ticks(0.0, 1.0, 4.0, 5.0, 6.0, 6.5, 8.0)
+    times = iter([0.0, 1.0, 4.0, 5.0, 6.0, 6.5, 8.0])
     clock = BusyClock(now=lambda: next(times))
     with clock.waiting():  # 1.0 -> 4.0
         pass
@@ -25,7 +19,7 @@ def test_waiting_for_arrivals_or_the_scheduler_is_not_counted_as_the_drivers_wor
 
 
 def test_a_wait_that_raises_is_still_not_work() -> None:
-    times = _ticks(0.0, 1.0, 3.0, 3.0)
+    times = iter([0.0, 1.0, 3.0, 3.0])
     clock = BusyClock(now=lambda: next(times))
     try:
         with clock.waiting():
