@@ -1,12 +1,14 @@
 """The nanny of Kit's local workers: Dask's own, without its malloc trim threshold.
 
-And Dask's background sampling turned down on Kit's local clusters, and a
-wait for the workers nannies are restarting, before their cluster closes.
+And Dask's background sampling turned down on Kit's local clusters; before a
+cluster Kit started closes, a wait for the workers nannies are restarting and
+quiet for the items the close ends.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Iterator, Mapping
@@ -128,3 +130,58 @@ def wait_for_restarts(cluster: Any, timeout: float = RESTART_GRACE) -> list[str]
     while (names := restarting(cluster)) and time.monotonic() < deadline:
         time.sleep(0.05)
     return names
+
+
+#: What distributed logs, as a WARNING, when closing a worker ends a task still running
+#: in its thread: the worker's words, and its nanny's once it kills a worker still busy.
+WORKER_LOG, WORKER_WORDS = "distributed.worker.state_machine", "ended with CancelledError"
+NANNY_LOG, NANNY_WORDS = "distributed.nanny", "Worker process still alive after"
+
+
+class _EndedByClose(logging.Filter):
+    """Drop a warning for a task that closing its worker ends."""
+
+    def __init__(self, words: str) -> None:
+        super().__init__()
+        self.words = words
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.words not in record.getMessage()
+
+
+def quiet_worker_for_close() -> None:
+    """On a worker Kit is about to close: drop the warning for a task the close ends.
+
+    Kit cancels the copy of a chunk that lost to its twin (a backup, or the
+    chunk its backup beat), but a task running in a worker's thread cannot be
+    stopped: closing the worker ends it, and distributed warns of it, after
+    the run and its results are done. Run on the workers of a cluster Kit
+    started, just before Kit closes it (with ``client.run``).
+    """
+    logging.getLogger(WORKER_LOG).addFilter(_EndedByClose(WORKER_WORDS))
+
+
+@contextlib.contextmanager
+def quiet_nannies() -> Iterator[None]:
+    """While a cluster Kit started closes, drop its nannies' warning for a worker still busy.
+
+    The nanny kills such a worker after a few seconds; what it ran was a task
+    whose run is over (see :func:`quiet_worker_for_close`).
+
+    Examples
+    --------
+    >>> logger = logging.getLogger("distributed.nanny")
+    >>> record = logging.makeLogRecord({"msg": "Worker process still alive after 4.0 seconds"})
+    >>> with quiet_nannies():
+    ...     bool(logger.filter(record))
+    False
+    >>> bool(logger.filter(record))
+    True
+    """
+    logger = logging.getLogger(NANNY_LOG)
+    quiet = _EndedByClose(NANNY_WORDS)
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)

@@ -244,18 +244,24 @@ class Session:
             if _SESSIONS.get(self.key) is self:
                 del _SESSIONS[self.key]
         self.envs.close()
+        if self.cluster is not None and self.client is not None and self.client.status == "running":
+            from kit._nanny import quiet_worker_for_close
+
+            # A losing copy of a chunk may still run: the close ends it, which is no news.
+            self.client.run(quiet_worker_for_close, on_error="ignore")
         if self.client is not None and not self.borrowed:
             if self.client.status == "connecting":
                 _close_lost_client(self.client)
             else:
                 self.client.close()
         if self.cluster is not None:
-            from kit._nanny import wait_for_restarts
+            from kit._nanny import quiet_nannies, wait_for_restarts
 
             # A worker killed by the last item may still be restarting: closing its nanny
             # mid-start fails in distributed, so let the restart finish first.
             wait_for_restarts(self.cluster)
-            self.cluster.close()
+            with quiet_nannies():
+                self.cluster.close()
 
     def describe(self) -> dict[str, Any]:
         """Describe the session for JSON: env, workers, dashboard."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from distributed import Client
 
 import kit
 from kit.session import SessionState, session_for_client
-from tests.workloads import Affine, ToyProvider, lines, toy_config
+from tests.workloads import Affine, ToyProvider, lines, mark_then_sleep, toy_config
 
 
 class Released(ToyProvider):
@@ -56,3 +57,25 @@ def test_a_session_whose_client_was_closed_is_lost(local: dict[str, Any]) -> Non
     assert session.state is SessionState.LOST and session.closed
     session.close()
     assert session.state is SessionState.CLOSED
+
+
+def test_closing_a_cluster_kit_started_says_nothing_of_a_cancelled_task_still_running(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # As the losing copy of a chunk (a backup, or the chunk its backup beat) is at the end
+    # of `make demo`: cancelled, but a running task cannot be stopped, so the close ends it.
+    marker = tmp_path / "running"
+    parallel = {"env": "local", "n_workers": 1, "options": {"name": "closes-busy"}}
+    session = kit.get_session(parallel)
+    try:
+        future = session.client.submit(mark_then_sleep, str(marker), 6.0, pure=False)
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert time.monotonic() < deadline, "the task never started"
+            time.sleep(0.05)
+        session.client.cancel([future])
+    finally:
+        session.close()
+    err = capfd.readouterr().err
+    assert "ended with CancelledError" not in err  # the worker's words
+    assert "still alive after" not in err  # its nanny's, killing it 4 s into the close

@@ -386,6 +386,12 @@ def env_var(name: str) -> str | None:
     return os.environ.get(name)
 
 
+def mark_then_sleep(marker: str, seconds: float) -> None:
+    """A task that says it runs (``marker`` appears), then holds its thread."""
+    Path(marker).touch()
+    time.sleep(seconds)
+
+
 def sampling(dask_worker: Any = None, dask_scheduler: Any = None) -> tuple[Any, float]:
     """For ``client.run`` or ``run_on_scheduler``: its profiler setting and tick interval (s)."""
     import dask.config
