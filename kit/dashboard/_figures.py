@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from typing import Any
 
 from kit._format import duration
 from kit.dashboard._state import DashboardStatus, Snapshot
-from kit.views._html import FAILED_COLOR, failed_html, number, status_html
+from kit.views._html import FAILED_COLOR, failed_html, number, rows_table, status_html
 
 OK_COLOR = "#2b8a3e"
 #: Height of each metric's own plot.
 METRIC_HEIGHT = 180
 PALETTE = ("#1c7ed6", "#e8590c", "#7048e8", "#0ca678", "#d6336c", "#5c940d", "#f08c00")
+#: The failures table's look, inside the bokeh Div's shadow root (the page's CSS stays out).
+FAILURES_CSS = """
+table.kit-failures { border-collapse: collapse; font-size: 12px; }
+.kit-failures th { text-align: left; position: sticky; top: 0; background: #f8f9fa; }
+.kit-failures th, .kit-failures td {
+  padding: 2px 6px; border-bottom: 1px solid #e9ecef; vertical-align: top;
+}
+.kit-failures td { overflow-wrap: anywhere; }
+.kit-failures th, .kit-failures td:first-child { white-space: nowrap; }
+"""
 
 
 def require_bokeh() -> None:
@@ -72,6 +83,21 @@ def header_html(snap: Snapshot, title: str) -> str:
     return f"<div class='kit-header' style='font-size:13px'>{line}</div>"
 
 
+def failures_html(failures: Sequence[tuple[Any, str]]) -> str:
+    """Return the recent failures as an HTML table, newest first, every message escaped.
+
+    Examples
+    --------
+    >>> table = failures_html([(3, "ValueError: x"), (7, "TypeError: <b> is no str")])
+    >>> table.split("</tr>")[1]
+    "<tr class='kit-failure' data-status=''><td>7</td><td>TypeError: &lt;b&gt; is no str</td>"
+    """
+    rows = [{"item": index, "recent failures": message} for index, message in reversed(failures)]
+    return rows_table(
+        rows, ["item", "recent failures"], table_class="kit-failures", row_class="kit-failure"
+    )
+
+
 class DashboardView:
     """The dashboard's bokeh layout; :meth:`update` redraws it from a snapshot.
 
@@ -86,7 +112,7 @@ class DashboardView:
         from bokeh.layouts import column, row
         from bokeh.models import ColumnDataSource, FactorRange, Range1d
         from bokeh.models.annotations import Title
-        from bokeh.models.widgets import DataTable, Div, TableColumn
+        from bokeh.models.widgets import Div
         from bokeh.plotting import figure
 
         self.title = title
@@ -173,16 +199,16 @@ class DashboardView:
         self._metric_sources: dict[str, Any] = {}
         self._metric_figures: dict[str, Any] = {}
 
-        self.failures_source = ColumnDataSource({"index": [], "message": []})
-        self.failures = DataTable(
-            source=self.failures_source,
+        # An HTML table, not bokeh's DataTable: SlickGrid throws "Cannot find stylesheet"
+        # when its view is drawn off the page (a notebook restoring a widget view it then
+        # replaces, a cell not yet attached), and the table stays broken once shown.
+        self.failures = Div(
+            text=failures_html([]),
             height=220,
             width=width // 2,
-            index_position=None,
-            columns=[
-                TableColumn(field="index", title="item", width=80),
-                TableColumn(field="message", title="recent failures", width=400),
-            ],
+            styles={"overflow-y": "auto"},
+            # Its own width, less a scroll bar: Div sizes its content to fit, not to fill.
+            stylesheets=[FAILURES_CSS, f"table.kit-failures {{ width: {width // 2 - 20}px; }}"],
             name="kit-failures",
         )
         self.layout = column(
@@ -257,7 +283,4 @@ class DashboardView:
             what = "last value" if by_step else "running mean"
             plot.title.text = f"{name} ({what}){latest}"
             self._metric_sources[name].data = {"x": x, "y": y}
-        self.failures_source.data = {
-            "index": [str(index) for index, _ in reversed(snap.failures)],
-            "message": [message for _, message in reversed(snap.failures)],
-        }
+        self.failures.text = failures_html(snap.failures)

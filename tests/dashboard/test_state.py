@@ -100,7 +100,7 @@ def test_the_bokeh_view_draws_a_snapshot() -> None:
     assert view.workers_source.data["worker"] == ["a", "b"]
     assert view.workers_source.data["items"] == [20, 20]
     assert view.progress_source.data["right"] == [38, 40]
-    assert view.failures_source.data["index"] == ["3"]
+    assert "<td>3</td><td>ValueError: x</td>" in view.failures.text
     assert "Dask dashboard" in view.header.text and "40/40" in view.header.text
     state(RunFinished("r", "completed", 40, 2, 40, 2.0))
     view.update(state.snapshot())
