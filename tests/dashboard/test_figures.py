@@ -23,7 +23,6 @@ window.drawn = (async () => {{
   const {{Document}} = Bokeh.require("document");
   const {{add_document_standalone}} = Bokeh.require("embed/standalone");
   await add_document_standalone(Document.from_json({item}.doc), target);
-  await new Promise((resolve) => setTimeout(resolve, 200));
   document.body.appendChild(target);
 }})();
 </script></body></html>
