@@ -190,7 +190,9 @@ def test_utterance_durations_come_from_the_header_or_the_manifest(corpus: Path) 
 
 
 def test_whisper_beats_pocketsphinx_on_the_robotic_voice(corpus: Path, local: dict) -> None:
-    espeak = positions(corpus, ("espeak",))
+    # Half of espeak's 20 (either half: Whisper 19-23%, PocketSphinx 87-91% here); PocketSphinx
+    # searches long on this voice, and 10 utterances settle the question as well as 20.
+    espeak = positions(corpus, ("espeak",))[::2]
     results = {
         engine: DecodeRunner(
             DecodeProvider(config(corpus, f"decoder.engine={engine}")), parallel=local
@@ -202,6 +204,9 @@ def test_whisper_beats_pocketsphinx_on_the_robotic_voice(corpus: Path, local: di
 
 
 def test_grammar_mode_beats_the_language_model_on_digits(corpus: Path, local: dict) -> None:
+    # Every other digit string (either half: grammar 1-4%, LM 26-35% here): the LM
+    # decodes digits at about real time, 40 of them would take the bulk of this test.
+    digits = range(0, 5 * DIGITS, 2)
     results = {}
     for mode in ("lm", "grammar"):
         cfg = config(
@@ -210,10 +215,10 @@ def test_grammar_mode_beats_the_language_model_on_digits(corpus: Path, local: di
             "decoder.engine=pocketsphinx",
             f"decoder.mode={mode}",
         )
-        results[mode] = DecodeRunner(DecodeProvider(cfg), parallel=local).run(range(5 * DIGITS))
+        results[mode] = DecodeRunner(DecodeProvider(cfg), parallel=local).run(digits)
     lm, grammar = results["lm"].summary, results["grammar"].summary
     assert grammar["wer"] < lm["wer"]
-    assert grammar["utterances"] == 5 * DIGITS and 0 < grammar["rtf"] < 1
+    assert grammar["utterances"] == len(digits) and 0 < grammar["rtf"] < 1
     record = results["grammar"].records[0]
     assert record["metrics"]["wer"] == record["errors"] / max(1, record["words"])
 

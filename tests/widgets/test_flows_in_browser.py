@@ -353,11 +353,21 @@ def test_a_workshop_blank_stops_run_all_with_a_short_message(
 def test_the_scale_out_notebook_shows_no_log_noise(
     jupyter: Jupyter, page: Any, shots: Shots, run_shipped: Callable[..., Any]
 ) -> None:
-    """Why 8: notebook 03 without distributed's INFO lines, and a detached run knows its total."""
+    """Why 8: notebook 03 without distributed's INFO lines, and a detached run knows its total.
+
+    This is notebook 03's one full run in the suite (a SLURM job, a remote
+    scheduler and a detached run are its cost): it checks what a headless run
+    would, the job script and each way's WER, and what a person sees.
+    """
     done = page.locator(".jp-OutputArea-output", has_text="completed {'wer'").first
     run_shipped("03_scale_out.ipynb", done, "detached-completed", 240_000, speech=True)
     outputs = page.locator(".jp-OutputArea-output")
     texts = [outputs.nth(i).text_content() or "" for i in range(outputs.count())]
+    out = "\n".join(texts)
+    assert "#SBATCH" in out
+    assert "on SLURM: {'wer'" in out or "No SLURM is reachable from here" in out
+    assert "remote: {'wer'" in out
+    no_error_outputs(page)
     noise = [t for t in texts if re.search(r" - distributed(\.\w+)* - [A-Z]+ - ", t)]
     assert not noise, noise[:2]
     assert not [t for t in texts if "0/0 items" in t]
