@@ -119,23 +119,40 @@ def execute_chunk(
     worker: str,
     batch_by: BatchBy | None = None,
     env: Mapping[str, Any] | None = None,
+    budget: float | None = None,
 ) -> ChunkResult:
     """Call ``forward`` on every item (or batch) of ``indices``; record failures.
 
     With ``batch_by``, batches are made by :func:`size_batches` from each item's
     size (read with ``batch_by.size`` and the ``env``); an item whose size
     cannot be read fails alone.
+
+    With a ``budget`` (seconds), a chunk that has run longer than that stops
+    before its next item or batch (not with ``batch_by``, whose batches are
+    not in order) and hands back the positions it ran, a prefix: one slow
+    item then holds back none of the items behind it, which the driver plans
+    again for other workers.
+
+    Examples
+    --------
+    >>> chunk = execute_chunk(abs, {}, [-1, -2, -3], 0, None, "0", budget=0.0)
+    >>> chunk.records, chunk.stop  # over budget after the first item
+    ([1], 1)
     """
     n = len(indices)
     records: list[Any] = [None] * n
     errors: list[ItemError] = []
     began = time.perf_counter()
+    ran = n
     if batch_size is None and batch_by is None:
         for j, index in enumerate(indices):
             try:
                 records[j] = forward(index, **kwargs)
             except ITEM_FAILURES as exc:
                 errors.append(item_error(index, start + j, exc, worker))
+            if budget is not None and time.perf_counter() - began > budget:
+                ran = j + 1
+                break
     else:
         for batch in _batches(indices, start, batch_size, batch_by, env or {}, errors, worker):
             items = [indices[j] for j in batch]
@@ -151,8 +168,12 @@ def execute_chunk(
             except ITEM_FAILURES as exc:
                 for j in batch:
                     errors.append(item_error(indices[j], start + j, exc, worker))
+            if batch_by is None and budget is not None and time.perf_counter() - began > budget:
+                ran = batch[-1] + 1
+                break
     busy = time.perf_counter() - began
     errors.sort(key=lambda e: e.position)
+    del records[ran:]
     return ChunkResult(start, records, errors, worker, busy, metric_sums(records))
 
 

@@ -8,7 +8,8 @@ trivial items are not drowned in per-chunk overhead).
 Estimates can mislead: in a corpus sorted by length the first items are the
 cheapest. So the per-item time used is the larger of the mean and the latest
 chunk's, and a chunk is at most ``growth`` times the largest one completed
-(chunks grow from a one-item probe as evidence comes in, never by a leap),
+(chunks grow from a one-item probe as evidence comes in, never by a leap;
+before any is back, the chunks queued behind the probes hold ``growth``),
 except that it may always hold ``min_seconds`` of work up to a ``growth``-th
 of the fair share: climbing 1, 4, 16... items on cheap items would cost a
 round trip per step for chunks far below the per-chunk overhead.
@@ -67,6 +68,7 @@ class ChunkPlanner:
         self._busy = 0.0
         self._latest: float | None = None
         self._largest = 0
+        self._blind = 0  # chunks planned before any came back
         #: Seconds the driver's thread works to take one chunk back (measured, waits left out).
         self.driver_seconds = 0.0
 
@@ -89,7 +91,7 @@ class ChunkPlanner:
             return max(1, self.chunk_size)
         mean = self.seconds_per_item
         if mean is None or self._latest is None:
-            return self.unit  # probe: learn the speed from a small chunk first
+            return self._blind_size()
         per_item = max(mean, self._latest, 1e-7)
         # Enough work per chunk for the driver to keep up with every worker: aim at
         # a small share of its time; never below the point where it is fully busy.
@@ -111,6 +113,38 @@ class ChunkPlanner:
             ),
         )
         return max(self.unit, math.ceil(size / self.unit) * self.unit)
+
+    def _blind_size(self) -> int:
+        """Items in a chunk planned before any came back.
+
+        One item a worker first, to learn the speed; the chunks queued behind
+        those probes hold ``growth`` items (what the first probe back would
+        allow), but no more than a ``growth``-th of the fair share. One-item
+        chunks there too would leave each worker a queue of a couple of items
+        while the driver waits for the first probes, and workers idle.
+        """
+        self._blind += 1
+        if self._blind <= self.n_workers:
+            return self.unit
+        fair_share = self.remaining / (2 * self.n_workers)
+        size = min(self.growth * self.unit, fair_share / self.growth)
+        return max(self.unit, int(size) // self.unit * self.unit)
+
+    def put_back(self, start: int, stop: int) -> None:
+        """Plan positions ``start:stop`` again, before the rest (a chunk handed them back).
+
+        Examples
+        --------
+        >>> planner = ChunkPlanner([(0, 10)], n_workers=1, chunk_size=4)
+        >>> planner.next()
+        (0, 4)
+        >>> planner.put_back(2, 4)
+        >>> planner.next(), planner.remaining
+        ((2, 4), 6)
+        """
+        if stop > start:
+            self._ranges.appendleft((start, stop))
+            self.remaining += stop - start
 
     def next(self) -> tuple[int, int] | None:
         """Return the next range to run, or None when nothing is left."""

@@ -148,6 +148,7 @@ def worker_env(name: str) -> Mapping[str, Any]:
 def run_chunk(
     indices: Sequence[Index],
     start: int,
+    budget: float | None = None,
     *,
     forward: Callable[..., Any],
     env_name: str,
@@ -160,12 +161,16 @@ def run_chunk(
 
     What varies between a run's chunks comes first, so that ``client.map``
     sends many at once; the rest is keywords (``batch`` is the runner's
-    ``batch_size``: ``client.map`` keeps that name for itself).
+    ``batch_size``: ``client.map`` keeps that name for itself). Past its
+    ``budget`` in seconds, the chunk hands back the items it ran (see
+    :func:`~kit._chunk.execute_chunk`).
     """
     worker = get_worker()
     env = worker_env(env_name)
     kwargs = forward_spec.kwargs(env, explicit)
-    chunk = execute_chunk(forward, kwargs, indices, start, batch, str(worker.name), batch_by, env)
+    chunk = execute_chunk(
+        forward, kwargs, indices, start, batch, str(worker.name), batch_by, env, budget
+    )
     return drop_unpicklable(chunk, indices)
 
 

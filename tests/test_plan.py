@@ -52,6 +52,27 @@ def test_auto_starts_with_a_probe_then_grows_towards_half_a_second() -> None:
     assert sizes == [5, 20, 50, 50, 50]
 
 
+def test_before_any_chunk_is_back_each_worker_gets_a_probe_then_a_few_items_behind_it() -> None:
+    # One-item chunks all round would leave each worker a queue of two items while
+    # the driver waits for the first probes; the chunk behind a probe holds what
+    # that probe would allow back (growth items), at most a growth-th of the fair share.
+    planner = ChunkPlanner([(0, 20_000)], n_workers=256)
+    sizes = [b - a for a, b in (planner.next() for _ in range(512))]  # type: ignore[misc]
+    assert sizes == [1] * 256 + [4] * 256
+    few = ChunkPlanner([(0, 20)], n_workers=2)
+    assert [b - a for a, b in (few.next() for _ in range(4))] == [1, 1, 1, 1]  # type: ignore[misc]
+
+
+def test_positions_handed_back_are_planned_again_first() -> None:
+    planner = ChunkPlanner([(0, 100)], n_workers=1, chunk_size=10)
+    planner.next()
+    planner.next()
+    planner.put_back(4, 10)
+    assert planner.next() == (4, 10)
+    assert planner.next() == (20, 30)
+    assert planner.remaining == 70
+
+
 def test_cheap_items_skip_the_slow_climb_after_the_probe() -> None:
     # At 0.1 ms per item, climbing 1, 4, 16... costs a round trip per step for
     # chunks far below the per-chunk overhead: the next chunk holds 50 ms at once,

@@ -4,7 +4,11 @@ The dispatcher keeps about two chunks in flight per worker thread the
 cluster has *now* (re-read from the scheduler while there is work to hand
 out), so workers that join mid-run get work at the next arrival and
 workers that leave take nothing with them: their chunks come back as
-lost and run again.
+lost and run again. A chunk that runs well past its expected time stops
+between items and hands back the ones it has not started, which are
+planned again: an item many times slower than the rest (a long utterance,
+a heavy-tailed duration) then delays only itself, not the items queued
+behind it in its chunk.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ CAPACITY_CHECK = 0.2  # at most this often, ask the scheduler how many threads i
 BACKUP_MIN_SECONDS = 0.02
 #: ...and that time must be this many round trips, the price of sending a copy.
 BACKUP_ROUND_TRIPS = 4
+#: A chunk that has run this many times its expected time hands back the items it has
+#: not started (they are planned again): one slow item holds back none behind it.
+CUT_AFTER = 2.0
 
 
 class BusyClock:
@@ -376,6 +383,7 @@ class DaskDispatcher:
             # A range stays a range: a few bytes to ship whatever the chunk's size.
             self.job.indices[start:stop],
             start,
+            None if alone else self.budget(start, stop),
             key=self._key(start, stop, deaths, attempt, alone, backup),
             pure=False,
             # Loose: if that worker is gone, another runs it rather than none ever.
@@ -393,12 +401,24 @@ class DaskDispatcher:
             self._task,
             [self.job.indices[start:stop] for start, stop, _ in spans],
             [start for start, _, _ in spans],
+            [self.budget(start, stop) for start, stop, _ in spans],
             key=[self._key(start, stop, deaths, 0, False, False) for start, stop, deaths in spans],
             pure=False,
             **self._shared,
         )
         for (start, stop, deaths), future in zip(spans, futures, strict=True):
             self._sent(Flight(start, stop, 0, False, future, deaths=deaths))
+
+    def budget(self, start: int, stop: int) -> float | None:
+        """Seconds after which the chunk ``start:stop`` hands back the items it has not started.
+
+        None (no limit) before the speed is known, for one item, and for
+        chunks of a size the user fixed.
+        """
+        per_item = self.planner.seconds_per_item
+        if per_item is None or stop - start < 2 or self.planner.chunk_size != "auto":
+            return None
+        return max(self.planner.min_seconds, CUT_AFTER * (stop - start) * per_item)
 
     def _key(
         self, start: int, stop: int, deaths: int, attempt: int, alone: bool, backup: bool
@@ -459,6 +479,12 @@ class DaskDispatcher:
             self.round_trip = max(1e-3, min(self.round_trip, overhead))
             self._drop_twins(flight.start, flight.stop)
             self.planner.observe(len(outcome.records), outcome.busy_seconds)
+            if outcome.stop < flight.stop:  # cut at its budget: the rest goes again
+                if flight.deaths:
+                    self.spread.appendleft((outcome.stop, flight.stop))
+                else:
+                    self.planner.put_back(outcome.stop, flight.stop)
+                    self.planned_all = False
             return outcome
         if not twin_out:
             if outcome is None and self.client.status != "running":

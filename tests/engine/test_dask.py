@@ -1,8 +1,14 @@
-"""The Dask dispatcher's own accounting, apart from a cluster."""
+"""The Dask dispatcher: its own accounting, and chunks cut at their budget on a cluster."""
 
 from __future__ import annotations
 
+from collections import Counter
+from functools import partial
+from pathlib import Path
+
 from kit._engine.dask import BusyClock
+from kit.events import ChunkFinished
+from tests.workloads import LoggedSleeps, ToyProvider, lines, toy_config
 
 
 def test_waiting_for_arrivals_or_the_scheduler_is_not_counted_as_the_drivers_work() -> None:
@@ -27,3 +33,26 @@ def test_a_wait_that_raises_is_still_not_work() -> None:
     except TimeoutError:
         pass
     assert clock.per_chunk(1) == 1.0
+
+
+def test_items_behind_a_slow_one_in_its_chunk_are_handed_back_and_run_once(
+    tmp_path: Path, local: dict
+) -> None:
+    # 400 items of 2 ms and one of 2 s: past its budget (twice the chunk's expected
+    # time), the slow item's chunk ends with it and the items behind it go again.
+    sleeps = [0.002] * 400
+    sleeps[250] = 2.0
+    runner = LoggedSleeps(ToyProvider(toy_config(tmp_path)), parallel=local)
+    runner.run(range(2), sleeps=[0.0, 0.0])  # the env is on the workers
+    (tmp_path / "calls.log").unlink()
+    finished: list[ChunkFinished] = []
+    result = runner.run(range(400), sleeps=sleeps, on_event=partial(_chunks, finished))
+    assert [r["idx"] for r in result.records] == list(range(400))
+    assert Counter(lines(tmp_path, "calls.log")) == Counter(str(i) for i in range(400))
+    (slow,) = [c for c in finished if c.start <= 250 < c.start + c.items]
+    assert slow.start + slow.items == 251, (slow.start, slow.items)
+
+
+def _chunks(out: list[ChunkFinished], event: object) -> None:
+    if isinstance(event, ChunkFinished):
+        out.append(event)
