@@ -34,6 +34,9 @@ from collections.abc import Iterable
 
 #: Chunks last long enough that taking them back keeps the driver busy 1/DRIVER_SHARE of the time.
 DRIVER_SHARE = 4
+#: A chunk that has run this many times its expected time hands back the items it has
+#: not started (they are planned again): one slow item holds back none behind it.
+CUT_AFTER = 2.0
 
 
 class ChunkPlanner:
@@ -129,6 +132,27 @@ class ChunkPlanner:
         fair_share = self.remaining / (2 * self.n_workers)
         size = min(self.growth * self.unit, fair_share / self.growth)
         return max(self.unit, int(size) // self.unit * self.unit)
+
+    def budget(self, items: int) -> float | None:
+        """Seconds after which a chunk of ``items`` hands back the items it has not started.
+
+        ``CUT_AFTER`` times its expected time, and at least ``min_seconds``;
+        None (no limit) before the speed is known, for one item, and when
+        the user fixed the chunk size.
+
+        Examples
+        --------
+        >>> planner = ChunkPlanner([(0, 100)], n_workers=2)
+        >>> planner.budget(10) is None  # no chunk back yet
+        True
+        >>> planner.observe(4, 0.4)  # 0.1 s an item
+        >>> planner.budget(10)
+        2.0
+        """
+        per_item = self.seconds_per_item
+        if per_item is None or items < 2 or self.chunk_size != "auto":
+            return None
+        return max(self.min_seconds, CUT_AFTER * items * per_item)
 
     def put_back(self, start: int, stop: int) -> None:
         """Plan positions ``start:stop`` again, before the rest (a chunk handed them back).

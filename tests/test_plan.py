@@ -142,3 +142,15 @@ def test_batch_size_rounds_chunks_to_whole_batches() -> None:
     planner = ChunkPlanner([(0, 1000)], n_workers=2, batch_size=4)
     sizes = [b - a for a, b in drain(planner, per_item=0.001)]
     assert all(size % 4 == 0 for size in sizes[:-1])
+
+
+def test_a_chunk_may_run_twice_its_expected_time_unless_its_size_was_fixed() -> None:
+    planner = ChunkPlanner([(0, 1000)], n_workers=2)
+    assert planner.budget(10) is None  # the speed is not known yet
+    planner.observe(10, 0.1)  # 10 ms an item
+    assert planner.budget(20) == 0.4
+    assert planner.budget(2) == planner.min_seconds
+    assert planner.budget(1) is None  # nothing behind the one item to hand back
+    fixed = ChunkPlanner([(0, 1000)], n_workers=2, chunk_size=20)
+    fixed.observe(10, 0.1)
+    assert fixed.budget(20) is None

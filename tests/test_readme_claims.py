@@ -58,6 +58,13 @@ CLAIMS: dict[str, list[str]] = {
         "tests/test_inject.py::test_explicit_keywords_reach_forward",
         "tests/test_inject.py::test_an_explicit_keyword_that_is_also_in_the_env_is_an_error",
     ],
+    "and chunks of a fixed size (an int `chunk_size`) are never cut": [
+        "tests/test_chunk.py::"
+        "test_a_budget_cuts_fixed_batches_whole_and_never_batches_made_by_size",
+        "tests/test_plan.py::test_a_chunk_may_run_twice_its_expected_time_unless_its_size_was_fixed",
+        "tests/engine/test_dask.py::"
+        "test_items_behind_a_slow_one_in_its_chunk_are_handed_back_and_run_once",
+    ],
     "a chunk it reported done is never run again": [
         "tests/test_store_safety.py::"
         "test_a_driver_killed_at_random_points_of_its_commits_loses_and_duplicates_nothing"

@@ -33,9 +33,6 @@ CAPACITY_CHECK = 0.2  # at most this often, ask the scheduler how many threads i
 BACKUP_MIN_SECONDS = 0.02
 #: ...and that time must be this many round trips, the price of sending a copy.
 BACKUP_ROUND_TRIPS = 4
-#: A chunk that has run this many times its expected time hands back the items it has
-#: not started (they are planned again): one slow item holds back none behind it.
-CUT_AFTER = 2.0
 
 
 class BusyClock:
@@ -383,7 +380,7 @@ class DaskDispatcher:
             # A range stays a range: a few bytes to ship whatever the chunk's size.
             self.job.indices[start:stop],
             start,
-            None if alone else self.budget(start, stop),
+            None if alone else self.planner.budget(stop - start),
             key=self._key(start, stop, deaths, attempt, alone, backup),
             pure=False,
             # Loose: if that worker is gone, another runs it rather than none ever.
@@ -401,24 +398,13 @@ class DaskDispatcher:
             self._task,
             [self.job.indices[start:stop] for start, stop, _ in spans],
             [start for start, _, _ in spans],
-            [self.budget(start, stop) for start, stop, _ in spans],
+            [self.planner.budget(stop - start) for start, stop, _ in spans],
             key=[self._key(start, stop, deaths, 0, False, False) for start, stop, deaths in spans],
             pure=False,
             **self._shared,
         )
         for (start, stop, deaths), future in zip(spans, futures, strict=True):
             self._sent(Flight(start, stop, 0, False, future, deaths=deaths))
-
-    def budget(self, start: int, stop: int) -> float | None:
-        """Seconds after which the chunk ``start:stop`` hands back the items it has not started.
-
-        None (no limit) before the speed is known, for one item, and for
-        chunks of a size the user fixed.
-        """
-        per_item = self.planner.seconds_per_item
-        if per_item is None or stop - start < 2 or self.planner.chunk_size != "auto":
-            return None
-        return max(self.planner.min_seconds, CUT_AFTER * (stop - start) * per_item)
 
     def _key(
         self, start: int, stop: int, deaths: int, attempt: int, alone: bool, backup: bool
