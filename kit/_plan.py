@@ -126,8 +126,7 @@ class ChunkPlanner:
         chunks there too would leave each worker a queue of a couple of items
         while the driver waits for the first probes, and workers idle.
         """
-        self._blind += 1
-        if self._blind <= self.n_workers:
+        if self._blind < self.n_workers:
             return self.unit
         fair_share = self.remaining / (2 * self.n_workers)
         size = min(self.growth * self.unit, fair_share / self.growth)
@@ -176,6 +175,8 @@ class ChunkPlanner:
             return None
         start, stop = self._ranges.popleft()
         end = min(stop, start + self.size())
+        if self._latest is None:
+            self._blind += 1
         if end < stop:
             self._ranges.appendleft((end, stop))
         self.remaining -= end - start

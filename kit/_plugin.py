@@ -162,7 +162,7 @@ def run_chunk(
     What varies between a run's chunks comes first, so that ``client.map``
     sends many at once; the rest is keywords (``batch`` is the runner's
     ``batch_size``: ``client.map`` keeps that name for itself). Past its
-    ``budget`` in seconds, the chunk hands back the items it ran (see
+    ``budget`` in seconds, the chunk hands back the items it has not started (see
     :func:`~kit._chunk.execute_chunk`).
     """
     worker = get_worker()
