@@ -127,16 +127,17 @@ def execute_chunk(
     size (read with ``batch_by.size`` and the ``env``); an item whose size
     cannot be read fails alone.
 
-    With a ``budget`` (seconds), a chunk that has run longer than that stops
-    before its next item or batch (not with ``batch_by``, whose batches are
-    not in order) and hands back the positions it ran, a prefix: one slow
-    item then holds back none of the items behind it, which the driver plans
-    again for other workers.
+    With a ``budget`` (seconds), an item (or batch) that alone runs longer
+    than that ends the chunk (not with ``batch_by``, whose batches are not
+    in order): it hands back the positions it ran, a prefix, so one slow
+    item holds back none of the items behind it, which the driver plans
+    again for other workers. Items that are each a little slower than
+    expected (a corpus sorted by length) do not cut it.
 
     Examples
     --------
     >>> chunk = execute_chunk(abs, {}, [-1, -2, -3], 0, None, "0", budget=0.0)
-    >>> chunk.records, chunk.stop  # over budget after the first item
+    >>> chunk.records, chunk.stop  # the first item ran over the budget
     ([1], 1)
     """
     n = len(indices)
@@ -146,15 +147,17 @@ def execute_chunk(
     ran = n
     if batch_size is None and batch_by is None:
         for j, index in enumerate(indices):
+            item_began = time.perf_counter()
             try:
                 records[j] = forward(index, **kwargs)
             except ITEM_FAILURES as exc:
                 errors.append(item_error(index, start + j, exc, worker))
-            if budget is not None and time.perf_counter() - began > budget:
+            if budget is not None and time.perf_counter() - item_began > budget:
                 ran = j + 1
                 break
     else:
         for batch in _batches(indices, start, batch_size, batch_by, env or {}, errors, worker):
+            item_began = time.perf_counter()
             items = [indices[j] for j in batch]
             try:
                 outputs = list(forward(items, **kwargs))
@@ -168,7 +171,11 @@ def execute_chunk(
             except ITEM_FAILURES as exc:
                 for j in batch:
                     errors.append(item_error(indices[j], start + j, exc, worker))
-            if batch_by is None and budget is not None and time.perf_counter() - began > budget:
+            if (
+                batch_by is None
+                and budget is not None
+                and time.perf_counter() - item_began > budget
+            ):
                 ran = batch[-1] + 1
                 break
     busy = time.perf_counter() - began

@@ -34,8 +34,8 @@ from collections.abc import Iterable
 
 #: Chunks last long enough that taking them back keeps the driver busy 1/DRIVER_SHARE of the time.
 DRIVER_SHARE = 4
-#: A chunk that has run this many times its expected time hands back the items it has
-#: not started (they are planned again): one slow item holds back none behind it.
+#: An item that alone runs this many times its chunk's expected time ends the chunk, which
+#: hands back the items it has not started (planned again): it holds back none behind it.
 CUT_AFTER = 2.0
 
 
@@ -133,9 +133,9 @@ class ChunkPlanner:
         return max(self.unit, int(size) // self.unit * self.unit)
 
     def budget(self, items: int) -> float | None:
-        """Seconds after which a chunk of ``items`` hands back the items it has not started.
+        """Seconds an item may run before its chunk of ``items`` hands back the rest.
 
-        ``CUT_AFTER`` times its expected time, and at least ``min_seconds``;
+        ``CUT_AFTER`` times the chunk's expected time, and at least ``min_seconds``;
         None (no limit) before the speed is known, for one item, and when
         the user fixed the chunk size.
 
@@ -148,10 +148,12 @@ class ChunkPlanner:
         >>> planner.budget(10)
         2.0
         """
-        per_item = self.seconds_per_item
-        if per_item is None or items < 2 or self.chunk_size != "auto":
+        mean = self.seconds_per_item
+        if mean is None or self._latest is None or items < 2 or self.chunk_size != "auto":
             return None
-        return max(self.min_seconds, CUT_AFTER * items * per_item)
+        # The per-item time chunks are sized by: in a corpus sorted by length the
+        # mean lags, and a budget from it would cut chunks of merely longer items.
+        return max(self.min_seconds, CUT_AFTER * items * max(mean, self._latest))
 
     def put_back(self, start: int, stop: int) -> None:
         """Plan positions ``start:stop`` again, before the rest (a chunk handed them back).

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import kit._chunk
 from kit._chunk import SIZE_SPREAD, BatchBy, execute_chunk, size_batches
 from kit._inject import ForwardSpec
 
@@ -26,28 +26,62 @@ def test_each_item_lands_in_one_batch_of_similar_sizes_under_the_budget(
         assert max_items is None or len(batch) <= max_items
 
 
-def test_a_chunk_past_its_budget_hands_back_the_items_it_has_not_started() -> None:
+class FakeClock:
+    """``time`` for kit._chunk: ``forward`` moves it on by each item's duration."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+def test_an_item_over_its_budget_ends_its_chunk_which_hands_back_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = FakeClock()
+    monkeypatch.setattr(kit._chunk, "time", clock)
     calls: list[int] = []
 
     def forward(idx: int) -> int:
         calls.append(idx)
-        time.sleep(0.05 if idx == 12 else 0.0)
+        clock.now += 5.0 if idx == 12 else 0.1
         return idx
 
-    chunk = execute_chunk(forward, {}, [10, 11, 12, 13, 14], 3, None, "0", budget=0.04)
+    chunk = execute_chunk(forward, {}, [10, 11, 12, 13, 14], 3, None, "0", budget=1.0)
     assert calls == [10, 11, 12]  # the slow item went over; the two behind it never ran
     assert (chunk.start, chunk.stop, chunk.records) == (3, 6, [10, 11, 12])
 
 
-def test_a_budget_cuts_fixed_batches_whole_and_never_batches_made_by_size() -> None:
+def test_items_each_a_little_slower_than_expected_do_not_cut_their_chunk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A corpus sorted by length: every item is slower than the last, none is an outlier.
+    clock = FakeClock()
+    monkeypatch.setattr(kit._chunk, "time", clock)
+
+    def forward(idx: int) -> int:
+        clock.now += 0.2 * idx
+        return idx
+
+    chunk = execute_chunk(forward, {}, [1, 2, 3, 4], 0, None, "0", budget=1.0)
+    assert chunk.records == [1, 2, 3, 4]  # 2 s in all, no item over 1 s
+
+
+def test_a_budget_cuts_fixed_batches_whole_and_never_batches_made_by_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = FakeClock()
+    monkeypatch.setattr(kit._chunk, "time", clock)
+
     def forward(items: list[int]) -> list[int]:
-        time.sleep(0.02)
+        clock.now += 5.0
         return items
 
-    fixed = execute_chunk(forward, {}, list(range(6)), 0, 2, "0", budget=0.0)
+    fixed = execute_chunk(forward, {}, list(range(6)), 0, 2, "0", budget=1.0)
     assert fixed.records == [0, 1]
     by_size = BatchBy(size=_size, spec=ForwardSpec.of(_size, "size"), budget=2.0)
-    sized = execute_chunk(forward, {}, [1, 1, 1, 1], 0, None, "0", by_size, {}, budget=0.0)
+    sized = execute_chunk(forward, {}, [1, 1, 1, 1], 0, None, "0", by_size, {}, budget=1.0)
     assert sized.records == [1, 1, 1, 1]  # out of order: no prefix to hand back
 
 
