@@ -5,9 +5,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.kit-installed
-EXTRAS ?= dev,jobqueue,notebook,asr,rl,search,mlflow,tensorboard
+EXTRAS ?= dev,docs,jobqueue,notebook,asr,rl,search,mlflow,tensorboard
 
-.PHONY: demo quickstart lab test system-deps lint typecheck unit bench clean
+.PHONY: demo quickstart lab test system-deps lint typecheck unit docs bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,14 +50,20 @@ lab: $(STAMP)
 	  --config=.kit-lab/jupyter_server_config.py $(LAB_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check kit widgets tests benchmarks
-	$(BIN)/ruff format --check kit widgets tests benchmarks
+	$(BIN)/ruff check kit widgets tests benchmarks docs
+	$(BIN)/ruff format --check kit widgets tests benchmarks docs
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest --durations=30
+
+# The manual, offline, into docs/_build/html: warnings are errors and every reference
+# to Kit's own names must resolve (make test builds it too, in tests/test_docs.py).
+docs: $(STAMP)
+	$(BIN)/sphinx-build -W -n -q -b html docs docs/_build/html
+	@echo "docs: open docs/_build/html/index.html"
 
 # System packages (SLURM, munge, openssl) via apt, and a single-node SLURM (as root).
 system-deps:
@@ -79,4 +85,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/reliability.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis docs/_build docs/_api

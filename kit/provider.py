@@ -71,7 +71,7 @@ class EnvironmentProvider(abc.ABC):
     #: The env's name on the workers hashes only these, so runs whose configs differ
     #: elsewhere (a beam size ``forward`` reads from its ``config`` parameter) share
     #: one env; while the env is built, the provider's config holds only these keys,
-    #: and reading another is a :class:`~kit.config.ConfigError` naming it. None:
+    #: and reading another is a :class:`~kit.ConfigError` naming it. None:
     #: the whole config (every config its own env).
     env_keys: ClassVar[Sequence[str] | None] = None
 

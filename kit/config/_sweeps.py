@@ -3,7 +3,7 @@
 Parsing and the grid are hydra-core's own (its ``OverridesParser`` and its
 ``BasicSweeper.split_arguments``), so a sweep expands to exactly the trials
 Hydra's multirun would make; only the checks around them are Kit's, so that
-every refusal is a :class:`~kit.config.ConfigError` naming the override.
+every refusal is a :class:`~kit.ConfigError` naming the override.
 """
 
 from __future__ import annotations

@@ -1,0 +1,95 @@
+"""Sphinx configuration of Kit's manual: ``make docs`` builds it into ``docs/_build/html``.
+
+The API pages are written at the start of each build from each package's
+``__all__`` (into ``docs/_api``, not kept in git), so the reference lists
+exactly the public names and cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import kit
+
+HERE = Path(__file__).resolve().parent
+
+project = "Kit"
+author = "Kit's authors"
+copyright = "Kit's authors"
+release = kit.__version__
+version = release
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "numpydoc",
+    "sphinx.ext.viewcode",
+]
+# Markdown pages and notebooks (myst_nb reads both); notebooks are not run yet.
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
+nb_execution_mode = "off"
+myst_enable_extensions = ["colon_fence"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+templates_path = ["_templates"]
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"Kit {release}"
+html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
+
+autosummary_generate = True
+autodoc_typehints = "none"  # numpydoc's Parameters sections say the types
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+
+# Every reference to Kit's public names must resolve. Not linked: other
+# packages' names (the build is offline: no intersphinx inventories), private
+# modules and names, which the manual leaves out, and the collectors' shared base.
+nitpicky = True
+nitpick_ignore_regex = [
+    (r"py:.*", r"(?!kit\b|kit\.|widgets\b|widgets\.).*"),
+    (r"py:.*", r"(kit|widgets)(\.\w+)*\._\w+.*"),
+    (r"py:class", r"kit\.rl\.collect\.EnvUser"),
+]
+
+#: Package -> title of its API page, in the order of the reference.
+PACKAGES = {
+    "kit": "kit: configs, providers, runners, sweeps",
+    "kit.config": "kit.config: loading, checking and saving configs",
+    "kit.tracking": "kit.tracking: MLflow and TensorBoard",
+    "kit.dashboard": "kit.dashboard: live dashboards and reports",
+    "kit.views": "kit.views: what the terminal and the widgets draw",
+    "kit.history": "kit.history: the notebook's run history",
+    "kit.rl": "kit.rl: reinforcement-learning workers",
+    "widgets": "widgets: the notebook panels",
+}
+
+
+def _write(page: Path, text: str) -> None:
+    if not page.exists() or page.read_text() != text:  # unchanged: nothing to rebuild
+        page.write_text(text)
+
+
+def _api_pages() -> None:
+    """One page a package: its ``__all__``, each name once (where it is first exported)."""
+    folder = HERE / "_api"
+    folder.mkdir(exist_ok=True)
+    toc = [".. toctree::", "   :maxdepth: 1", ""]
+    seen: set[int] = set()
+    for package, title in PACKAGES.items():
+        module = importlib.import_module(package)
+        names = [n for n in sorted(module.__all__) if id(getattr(module, n)) not in seen]
+        seen.update(id(getattr(module, n)) for n in names)
+        lines = [title, "=" * len(title), "", f".. currentmodule:: {package}", ""]
+        lines += [".. autosummary::", "   :toctree: generated", ""]
+        lines += [f"   {name}" for name in names]
+        _write(folder / f"{package}.rst", "\n".join([*lines, ""]))
+        toc.append(f"   {package}")
+    _write(folder / "index.rst", "\n".join(["API reference", "=============", "", *toc, ""]))
+
+
+def setup(app: Any) -> None:
+    """Write the API pages as the build starts, before Sphinx lists the source files."""
+    app.connect("config-inited", lambda _app, _config: _api_pages())
