@@ -4,11 +4,11 @@ The dispatcher keeps about two chunks in flight per worker thread the
 cluster has *now* (re-read from the scheduler while there is work to hand
 out), so workers that join mid-run get work at the next arrival and
 workers that leave take nothing with them: their chunks come back as
-lost and run again. A chunk that runs well past its expected time stops
-between items and hands back the ones it has not started, which are
-planned again: an item many times slower than the rest (a long utterance,
-a heavy-tailed duration) then delays only itself, not the items queued
-behind it in its chunk.
+lost and run again. A chunk in which one item runs well past the whole
+chunk's expected time stops after that item and hands back the ones it
+has not started, which are planned again: an item many times slower than
+the rest (a long utterance, a heavy-tailed duration) then delays only
+itself, not the items queued behind it in its chunk.
 """
 
 from __future__ import annotations
