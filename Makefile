@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.kit-installed
 EXTRAS ?= dev,docs,jobqueue,notebook,asr,rl,search,mlflow,tensorboard
 
-.PHONY: demo quickstart lab test system-deps lint typecheck unit docs bench clean
+.PHONY: demo quickstart lab test system-deps lint typecheck unit docs screenshots bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -64,6 +64,18 @@ unit: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/sphinx-build -W -n -q -b html docs docs/_build/html
 	@echo "docs: open docs/_build/html/index.html"
+
+# The manual's pictures (and the README's), taken in JupyterLab by the browser tests that
+# check those screens, into docs/_static/: look at them before committing.
+FLOWS := tests/widgets/test_flows_in_browser.py
+screenshots: $(STAMP)
+	mkdir -p docs/_static
+	KIT_DOCS_PICTURES="$(abspath docs/_static)" $(BIN)/python -m pytest -q -p no:cacheprovider \
+	  "$(FLOWS)::test_edit_run_and_watch[lab]" \
+	  "$(FLOWS)::test_a_typo_shows_the_config_error_and_run_works_again[lab]" \
+	  "$(FLOWS)::test_the_cluster_panel_is_the_cluster_runs_use[lab]" \
+	  "$(FLOWS)::test_the_decoding_check_reaches_its_wer_table[lab]"
+	@ls -l docs/_static/*.png
 
 # System packages (SLURM, munge, openssl) via apt, and a single-node SLURM (as root).
 system-deps:

@@ -27,12 +27,15 @@ extensions = [
     "sphinx.ext.autosummary",
     "numpydoc",
     "sphinx.ext.viewcode",
+    "sphinxarg.ext",
 ]
-# Markdown pages and notebooks (myst_nb reads both); notebooks are not run yet.
+# Markdown pages and notebooks (myst_nb reads both). The notebooks are shown as shipped,
+# without outputs (tests/test_docs.py checks they hold none, so none can be stale).
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 nb_execution_mode = "off"
 myst_enable_extensions = ["colon_fence"]
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+myst_heading_anchors = 3  # links to a section of a page: page.md#its-title
+exclude_patterns = ["_build", "_generated", "Thumbs.db", ".DS_Store"]
 templates_path = ["_templates"]
 
 html_theme = "pydata_sphinx_theme"
@@ -90,6 +93,35 @@ def _api_pages() -> None:
     _write(folder / "index.rst", "\n".join(["API reference", "=============", "", *toc, ""]))
 
 
+def _benchmark_pages() -> None:
+    """Include every ``benchmarks/results/*.md`` (each written by its benchmark) in one page."""
+    folder = HERE / "_generated"
+    folder.mkdir(exist_ok=True)
+    parts = []
+    for result in sorted((HERE.parent / "benchmarks" / "results").glob("*.md")):
+        parts += [
+            f"```{{include}} ../benchmarks/results/{result.name}",
+            ":heading-offset: 1",
+            "```",
+            "",
+        ]
+    _write(folder / "benchmarks.md", "\n".join(parts))
+
+
+def _notebook_pages() -> None:
+    """Copy the notebooks in (Sphinx reads sources under docs/ only); they ship without outputs."""
+    folder = HERE / "_notebooks"
+    folder.mkdir(exist_ok=True)
+    for notebook in sorted((HERE.parent / "notebooks").glob("*.ipynb")):
+        _write(folder / notebook.name, notebook.read_text(encoding="utf-8"))
+
+
+def _generate() -> None:
+    _api_pages()
+    _benchmark_pages()
+    _notebook_pages()
+
+
 def setup(app: Any) -> None:
-    """Write the API pages as the build starts, before Sphinx lists the source files."""
-    app.connect("config-inited", lambda _app, _config: _api_pages())
+    """Write the generated pages as the build starts, before Sphinx lists the source files."""
+    app.connect("config-inited", lambda _app, _config: _generate())

@@ -33,6 +33,13 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_ITEMS_FAILED = 1
 EXIT_USAGE = 2
+#: What each exit code means, as ``kit --help`` (and the manual's CLI page) lists them.
+EXIT_CODES = {
+    EXIT_OK: "every item ran",
+    EXIT_ITEMS_FAILED: "some items failed or were not run, the run was interrupted, or it failed"
+    " unexpectedly (completed chunks are kept)",
+    EXIT_USAGE: "bad config, file, override or usage",
+}
 
 
 def _config_show(args: argparse.Namespace) -> int:
@@ -413,8 +420,11 @@ def _with_config(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser for ``kit``."""
+    codes = "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
     parser = argparse.ArgumentParser(
-        prog="kit", description="Kit: run experiments from a config, locally or on a cluster."
+        prog="kit",
+        description="Kit: run experiments from a config, locally or on a cluster.",
+        epilog=f"Exit codes: {codes}.",
     )
     parser.add_argument(
         "--debug", action="store_true", help="show the Python traceback of an unexpected error"

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The two front ends the README promises.
+#: The two front ends the manual promises.
 UIS = ("lab", "notebook")
 #: First cell of every test notebook: the test workloads live in this repository.
 PATH_CELL = f"import sys\nsys.path.insert(0, {str(ROOT)!r})"
@@ -214,15 +215,25 @@ def jupyter_server(ui: str, tmp: Path, *, as_make_lab: bool = False) -> Iterator
                 proc.kill()
 
 
-class Shots:
-    """Numbered screenshots of each step, in the test's tmp folder, to look at."""
+#: Where ``make screenshots`` has the browser tests put the manual's pictures.
+PICTURES = "KIT_DOCS_PICTURES"
 
-    def __init__(self, folder: Path) -> None:
+
+class Shots:
+    """Numbered screenshots of each step, in the test's tmp folder, to look at.
+
+    A step named as one of the manual's pictures (``picture=``) is also copied
+    into the folder ``$KIT_DOCS_PICTURES`` names, when it is set (``make
+    screenshots``) and ``publish`` is true (in one of the two front ends).
+    """
+
+    def __init__(self, folder: Path, publish: bool = False) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
         self.count = 0
+        self.publish = publish
 
-    def __call__(self, page: Any, step: str, focus: Any = None) -> Path:
+    def __call__(self, page: Any, step: str, focus: Any = None, picture: str | None = None) -> Path:
         """Save what the window shows, scrolled to ``focus`` (a locator) when given.
 
         The notebook scrolls inside the page, so a full-page shot would show no more.
@@ -238,6 +249,9 @@ class Shots:
         self.count += 1
         path = self.folder / f"{self.count}-{step}.png"
         page.screenshot(path=str(path))
+        pictures = os.environ.get(PICTURES)
+        if picture and pictures and self.publish:
+            shutil.copyfile(path, Path(pictures) / f"{picture}.png")
         return path
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +69,58 @@ def test_the_runner_page_shows_its_signature_parameters_and_methods(
         for method in ("run", "submit", "prepare"):
             assert page.locator(f'dt[id="kit.Runner.{method}"]').count() == 1, method
         page.screenshot(path=str(tmp_path / "runner.png"), full_page=False)
+
+
+def test_the_sweeps_page_renders_its_sections_and_code(site: Path, tmp_path: Path) -> None:
+    with browser() as chromium:
+        page = chromium.new_page(viewport={"width": 1280, "height": 900})
+        page.goto((site / "sweeps.html").as_uri())
+        title = page.locator("h1").inner_text().strip().rstrip("#").strip()
+        assert title == "Sweeps: many configs, one cluster, one model per worker"
+        assert "kit.sweep(" in page.locator("div.highlight pre").first.inner_text()
+        # The page's own table of contents, in the right sidebar, lists its sections.
+        toc = page.locator("nav.bd-toc-nav, .bd-sidebar-secondary").first.inner_text()
+        assert "Search instead of a grid" in toc and "Is b better, or is it noise?" in toc, toc[
+            :500
+        ]
+        page.screenshot(path=str(tmp_path / "sweeps.png"), full_page=False)
+
+
+def test_the_cli_page_is_written_from_the_parser_with_the_exit_codes(site: Path) -> None:
+    from kit.cli import EXIT_CODES, build_parser
+
+    page = (site / "cli.html").read_text(encoding="utf-8")
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    missing = [name for name in commands if f"kit {name}" not in text]
+    assert missing == []
+    assert all(meaning.split(" (")[0] in text for meaning in EXIT_CODES.values())
+
+
+def test_the_performance_page_holds_every_benchmark_result(site: Path) -> None:
+    text = (site / "performance.html").read_text(encoding="utf-8")
+    for result in sorted((ROOT / "benchmarks" / "results").glob("*.md")):
+        machine = next(
+            line for line in result.read_text().splitlines() if line.startswith("Machine:")
+        )
+        assert machine.split(";")[0].removeprefix("Machine: ") in text, result.name
+
+
+def test_the_notebooks_ship_without_outputs_so_the_manual_shows_none_stale() -> None:
+    import json
+
+    stale = []
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        if any(c.get("outputs") or c.get("execution_count") for c in cells):
+            stale.append(notebook.name)
+    assert stale == []
+
+
+def test_the_readme_is_short_and_its_picture_is_there() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 200
+    pictures = [
+        line.split("](")[1].rstrip(")") for line in readme.splitlines() if line.startswith("![")
+    ]
+    assert pictures and all((ROOT / picture).is_file() for picture in pictures), pictures

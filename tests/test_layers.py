@@ -1,4 +1,4 @@
-"""Which part of Kit may import which: the layering the README's architecture section states."""
+"""Which part of Kit may import which: the layering docs/architecture.md states."""
 
 from __future__ import annotations
 

@@ -198,7 +198,7 @@ def test_kit_errors_share_one_base_and_keep_their_builtins() -> None:
     assert issubclass(ConfigError, kit.KitError) and issubclass(ConfigError, ValueError)
     for error in (RunError, ProviderSetupError, kit.StoreError):
         assert issubclass(error, kit.KitError) and issubclass(error, RuntimeError)
-    # Every error class kit and kit.rl export, with the builtin the README's table gives it.
+    # Every error class kit and kit.rl export, with the builtin docs/providers.md's table gives it.
     builtins = {
         "ClusterError": RuntimeError,
         "NoWorkersError": TimeoutError,

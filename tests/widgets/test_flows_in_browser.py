@@ -72,8 +72,9 @@ def page(chromium: Any, jupyter: Jupyter) -> Iterator[Any]:
 
 
 @pytest.fixture
-def shots(tmp_path: Path) -> Shots:
-    return Shots(tmp_path / "screenshots")
+def shots(tmp_path: Path, jupyter: Jupyter) -> Shots:
+    # The manual's pictures are JupyterLab's (make screenshots).
+    return Shots(tmp_path / "screenshots", publish=jupyter.ui == "lab")
 
 
 def field_input(page: Any, label: str) -> Any:
@@ -174,7 +175,7 @@ def test_edit_run_and_watch(jupyter: Jupyter, page: Any, shots: Shots) -> None:
     page.locator(".kit-header", has_text="(100%)").first.wait_for(timeout=120_000)
     rows = page.locator(".kit-results tr.kit-ok")
     rows.first.wait_for(timeout=60_000)
-    shots(page, "done")
+    shots(page, "done", picture="experiment")
     assert rows.count() == 10
     assert (rows.nth(3).text_content() or "").replace(" ", "") == "3316"  # y = 3 * 5 + 1
     assert "10/10" in (page.locator(".kit-header").first.text_content() or "")
@@ -232,7 +233,7 @@ def test_a_typo_shows_the_config_error_and_run_works_again(
     error.wait_for(timeout=90_000)
     status(page, "error").wait_for(timeout=30_000)
     page.locator(".kit-history", has_text="error").first.wait_for(timeout=30_000)
-    shots(page, "error-shown", focus=error)
+    shots(page, "error-shown", focus=error, picture="config-error")
     assert "decoder.mode: 'gramar' is not a valid choice" in (error.text_content() or "")
     assert "AssertionError" not in (page.locator("body").text_content() or "")
     assert button(page, "Run").is_enabled() and not button(page, "Cancel").is_enabled()
@@ -312,7 +313,7 @@ def test_the_cluster_panel_is_the_cluster_runs_use(
     field_input(page, "run on").press("Enter")
     button(page, "Run").click()
     status(page, "completed").wait_for(timeout=120_000)
-    shots(page, "run-on-the-panel-cluster", focus=panel)
+    shots(page, "run-on-the-panel-cluster", focus=panel, picture="cluster-panel")
     ended = re.compile(r"completed: \d+ ok")
     line = page.locator(".kit-run-panel .widget-html", has_text=ended).first
     assert "on 3 workers" in (line.text_content() or "")
@@ -421,7 +422,7 @@ def test_the_decoding_check_reaches_its_wer_table(
     sweep.locator(".bk-Canvas, canvas").first.wait_for(timeout=60_000)  # the plots
     compared = page.locator(".jp-OutputArea-output", has_text="paired bootstrap").first
     compared.wait_for(timeout=60_000)
-    shots(page, "sweep-table-and-plots", focus=sweep)
+    shots(page, "sweep-table-and-plots", focus=sweep, picture="sweep")
     text = sweep.text_content() or ""
     assert "decoder.engine" in text and "pocketsphinx" in text and "4/4 trials done" in text
     assert "random 10 of 250, seed 1" in (table.text_content() or "")

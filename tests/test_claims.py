@@ -1,6 +1,7 @@
-"""Each general claim of the README ("every", "always", "never", "no") names what backs it.
+"""Each general claim of the manual ("every", "always", "never", "no") names what backs it.
 
-A sentence of the README (outside code blocks) with one of those words is
+The manual is the README, CONTRIBUTING.md and the pages of docs/. A sentence
+of it (outside code blocks) with one of those words is
 either a claim, listed in ``CLAIMS`` with the tests (or benchmark, or
 module whose doctests) that check it, or not one, listed in ``NOT_CLAIMS``
 with why. A new such sentence fails here until it is listed: back it with a
@@ -340,9 +341,9 @@ CLAIMS: dict[str, list[str]] = {
         "tests/test_layers.py::test_no_client_is_taken_from_dasks_globals",
         "tests/test_layers.py::test_kit_rl_pools_collectors_buffers_and_learner_need_no_dask",
     ],
-    "What this README says of Kit in general": [
-        "tests/test_readme_claims.py::"
-        "test_each_general_claim_of_the_readme_is_listed_with_its_backing_or_as_no_claim"
+    "What the README and the manual say of Kit in general": [
+        "tests/test_claims.py::"
+        "test_each_general_claim_of_the_manual_is_listed_with_its_backing_or_as_no_claim"
     ],
     "views never import Dask, the engine never draws": [
         "tests/test_layers.py::test_views_read_the_event_stream_never_dask",
@@ -352,6 +353,77 @@ CLAIMS: dict[str, list[str]] = {
         "tests/widgets/test_flows_in_browser.py::test_the_decoding_check_reaches_its_wer_table",
         "tests/widgets/test_flows_in_browser.py::test_the_scale_out_notebook_shows_no_log_noise",
     ],
+    "reused by every run with the same config": [
+        "tests/test_workers.py::test_a_new_runner_with_the_same_config_reuses_the_env"
+    ],
+    "Every completed chunk is stored in the run folder, and running again resumes": [
+        "tests/test_store.py::test_a_killed_driver_loses_and_duplicates_nothing",
+        "tests/test_store_safety.py::"
+        "test_a_driver_killed_at_random_points_of_its_commits_loses_and_duplicates_nothing",
+    ],
+    "every command a notebook prints": [
+        "tests/test_make_lab.py::test_a_lab_terminal_has_kit_and_starts_in_the_notebooks_folder",
+        "tests/widgets/test_scale_out_in_browser.py::"
+        "test_the_printed_command_runs_in_a_lab_terminal_and_completes_on_slurm",
+    ],
+    "Every pool has:": [
+        "tests/rl/test_pool.py::test_a_closed_pool_refuses_every_command_the_same_way_in_every_mode",
+        "tests/rl/test_choose.py::test_every_mode_by_name",
+    ],
+    "None of these reads the action": [
+        "tests/rl/test_pool.py::test_text_actions_reach_the_env_even_reset_and_close"
+    ],
+    "the final observation of an episode is always there": [
+        "tests/rl/test_workers.py::"
+        "test_terminated_and_truncated_are_kept_apart_and_the_final_obs_is_kept"
+    ],
+    "The messages on every env pipe": [
+        "tests/rl/test_protocol.py::test_every_message_starts_with_its_declared_op_as_a_plain_int"
+    ],
+    "Rebuilds count against `max_restarts`": [
+        "tests/rl/test_pool.py::test_a_spent_restart_budget_raises_naming_the_env_and_the_error"
+    ],
+    "an exception rebuilds that env alone": [
+        "tests/rl/test_shared.py::test_an_exception_in_one_env_rebuilds_that_env_alone",
+        "tests/rl/test_shared.py::"
+        "test_a_crashed_or_hung_process_restarts_and_reports_each_episode_it_broke",
+    ],
+    "Every episode's env seed and action generator": [
+        "tests/rl/test_collect.py::"
+        "test_episodes_are_identical_whatever_the_number_of_envs_and_the_mode"
+    ],
+    "The training and evaluation streams never share a seed": [
+        "tests/rl/test_collect.py::test_training_and_evaluation_seeds_never_coincide",
+        "tests/rl/test_collect.py::test_the_global_numpy_rng_is_never_touched",
+    ],
+    "whose action is the dict of every agent's action": [
+        "tests/rl/test_battle.py::test_battles_in_any_pool_match_the_in_process_ones"
+    ],
+    "plays the same evaluation episodes every time": [
+        "tests/rl/test_battle.py::test_the_evaluator_counts_wins_on_both_sides",
+        "tests/rl/test_distributed.py::test_evaluation_stream_reruns_the_same_ids_with_other_seeds",
+    ],
+    "fires every `eval_freq` iterations": [
+        "tests/rl/test_evaluate.py::test_should_eval_by_frequency"
+    ],
+    "runs of consecutive steps of one episode, never across its end": [
+        "tests/rl/test_buffer.py::test_sequences_are_consecutive_steps_of_one_episode"
+    ],
+    "Pushed data is never modified": ["tests/rl/test_buffer.py::test_user_data_is_never_mutated"],
+    "saves every n iterations and at the end": [
+        "tests/rl/test_learner.py::test_checkpoints_save_and_resume",
+        "tests/rl/test_learner.py::test_log_reduction_empties_the_buffer",
+    ],
+    "the run ends at once, and no plugin stays registered": [
+        "tests/test_workers.py::test_a_failing_setup_fails_at_once_and_leaves_nothing_registered"
+    ],
+    "No worker joined within `parallel.startup_timeout`, or every worker left": [
+        "tests/engine/test_elastic.py::"
+        "test_a_cluster_left_without_workers_ends_the_run_and_resume_completes_it"
+    ],
+    "`kit.sweep` runs every trial of a grid": [
+        "tests/test_sweep.py::test_trials_share_one_env_per_worker_and_run_side_by_side"
+    ],
 }
 
 #: A phrase of a sentence that uses the words without claiming a rule -> why.
@@ -359,12 +431,17 @@ NOT_CLAIMS: dict[str, str] = {
     "Anyone who can write a run directory": "the trust model's premise, not Kit's behaviour",
     '`make lab LAB_ARGS="--no-browser': "an option's spelling",
     "The tests use real components": "what the suite is made of; each test is its own backing",
-    "`make bench` runs the benchmarks": "what make bench runs, then the layout table",
 }
 
 
+def manual() -> str:
+    """The README, CONTRIBUTING.md and every page of docs/ (not the generated ones)."""
+    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return "\n\n".join(page.read_text(encoding="utf-8") for page in pages)
+
+
 def sentences(text: str) -> list[str]:
-    """The README's sentences outside code blocks, whitespace made single spaces."""
+    """The sentences outside code blocks, whitespace made single spaces."""
     prose = re.sub(r"\s+", " ", re.sub(r"```.*?```", "", text, flags=re.DOTALL))
     return re.split(r"(?<=[.!?:])\s+(?=[A-Z`*(])", prose)
 
@@ -381,18 +458,18 @@ def exists(backing: str) -> bool:
     return any(isinstance(node, ast.FunctionDef) and node.name == name for node in ast.walk(tree))
 
 
-def test_each_general_claim_of_the_readme_is_listed_with_its_backing_or_as_no_claim() -> None:
+def test_each_general_claim_of_the_manual_is_listed_with_its_backing_or_as_no_claim() -> None:
     phrases = [*CLAIMS, *NOT_CLAIMS]
     unlisted = [
         sentence[:160]
-        for sentence in sentences((ROOT / "README.md").read_text(encoding="utf-8"))
+        for sentence in sentences(manual())
         if GENERAL.search(sentence) and not any(phrase in sentence for phrase in phrases)
     ]
     assert unlisted == [], "back each with a test in CLAIMS, or rewrite it"
 
 
-def test_every_listed_phrase_is_still_in_the_readme() -> None:
-    prose = " ".join(sentences((ROOT / "README.md").read_text(encoding="utf-8")))
+def test_every_listed_phrase_is_still_in_the_manual() -> None:
+    prose = " ".join(sentences(manual()))
     gone = [phrase for phrase in [*CLAIMS, *NOT_CLAIMS] if phrase not in prose]
     assert gone == []
 
