@@ -95,7 +95,7 @@ CLAIMS: dict[str, list[str]] = {
     "Kit's own errors share one base": [
         "tests/engine/test_terminal.py::test_kit_errors_share_one_base_and_keep_their_builtins"
     ],
-    "is the `parallel` section, the same in every mode": [
+    "is its `parallel` section, the same in every mode": [
         "tests/test_runner.py::test_every_mode_gives_the_same_records"
     ],
     "runs there and Kit never closes it": [
@@ -190,7 +190,7 @@ CLAIMS: dict[str, list[str]] = {
         "test_cancel_leaves_an_unrelated_process_with_the_recorded_pid_alone",
         "tests/test_shared_dir.py::test_cancel_refuses_a_forged_driver_that_does_not_hold_the_runs_lock",
     ],
-    "Every row counts items lost and duplicated": [
+    "Each row counts items lost and duplicated": [
         "benchmarks/reliability.py",
         "tests/test_sweep.py::test_trials_share_one_env_per_worker_and_run_side_by_side",
     ],
