@@ -40,7 +40,13 @@ templates_path = ["_templates"]
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"Kit {release}"
-html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "header_links_before_dropdown": 4,
+}
+# The guide's pages stand alone: no left sidebar (the API pages keep theirs).
+html_sidebars = {"[!_]*": []}
 
 autosummary_generate = True
 autodoc_typehints = "none"  # numpydoc's Parameters sections say the types

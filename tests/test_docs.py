@@ -76,7 +76,7 @@ def test_the_sweeps_page_renders_its_sections_and_code(site: Path, tmp_path: Pat
         page = chromium.new_page(viewport={"width": 1280, "height": 900})
         page.goto((site / "sweeps.html").as_uri())
         title = page.locator("h1").inner_text().strip().rstrip("#").strip()
-        assert title == "Sweeps: many configs, one cluster, one model per worker"
+        assert title == "Sweeps and comparisons"
         assert "kit.sweep(" in page.locator("div.highlight pre").first.inner_text()
         # The page's own table of contents, in the right sidebar, lists its sections.
         toc = page.locator("nav.bd-toc-nav, .bd-sidebar-secondary").first.inner_text()
