@@ -222,6 +222,10 @@ CLAIMS: dict[str, list[str]] = {
         "tests/config/test_overrides.py::test_a_sweep_is_rejected",
         "tests/test_events.py::test_a_subscriber_mid_run_misses_nothing_and_sees_nothing_twice",
     ],
+    "Every run emits a stream of small events": [
+        "tests/engine/test_terminal.py::test_every_end_has_one_final_status_and_the_original_error",
+        "tests/test_events.py::test_a_subscriber_mid_run_misses_nothing_and_sees_nothing_twice",
+    ],
     "Every view reads only this stream, never Dask internals": [
         "tests/test_layers.py::test_views_read_the_event_stream_never_dask"
     ],
