@@ -29,10 +29,26 @@ extensions = [
     "sphinx.ext.viewcode",
     "sphinxarg.ext",
 ]
-# Markdown pages and notebooks (myst_nb reads both). The notebooks are shown as shipped,
-# without outputs (tests/test_docs.py checks they hold none, so none can be stale).
+# Markdown pages and notebooks (myst_nb reads both). The notebooks ship without outputs
+# (tests/test_docs.py checks it); the quick ones run at each build, so their outputs are
+# those of the code shown, and a cell that fails fails the build. The others need a
+# spoken corpus, a SLURM or an attendee's answers, and are shown as shipped.
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
-nb_execution_mode = "off"
+nb_execution_mode = "cache"  # make docs runs a notebook again only when its code changed
+nb_execution_excludepatterns = ["*02_decoding_check*", "*03_scale_out*", "*04_workshop*"]
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_execution_timeout = 600
+# Widgets need a live kernel: the static page shows their text instead, and loads no
+# widget script from a CDN (the site works offline).
+nb_mime_priority_overrides = [
+    ("html", "application/vnd.jupyter.widget-view+json", None),
+    ("html", "application/vnd.bokehjs_load.v0+json", None),
+    ("html", "application/javascript", None),  # BokehJS itself, 4 MB a page
+]
+# An output that is only one of those (BokehJS loading itself) is left out, not a warning.
+suppress_warnings = ["mystnb.unknown_mime_type", "mystnb.mime_priority"]
+nb_ipywidgets_js: dict[str, dict[str, str]] = {}
 myst_enable_extensions = ["colon_fence"]
 myst_heading_anchors = 3  # links to a section of a page: page.md#its-title
 exclude_patterns = ["_build", "_generated", "Thumbs.db", ".DS_Store"]

@@ -124,3 +124,19 @@ def test_the_readme_is_short_and_its_picture_is_there() -> None:
         line.split("](")[1].rstrip(")") for line in readme.splitlines() if line.startswith("![")
     ]
     assert pictures and all((ROOT / picture).is_file() for picture in pictures), pictures
+
+
+def test_the_quick_notebooks_are_run_by_the_build_and_show_their_outputs(site: Path) -> None:
+    def text(name: str) -> str:
+        page = (site / "_notebooks" / f"{name}.html").read_text(encoding="utf-8")
+        shown = re.sub(r"<script.*?</script>", " ", page, flags=re.DOTALL)  # what a reader sees
+        return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", shown)).split())
+
+    quickstart = text("01_quickstart")
+    assert "20 ok, 0 failed" in quickstart
+    # The dashboard as it was shown, as the run started: one line, not the bokeh document.
+    assert re.search(r"<Kit dashboard: \w+, \d+/\d+ items, 0 failed; live in Jupyter>", quickstart)
+    assert "render_bundle" not in quickstart
+    assert "greedy return" in text("05_rl_cartpole")
+    # Those that need a corpus, a SLURM or answers are shown as they ship.
+    assert "cell_output" not in (site / "_notebooks" / "02_decoding_check.html").read_text()

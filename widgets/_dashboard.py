@@ -55,6 +55,17 @@ class DashboardWidget(BokehModel):  # type: ignore[misc]
         self.painter = Painter(self._paint, dashboard.interval, urgent=_ended(dashboard))
         dashboard.drive(self.painter.wake)
 
+    def __repr__(self) -> str:
+        """Return one line on the run, for where the widget cannot be drawn (a static page).
+
+        ipywidgets' own repr would print the whole bokeh document.
+        """
+        snap = self.dashboard.state.snapshot()
+        return (
+            f"<Kit dashboard: {snap.status.value}, {snap.done}/{snap.total} items,"
+            f" {snap.failed} failed; live in Jupyter>"
+        )
+
     def _paint(self) -> None:
         finished = self.dashboard.finished
         if not self._heard and not finished and time.monotonic() - self._born < self.view_wait:

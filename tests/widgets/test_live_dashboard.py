@@ -157,3 +157,17 @@ def test_a_page_asking_for_the_state_gets_the_current_picture_drawn_only_when_st
     for _ in range(3):
         assert "completed" in json.dumps(widget.get_state()["render_bundle"])
     assert len(draws) == drawn  # the state already is the picture
+
+
+def test_where_the_widget_cannot_be_drawn_it_reads_as_one_line_on_the_run() -> None:
+    """A static page (the manual's notebooks) or a console shows the repr, not the document."""
+    from kit.dashboard import Dashboard
+    from kit.events import ChunkFinished, RunStarted
+    from widgets._dashboard import DashboardWidget
+
+    dash = Dashboard(interval=0.0)
+    widget = DashboardWidget(dash)
+    widget.view_wait = 0  # outside a kernel, redraws go out at once
+    dash(RunStarted("r", total=4, resumed=0, workers=1))
+    dash(ChunkFinished("r", 0, 3, 1, "0", 0.1, 0.2, 3, 1, 4, metrics={}))
+    assert repr(widget) == "<Kit dashboard: running, 3/4 items, 1 failed; live in Jupyter>"
