@@ -39,6 +39,7 @@ nb_execution_excludepatterns = ["*02_decoding_check*", "*03_scale_out*", "*04_wo
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_execution_timeout = 600
+nb_execution_in_temp = True  # what a notebook writes (runs/) lands in a temporary folder
 # Widgets need a live kernel: the static page shows their text instead, and loads no
 # widget script from a CDN (the site works offline).
 nb_mime_priority_overrides = [

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,8 @@ import pytest
 import kit
 from kit.config import parallel_section
 from tests.slurm import clear_queue, slurm_problem
+
+ROOT = Path(__file__).resolve().parents[1]
 
 LOCAL = {"env": "local", "n_workers": 2}
 
@@ -78,3 +82,25 @@ def spoken_corpus(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], 
         return target
 
     return place
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The manual, built as ``make docs`` builds it (warnings are errors, nitpicky).
+
+    Once a session: it runs notebooks 01 and 05, whose executed copies
+    ``tests/test_notebooks.py`` checks (``site.parent / "jupyter_execute"``).
+    """
+    pytest.importorskip(
+        "sphinx", reason="the manual needs the docs extra: pip install -e '.[docs]'"
+    )
+    out = tmp_path_factory.mktemp("docs") / "html"
+    done = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "-n", "-q", "-b", "html", "docs", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out

@@ -5,33 +5,12 @@ from __future__ import annotations
 import html
 import importlib
 import re
-import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from tests.browser import browser
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The manual, built as ``make docs`` builds it (warnings are errors, nitpicky)."""
-    pytest.importorskip(
-        "sphinx", reason="the manual needs the docs extra: pip install -e '.[docs]'"
-    )
-    out = tmp_path_factory.mktemp("docs") / "html"
-    done = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "-n", "-q", "-b", "html", "docs", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return out
 
 
 def test_every_public_name_has_its_page_in_the_api_reference(site: Path) -> None:
