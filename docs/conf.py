@@ -8,6 +8,7 @@ exactly the public names and cannot drift from the code.
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,14 @@ extensions = [
 ]
 # Markdown pages and notebooks (myst_nb reads both). The notebooks ship without outputs
 # (tests/test_docs.py checks it); the quick ones run at each build, so their outputs are
-# those of the code shown, and a cell that fails fails the build. The others need a
-# spoken corpus, a SLURM or an attendee's answers, and are shown as shipped.
+# those of the code shown, and a cell that fails fails the build. The decoding check and
+# the scale-out notebook need a spoken corpus and a SLURM, and are shown as shipped.
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 nb_execution_mode = "cache"  # make docs runs a notebook again only when its code changed
-nb_execution_excludepatterns = ["*02_decoding_check*", "*03_scale_out*", "*04_workshop*"]
+nb_execution_excludepatterns = ["*02_decoding_check*", "*03_scale_out*"]
+# The workshop runs as a teacher's run-through: each exercise skipped, its solution run
+# (the kernels the build starts inherit this process's environment).
+os.environ["KIT_WORKSHOP_SOLUTIONS"] = "1"
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_execution_timeout = 600

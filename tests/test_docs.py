@@ -117,5 +117,6 @@ def test_the_quick_notebooks_are_run_by_the_build_and_show_their_outputs(site: P
     assert re.search(r"<Kit dashboard: \w+, \d+/\d+ items, 0 failed; live in Jupyter>", quickstart)
     assert "render_bundle" not in quickstart
     assert "greedy return" in text("05_rl_cartpole")
+    assert "exercise 1 skipped, its solution runs below" in text("04_workshop")
     # Those that need a corpus, a SLURM or answers are shown as they ship.
     assert "cell_output" not in (site / "_notebooks" / "02_decoding_check.html").read_text()

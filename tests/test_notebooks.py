@@ -19,17 +19,6 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 LOG_LINE = re.compile(r" - distributed(\.\w+)* - [A-Z]+ - ")
 
 
-def execute(name: str, folder: Path) -> Any:
-    """Run the notebook in ``folder`` with a fresh kernel; how long it takes is a benchmark's."""
-    book = nbformat.read(NOTEBOOKS / name, as_version=4)
-    client = nbclient.NotebookClient(
-        book, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
-    )
-    client.execute()
-    assert_quiet(book)
-    return book
-
-
 def assert_quiet(book: Any) -> None:
     """No cell raised, and no distributed log line landed in any output."""
     for number, cell in enumerate(book.cells):
@@ -85,11 +74,8 @@ def test_01_quickstart(site: Path) -> None:
     assert "application/vnd.jupyter.widget-view+json" in str(book.cells[5].outputs)  # dashboard
 
 
-def test_04_workshop_runs_with_the_solutions_switch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("KIT_WORKSHOP_SOLUTIONS", "1")  # the kernel inherits it
-    book = execute("04_workshop.ipynb", tmp_path)
+def test_04_workshop_runs_with_the_solutions_switch(site: Path) -> None:
+    book = executed_by_the_manual(site, "04_workshop.ipynb")  # built with the switch on
     out = text_of(book)
     assert "'known': 6, 'words': 6" in out  # every word of the first sentence is known
     assert "{'known_share': 0.6666666666666666}" in out  # 8 of 12 words
