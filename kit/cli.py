@@ -35,7 +35,7 @@ EXIT_ITEMS_FAILED = 1
 EXIT_USAGE = 2
 #: What each exit code means, as ``kit --help`` (and the manual's CLI page) lists them.
 EXIT_CODES = {
-    EXIT_OK: "every item ran",
+    EXIT_OK: "success (for a run: every item ran)",
     EXIT_ITEMS_FAILED: "some items failed or were not run, the run was interrupted, or it failed"
     " unexpectedly (completed chunks are kept)",
     EXIT_USAGE: "bad config, file, override or usage",

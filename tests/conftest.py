@@ -88,7 +88,7 @@ def spoken_corpus(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], 
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The manual, built as ``make docs`` builds it (warnings are errors, nitpicky).
 
-    Once a session: it runs notebooks 01 and 05, whose executed copies
+    Once a session: it runs notebooks 01, 04 and 05, whose executed copies
     ``tests/test_notebooks.py`` checks (``site.parent / "jupyter_execute"``).
     """
     pytest.importorskip(
