@@ -37,9 +37,6 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 nb_execution_mode = "cache"  # make docs runs a notebook again only when its code changed
 nb_execution_excludepatterns = ["*02_decoding_check*", "*03_scale_out*"]
-# The workshop runs as a teacher's run-through: each exercise skipped, its solution run
-# (the kernels the build starts inherit this process's environment).
-os.environ["KIT_WORKSHOP_SOLUTIONS"] = "1"
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_execution_timeout = 600
@@ -150,5 +147,12 @@ def _generate() -> None:
 
 
 def setup(app: Any) -> None:
-    """Write the generated pages as the build starts, before Sphinx lists the source files."""
+    """Write the generated pages as the build starts, before Sphinx lists the source files.
+
+    The workshop notebook runs as a teacher's run-through (each exercise skipped, its
+    solution run): the kernels the build starts inherit this process's environment.
+    Set here, in a build, not when this file is imported: a test that imports it to
+    read ``PACKAGES`` must not switch the workshop for the browsers it starts later.
+    """
+    os.environ["KIT_WORKSHOP_SOLUTIONS"] = "1"
     app.connect("config-inited", lambda _app, _config: _generate())

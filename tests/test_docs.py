@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import html
 import importlib
+import os
 import re
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.browser import browser
 
@@ -120,3 +123,16 @@ def test_the_quick_notebooks_are_run_by_the_build_and_show_their_outputs(site: P
     assert "exercise 1 skipped, its solution runs below" in text("04_workshop")
     # Those that need a corpus, a SLURM or answers are shown as they ship.
     assert "cell_output" not in (site / "_notebooks" / "02_decoding_check.html").read_text()
+
+
+def test_reading_the_docs_configuration_changes_nothing_in_this_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The workshop's solutions switch is the build's: kernels started here must not see it."""
+    monkeypatch.delenv("KIT_WORKSHOP_SOLUTIONS", raising=False)
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        importlib.reload(importlib.import_module("conf"))
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    assert "KIT_WORKSHOP_SOLUTIONS" not in os.environ
