@@ -8,6 +8,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,12 +17,23 @@ from tests.browser import browser
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_every_public_name_has_its_page_in_the_api_reference(site: Path) -> None:
+def docs_conf() -> Any:
+    """The manual's ``docs/conf.py``, read again (as Sphinx would import it)."""
     sys.path.insert(0, str(ROOT / "docs"))
     try:
-        conf = importlib.import_module("conf")
+        return importlib.reload(importlib.import_module("conf"))
     finally:
         sys.path.remove(str(ROOT / "docs"))
+
+
+def shown_text(page: Path) -> str:
+    """What a reader sees of a built page: its text, scripts left out, spaces made single."""
+    markup = re.sub(r"<script.*?</script>", " ", page.read_text(encoding="utf-8"), flags=re.DOTALL)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", markup)).split())
+
+
+def test_every_public_name_has_its_page_in_the_api_reference(site: Path) -> None:
+    conf = docs_conf()
     pages = {page.stem for page in (site / "_api" / "generated").glob("*.html")}
     missing = []
     for package in conf.PACKAGES:
@@ -71,8 +83,7 @@ def test_the_sweeps_page_renders_its_sections_and_code(site: Path, tmp_path: Pat
 def test_the_cli_page_is_written_from_the_parser_with_the_exit_codes(site: Path) -> None:
     from kit.cli import EXIT_CODES, build_parser
 
-    page = (site / "cli.html").read_text(encoding="utf-8")
-    text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+    text = shown_text(site / "cli.html")
     commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     missing = [name for name in commands if f"kit {name}" not in text]
     assert missing == []
@@ -110,9 +121,7 @@ def test_the_readme_is_short_and_its_picture_is_there() -> None:
 
 def test_the_quick_notebooks_are_run_by_the_build_and_show_their_outputs(site: Path) -> None:
     def text(name: str) -> str:
-        page = (site / "_notebooks" / f"{name}.html").read_text(encoding="utf-8")
-        shown = re.sub(r"<script.*?</script>", " ", page, flags=re.DOTALL)  # what a reader sees
-        return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", shown)).split())
+        return shown_text(site / "_notebooks" / f"{name}.html")
 
     quickstart = text("01_quickstart")
     assert "20 ok, 0 failed" in quickstart
@@ -130,9 +139,5 @@ def test_reading_the_docs_configuration_changes_nothing_in_this_process(
 ) -> None:
     """The workshop's solutions switch is the build's: kernels started here must not see it."""
     monkeypatch.delenv("KIT_WORKSHOP_SOLUTIONS", raising=False)
-    sys.path.insert(0, str(ROOT / "docs"))
-    try:
-        importlib.reload(importlib.import_module("conf"))
-    finally:
-        sys.path.remove(str(ROOT / "docs"))
+    docs_conf()
     assert "KIT_WORKSHOP_SOLUTIONS" not in os.environ
