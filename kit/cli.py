@@ -1,7 +1,6 @@
 """The ``kit`` command line.
 
-Exit codes: 0 success, 1 the job ran but some items failed (or it was
-interrupted, or failed unexpectedly), 2 bad config or usage. Messages are
+Exit codes are ``EXIT_CODES`` (``kit --help`` lists them). Messages are
 printed as ``kit: error: ...`` without a traceback; ``kit --debug`` shows it.
 """
 

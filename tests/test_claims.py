@@ -327,7 +327,7 @@ CLAIMS: dict[str, list[str]] = {
     "a secret never lands in a shared folder": [
         "tests/test_store.py::test_a_secret_from_the_environment_is_not_written_to_the_run_dir"
     ],
-    "Exit codes: 0 every item ok": [
+    "The exit codes are `kit.cli.EXIT_CODES`": [
         "tests/test_cli_run.py::test_kit_run_runs_the_job_and_exits_0",
         "tests/test_cli_run.py::test_kit_run_with_failed_items_exits_1_with_a_summary",
         "tests/test_cli_run.py::test_bad_config_exits_2_without_traceback",
