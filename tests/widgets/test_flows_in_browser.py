@@ -252,6 +252,8 @@ def test_a_typo_shows_the_config_error_and_run_works_again(
     shots(page, "fixed-and-run")
     history = page.locator(".kit-history").first.text_content() or ""
     assert "error" in history and "completed" in history
+    # The error is shown where it belongs, not also as a traceback behind the page.
+    assert log_console_entries(page, jupyter.ui) == []
 
 
 def test_cancel_shows_what_ran_and_one_not_run_line(
@@ -318,6 +320,8 @@ def test_the_cluster_panel_is_the_cluster_runs_use(
     line = page.locator(".kit-run-panel .widget-html", has_text=ended).first
     assert "on 3 workers" in (line.text_content() or "")
     assert panel.locator(".kit-workers tr").count() == 4  # header and three workers, no more
+    # Stopping and starting clusters leaves nothing behind the page.
+    assert log_console_entries(page, jupyter.ui) == []
 
 
 def test_scale_out_prints_a_command_that_names_the_local_config(
