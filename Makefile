@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.kit-installed
 EXTRAS ?= dev,docs,jobqueue,notebook,asr,rl,search,mlflow,tensorboard
 
-.PHONY: demo quickstart lab test system-deps lint typecheck unit docs screenshots bench clean
+.PHONY: demo quickstart lab test system-deps lint typecheck unit docs notebook-outputs screenshots bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -64,6 +64,12 @@ unit: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/sphinx-build -W -n -q -b html docs docs/_build/html
 	@echo "docs: open docs/_build/html/index.html"
+
+# The outputs the manual shows for notebooks 02 and 03, which need the spoken corpus and
+# a SLURM (the build only checks them against the notebooks' code): run after changing
+# either notebook, and commit docs/stored/. Needs `make system-deps` and .ci/slurm-up.sh.
+notebook-outputs: $(STAMP)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python docs/stored_outputs.py
 
 # The manual's pictures (and the README's), taken in JupyterLab by the browser tests that
 # check those screens, into docs/_static/: look at them before committing.

@@ -8,6 +8,7 @@ exactly the public names and cannot drift from the code.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,8 @@ extensions = [
 # Markdown pages and notebooks (myst_nb reads both). The notebooks ship without outputs
 # (tests/test_docs.py checks it); the quick ones run at each build, so their outputs are
 # those of the code shown, and a cell that fails fails the build. The decoding check and
-# the scale-out notebook need a spoken corpus and a SLURM, and are shown as shipped.
+# the scale-out notebook need a spoken corpus and a SLURM: they show outputs stored by
+# `make notebook-outputs`, which the build checks against their code (_notebook_pages).
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 nb_execution_mode = "cache"  # make docs runs a notebook again only when its code changed
 nb_execution_excludepatterns = ["*02_decoding_check*", "*03_scale_out*"]
@@ -53,7 +55,7 @@ suppress_warnings = ["mystnb.unknown_mime_type", "mystnb.mime_priority"]
 nb_ipywidgets_js: dict[str, dict[str, str]] = {}
 myst_enable_extensions = ["colon_fence"]
 myst_heading_anchors = 3  # links to a section of a page: page.md#its-title
-exclude_patterns = ["_build", "_generated", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "_generated", "stored", "Thumbs.db", ".DS_Store"]
 templates_path = ["_templates"]
 
 html_theme = "pydata_sphinx_theme"
@@ -132,12 +134,32 @@ def _benchmark_pages() -> None:
     _write(folder / "benchmarks.md", "\n".join(parts))
 
 
+def _load(name: str) -> Any:
+    """Import ``docs/<name>.py`` or ``benchmarks/<name>.py`` by path (neither is a package)."""
+    path = next(
+        p for p in (HERE / f"{name}.py", HERE.parent / "benchmarks" / f"{name}.py") if p.exists()
+    )
+    spec = importlib.util.spec_from_file_location(f"kit_docs_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _notebook_pages() -> None:
-    """Copy the notebooks in (Sphinx reads sources under docs/ only); they ship without outputs."""
+    """Copy the notebooks in (Sphinx reads sources under docs/ only); they ship without outputs.
+
+    The two that need a corpus and a SLURM get their stored outputs (``docs/stored/``),
+    and the build stops if those were made by other code (``docs/stored_outputs.py``).
+    """
+    stored = _load("stored_outputs")
     folder = HERE / "_notebooks"
     folder.mkdir(exist_ok=True)
     for notebook in sorted((HERE.parent / "notebooks").glob("*.ipynb")):
-        _write(folder / notebook.name, notebook.read_text(encoding="utf-8"))
+        if notebook.name in stored.SLOW:
+            _write(folder / notebook.name, stored.with_stored_outputs(notebook))
+        else:
+            _write(folder / notebook.name, notebook.read_text(encoding="utf-8"))
 
 
 def _generate() -> None:

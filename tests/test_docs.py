@@ -17,11 +17,11 @@ from tests.browser import browser
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def docs_conf() -> Any:
-    """The manual's ``docs/conf.py``, read again (as Sphinx would import it)."""
+def docs_module(name: str = "conf") -> Any:
+    """A module of ``docs/`` (its ``conf.py`` by default), read again as Sphinx would."""
     sys.path.insert(0, str(ROOT / "docs"))
     try:
-        return importlib.reload(importlib.import_module("conf"))
+        return importlib.reload(importlib.import_module(name))
     finally:
         sys.path.remove(str(ROOT / "docs"))
 
@@ -33,7 +33,7 @@ def shown_text(page: Path) -> str:
 
 
 def test_every_public_name_has_its_page_in_the_api_reference(site: Path) -> None:
-    conf = docs_conf()
+    conf = docs_module()
     pages = {page.stem for page in (site / "_api" / "generated").glob("*.html")}
     missing = []
     for package in conf.PACKAGES:
@@ -130,8 +130,54 @@ def test_the_quick_notebooks_are_run_by_the_build_and_show_their_outputs(site: P
     assert "render_bundle" not in quickstart
     assert "greedy return" in text("05_rl_cartpole")
     assert "exercise 1 skipped, its solution runs below" in text("04_workshop")
-    # Those that need a corpus, a SLURM or answers are shown as they ship.
-    assert "cell_output" not in (site / "_notebooks" / "02_decoding_check.html").read_text()
+
+
+def test_the_slow_notebooks_show_the_outputs_stored_for_their_code(site: Path) -> None:
+    decoding = shown_text(site / "_notebooks" / "02_decoding_check.html")
+    assert "The outputs below were stored from a run on" in decoding
+    assert "<Kit experiment: DecodeRunner over DecodeProvider, 0 runs" in decoding
+    assert re.search(r"trial-002 5 whisper 0\.\d+ best", decoding)  # the sweep's table
+    assert "95% paired bootstrap" in decoding
+    assert "render_bundle" not in decoding and "BokehJS" not in decoding
+    scale_out = shown_text(site / "_notebooks" / "03_scale_out.html")
+    assert "on SLURM: {'wer'" in scale_out and "['SLURMCluster-0', 'SLURMCluster-1']" in scale_out
+    assert re.search(r"completed \{'wer'", scale_out)  # the detached run, attached again
+
+
+def test_stored_outputs_hold_no_error_and_nothing_a_static_page_cannot_show() -> None:
+    import json
+
+    stored = docs_module("stored_outputs")
+    for name in stored.SLOW:
+        book = json.loads((stored.STORED / name).read_text(encoding="utf-8"))
+        outputs = [o for c in book["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
+        assert outputs and all(o["output_type"] != "error" for o in outputs), name
+        assert not any(set(o.get("data", {})) & set(stored.UNSHOWN) for o in outputs), name
+        assert "widgets" not in book["metadata"], name
+
+
+def test_outputs_stored_for_other_code_stop_the_build(tmp_path: Path) -> None:
+    import json
+
+    stored = docs_module("stored_outputs")
+    shipped = ROOT / "notebooks" / "03_scale_out.ipynb"
+    book = json.loads(shipped.read_text(encoding="utf-8"))
+    markdown = next(c for c in book["cells"] if c["cell_type"] == "markdown")
+    markdown["source"] = "# Retitled: prose is not what made the outputs"
+    edited = tmp_path / shipped.name
+    edited.write_text(json.dumps(book))
+    assert "on SLURM:" in stored.with_stored_outputs(edited)
+    code = next(c for c in book["cells"] if c["cell_type"] == "code")
+    code["source"] = "print('other code')"
+    edited.write_text(json.dumps(book))
+    with pytest.raises(stored.StaleOutputs) as info:
+        stored.with_stored_outputs(edited)
+    assert str(info.value).startswith(
+        "03_scale_out.ipynb: its code changed since its outputs were stored in "
+    )
+    assert "run `make notebook-outputs`" in str(info.value)
+    with pytest.raises(stored.StaleOutputs, match="no outputs are stored in"):
+        stored.with_stored_outputs(edited, tmp_path / "nothing.ipynb")
 
 
 def test_reading_the_docs_configuration_changes_nothing_in_this_process(
@@ -139,5 +185,5 @@ def test_reading_the_docs_configuration_changes_nothing_in_this_process(
 ) -> None:
     """The workshop's solutions switch is the build's: kernels started here must not see it."""
     monkeypatch.delenv("KIT_WORKSHOP_SOLUTIONS", raising=False)
-    docs_conf()
+    docs_module()
     assert "KIT_WORKSHOP_SOLUTIONS" not in os.environ

@@ -252,6 +252,17 @@ class Experiment(w.VBox):  # type: ignore[misc]
         )
         self.run_panel.runner = self.make_runner(self.editor.value)
 
+    def __repr__(self) -> str:
+        """Return one line on the experiment, for where the widget cannot be drawn.
+
+        A static page (the manual) shows this; ipywidgets' own repr nests every child.
+        """
+        runs = len(self.history)
+        return (
+            f"<Kit experiment: {self.runner_cls.__name__} over {self.provider_cls.__name__},"
+            f" {runs} run{'s' * (runs != 1)} in {self.runs_dir}; live in Jupyter>"
+        )
+
     def refresh(self) -> None:
         """Read the history again from ``runs_dir`` (runs from other notebooks too)."""
         self.history = read_history(self.runs_dir)

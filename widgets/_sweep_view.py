@@ -93,6 +93,10 @@ class SweepView(w.VBox):  # type: ignore[misc]
             target=self._follow, args=(interval,), name="kit-sweep-view", daemon=True
         ).start()
 
+    def __repr__(self) -> str:
+        """Return one line on the sweep, for where the widget cannot be drawn (a static page)."""
+        return f"<Kit sweep in {self.handle.folder}: {self.handle.progress}; live in Jupyter>"
+
     def draw(self) -> None:
         """Redraw the header and the table from the sweep as it stands (kernel thread)."""
         with self._drawing:

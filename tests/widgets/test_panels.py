@@ -195,6 +195,11 @@ def test_experiment_compares_runs(
     assert [row["changes"] for row in app.history] == ["(first run)", "factor=4"]
     assert app.history[1]["mean_y"] == pytest.approx(sum(4 * i + 1 for i in range(10)) / 10)
     assert "factor=4" in app._history.value
+    # What a static page (the manual's notebooks) shows instead of the widget.
+    assert (
+        repr(app)
+        == f"<Kit experiment: Affine over ToyProvider, 2 runs in {tmp_path}; live in Jupyter>"
+    )
     # The config is saved in the app's runs folder (here the notebook's folder too).
     assert app.run_panel.scale_out_command() == (
         "kit submit exp.yaml factor=4 parallel.env=slurm +parallel.options.cores=1 "

@@ -43,6 +43,8 @@ def test_an_experiment_sweeps_the_edited_config_on_the_panel_items_and_cluster(
     assert kit.attach(folder).result(timeout=10).rows()[2]["offset"] == "20"
     assert app.history == []  # a sweep's trials are not the run history's rows
     assert view.plots.children == ()
+    # What a static page (the manual's notebooks) shows instead of the widget.
+    assert repr(view) == f"<Kit sweep in {folder}: 3/3 trials done, 0 running; live in Jupyter>"
 
 
 def test_a_bad_sweep_is_shown_under_its_field_and_leaves_no_folder(tmp_path: Path) -> None:
