@@ -43,23 +43,47 @@ def machine_line(machine: dict[str, Any], packages: tuple[str, ...]) -> str:
     )
 
 
+def report(results: dict[str, Any], depth: int = 0) -> str:
+    """Return a benchmark's page (Markdown) from its results: ``make bench``'s JSON alone.
+
+    The title, the machine line (from the machine the figures were measured on),
+    the lines the benchmark wrote from its figures, and PASS/MISS per target.
+    ``depth`` levels are added to every heading (the manual nests the pages).
+    """
+    page = results["page"]
+    lines = [
+        f"# {page['title']}",
+        "",
+        machine_line(results["machine"], tuple(page["packages"])),
+        *page["lines"],
+        "## Targets",
+        "",
+        *[f"- {'PASS' if ok else 'MISS'}: {k}" for k, ok in results["checks"].items()],
+        "",
+    ]
+    return "\n".join("#" * depth + line if line.startswith("#") else line for line in lines)
+
+
 def write_results(
-    folder: Path, name: str, results: dict[str, Any], lines: list[str], checks: dict[str, bool]
+    folder: Path,
+    name: str,
+    results: dict[str, Any],
+    lines: list[str],
+    checks: dict[str, bool],
+    *,
+    title: str,
+    packages: tuple[str, ...],
 ) -> None:
-    """Print the report (lines + PASS/MISS per target) and write NAME.json and NAME.md."""
+    """Write NAME.json (the figures, and the page's lines made from them) and print the page.
+
+    ``results["machine"]`` is the machine they were measured on (:func:`describe`);
+    ``packages`` the versions its line names. The manual's performance page is
+    written from the JSON by :func:`report`.
+    """
     import json
 
     results["checks"] = checks
-    report = "\n".join(
-        [
-            *lines,
-            "## Targets",
-            "",
-            *[f"- {'PASS' if ok else 'MISS'}: {k}" for k, ok in checks.items()],
-            "",
-        ]
-    )
-    print(report)
+    results["page"] = {"title": title, "packages": list(packages), "lines": lines}
+    print(report(results))
     folder.mkdir(exist_ok=True)
     (folder / f"{name}.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-    (folder / f"{name}.md").write_text(report)

@@ -10,7 +10,8 @@ both. Kit's warm-up run decodes all 200 flite utterances: the corpus WER.
 Each worker must load the model exactly once (counted by the worker plugin),
 however many runs.
 
-Results are printed and written to benchmarks/results/asr.{json,md}.
+Results are printed and written to benchmarks/results/asr.json (the manual's
+performance page is made from it).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from kit.examples.asr.decode import CONFIG_PATH
 from kit.examples.asr.wer import wer_by
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import describe, machine_line, write_results
+from _machine import describe, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATA = Path("runs/asr-data")
@@ -161,10 +162,8 @@ def main() -> int:
         f"each worker loaded the model exactly once ({runs} runs)": builds == [1, 1],
         "workers decode exactly as inline": agree == n,
     }
+    title, packages = "Decoding benchmark", ("faster-whisper", "ctranslate2", "dask")
     lines = [
-        "# Decoding benchmark",
-        "",
-        machine_line(machine, ("faster-whisper", "ctranslate2", "dask")),
         f"Command: `make bench` (or `python benchmarks/bench_asr.py`). {n} utterances "
         f"({results['audio_seconds']} s of speech by the flite voices "
         f"{', '.join(FLITE_VOICES)}), Whisper tiny.en, int8, beam 5, one thread per decoder.",
@@ -197,7 +196,7 @@ def main() -> int:
         "hypotheses on workers equal to inline.",
         "",
     ]
-    write_results(RESULTS, "asr", results, lines, checks)
+    write_results(RESULTS, "asr", results, lines, checks, title=title, packages=packages)
     return 0
 
 

@@ -6,7 +6,8 @@ live Dashboard subscribed (redrawing every 0.5 s), runs alternated, best of
 events to fold). The dashboard state's size is reported at the end: it is
 bounded by max_points whatever the run's length.
 
-Results are printed and written to benchmarks/results/dashboard.{json,md}.
+Results are printed and written to benchmarks/results/dashboard.json (the manual's
+performance page is made from it).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kit import EnvironmentProvider, Runner
 from kit.dashboard import Dashboard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import describe, machine_line, write_results
+from _machine import describe, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PARALLEL = {"env": "local", "n_workers": 2}
@@ -109,10 +110,8 @@ def main() -> int:
             for c in results["cases"]
         }
     )
+    title, packages = "Dashboard benchmark", ("dask", "bokeh")
     lines = [
-        "# Dashboard benchmark",
-        "",
-        machine_line(machine, ("dask", "bokeh")),
         f"Command: `make bench`. {N:,} trivial items, LocalCluster with 2 workers, best of "
         f"{REPEATS}, runs with and without the dashboard alternated.",
         "",
@@ -132,7 +131,7 @@ def main() -> int:
         "between identical runs on this shared machine is larger than the dashboard's cost.",
         "",
     ]
-    write_results(RESULTS, "dashboard", results, lines, checks)
+    write_results(RESULTS, "dashboard", results, lines, checks, title=title, packages=packages)
     return 0
 
 

@@ -14,7 +14,8 @@
    seconds per chunk.
 6. ``Runner.submit`` latency in a cold process (the cluster starts meanwhile).
 
-Results are printed and written to benchmarks/results/engine.{json,md}.
+Results are printed and written to benchmarks/results/engine.json (the manual's
+performance page is made from it).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import kit
 from kit import EnvironmentProvider, Runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import describe, machine_line, write_results
+from _machine import describe, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PARALLEL = {"env": "local", "n_workers": 2}
@@ -471,10 +472,8 @@ def main() -> int:
     rows = [("sorted by duration", m["sorted"])] + [
         (f"random order {seed + 1}", c) for seed, c in enumerate(m["random"])
     ]
+    title, packages = "Engine benchmark", ("dask", "distributed")
     lines = [
-        "# Engine benchmark",
-        "",
-        machine_line(machine, ("dask", "distributed")),
         "Command: `make bench` (best of 3 runs each).",
         "",
         "## Per-item overhead, trivial items",
@@ -566,7 +565,7 @@ def main() -> int:
         f" done after {sub['done_s_median']:.2f} s.",
         "",
     ]
-    write_results(RESULTS, "engine", results, lines, checks)
+    write_results(RESULTS, "engine", results, lines, checks, title=title, packages=packages)
     return 0
 
 

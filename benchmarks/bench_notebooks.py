@@ -8,7 +8,8 @@ would. Each notebook runs in a fresh folder, so no run history, cluster or
 spoken corpus is reused: notebook 02's time includes speaking its corpus
 (``make lab`` speaks it before Jupyter starts, so a workshop waits less).
 
-Results are printed and written to benchmarks/results/notebooks.{json,md}.
+Results are printed and written to benchmarks/results/notebooks.json (the manual's
+performance page is made from it).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import nbclient
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import describe, machine_line, write_results
+from _machine import describe, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -69,10 +70,11 @@ def main() -> int:
             results["cold_kernel_to_wer_table_seconds"] = round(reply_time(table) - began, 1)
         print(f"{path.name}: {results['run_all_seconds'][path.name]} s", flush=True)
     to_table = results["cold_kernel_to_wer_table_seconds"]
+    title, packages = (
+        "Notebooks: run all from a cold kernel",
+        ("dask", "distributed", "jupyter_client", "ipykernel"),
+    )
     lines = [
-        "# Notebooks: run all from a cold kernel",
-        "",
-        machine_line(machine, ("dask", "distributed", "jupyter_client", "ipykernel")),
         "",
         "Command: `python benchmarks/bench_notebooks.py` (part of `make bench`).",
         "",
@@ -91,7 +93,7 @@ def main() -> int:
             s <= RUN_ALL_TARGET for s in results["run_all_seconds"].values()
         ),
     }
-    write_results(RESULTS, "notebooks", results, lines, checks)
+    write_results(RESULTS, "notebooks", results, lines, checks, title=title, packages=packages)
     return 0
 
 

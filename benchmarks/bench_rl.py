@@ -13,7 +13,8 @@
    their process (``os._exit``) mid-episode: how many come back, and how; and
    envs that take 1.5 s to build under ``step_timeout=1``: spurious timeouts.
 
-Results are printed and written to benchmarks/results/rl.{json,md}.
+Results are printed and written to benchmarks/results/rl.json (the manual's
+performance page is made from it).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from kit.rl import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import describe, machine_line, write_results
+from _machine import describe, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ENVS = 8
@@ -358,10 +359,8 @@ def main() -> int:
             *[f"| {k} | {v:,.0f} |" for k, v in rows.items()],
         ]
 
+    title, packages = "RL benchmark", ("gymnasium", "dask", "distributed")
     lines = [
-        "# RL benchmark",
-        "",
-        machine_line(machine, ("gymnasium", "dask", "distributed")),
         f"Command: `make bench` or `python benchmarks/bench_rl.py` (best of {REPEATS} runs each).",
         "",
         f"## CartPole-v1, {ENVS} envs, random actions",
@@ -408,7 +407,7 @@ def main() -> int:
         *[f"| {k} | {r['episodes']} | {r['ok']} | {r['timeouts']} |" for k, r in slow.items()],
         "",
     ]
-    write_results(RESULTS, "rl", results, lines, checks)
+    write_results(RESULTS, "rl", results, lines, checks, title=title, packages=packages)
     return 0
 
 

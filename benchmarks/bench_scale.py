@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from _machine import describe, machine_line
+from _machine import describe, write_results
 from bench_engine import Nap, list_scheduling_bound, nap, nap_shard
 from distributed import Client
 from omegaconf import DictConfig, OmegaConf
@@ -231,9 +231,6 @@ def main() -> int:
     served = mean / per_item
     ok = case["kit_over_bound"] <= TARGET
     lines = [
-        "# Engine scale: 256 slots, scheduler in its own process",
-        "",
-        machine_line(machine, ("dask", "distributed")),
         "Command: `python benchmarks/bench_scale.py` (in `make bench`).",
         "",
         f"`dask scheduler` and `dask worker --nworkers {PROCESSES} --nthreads {THREADS}` on"
@@ -266,15 +263,20 @@ def main() -> int:
         f" {mean * 1e3:.0f} ms (item seconds / driver seconds per item), more with longer"
         " items or larger chunks.",
         "",
-        "## Target",
-        "",
-        f"- {'PASS' if ok else 'MISS'}: Kit within {TARGET}x of the list-scheduling bound"
-        f" at {SLOTS} slots ({case['kit_over_bound']:.3f})",
     ]
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "scale.json").write_text(json.dumps({"machine": machine, **case}, indent=1))
-    (RESULTS / "scale.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    target = (
+        f"Kit within {TARGET}x of the list-scheduling bound at {SLOTS} slots"
+        f" ({case['kit_over_bound']:.3f})"
+    )
+    write_results(
+        RESULTS,
+        "scale",
+        {"machine": machine, **case},
+        lines,
+        {target: ok},
+        title="Engine scale: 256 slots, scheduler in its own process",
+        packages=("dask", "distributed"),
+    )
     return 0
 
 

@@ -22,7 +22,8 @@ order; reported: the median makespan, model loads, and Kit's ratio to the
 best other variant of the same round (median over rounds); the bound is
 the decode work of all trials over 2 workers plus one load per worker.
 
-Results are printed and written to benchmarks/results/sweep.{json,md}.
+Results are printed and written to benchmarks/results/sweep.json (the manual's
+performance page is made from it).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from kit.examples.asr.corpus import FLITE_VOICES
 from kit.examples.asr.decode import CONFIG_PATH, build_env
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import describe, machine_line, write_results
+from _machine import describe, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATA = Path("runs/asr-data")
@@ -295,10 +296,8 @@ def main() -> int:
             f"{ROUNDS} rounds: {statistics.median(against_best):.3f})"
         ] = statistics.median(against_best) < 1
     wers = rows["Whisper: Kit sweep"]["wers"]
+    title, packages = "Sweep benchmark", ("faster-whisper", "hydra-core", "optuna", "dask")
     lines = [
-        "# Sweep benchmark",
-        "",
-        machine_line(machine, ("faster-whisper", "hydra-core", "optuna", "dask")),
         f"Command: `make bench` (or `python benchmarks/bench_sweep.py`). {len(items)} utterances "
         "(every fourth of the flite voices'), Whisper tiny.en int8, one thread per decoder, "
         f"decoder.beam_size = {', '.join(map(str, BEAMS))}; two decoders at a time. Each variant "
@@ -322,7 +321,7 @@ def main() -> int:
     ]
     write_results(RESULTS, "sweep", {"machine": machine, "rows": rows, "runs": runs,
                                      "bounds": bounds, "load_seconds": load},
-                  lines, checks)  # fmt: skip
+                  lines, checks, title=title, packages=packages)  # fmt: skip
     return 0
 
 

@@ -4,7 +4,7 @@ Kit's LocalCluster speaks TLS with temporary credentials (see
 ``kit._clusters.local_tls``). Each mode, alternated three times: the time to
 start a 2-worker LocalCluster with its client, 2,000 tiny tasks through
 ``client.map`` (per task), and 100 submit-and-wait round trips.
-Results go to benchmarks/results/tls.{json,md}.
+Results go to benchmarks/results/tls.json (the manual's performance page is made from it).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _machine import describe, machine_line, write_results
+from _machine import describe, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TASKS = 2000
@@ -65,10 +65,8 @@ def main() -> int:
         for mode, rows in runs.items()
     }
     extra = median["tls"]["per_task_us"] / median["tcp"]["per_task_us"] - 1
+    title, packages = "TLS on local clusters", ("dask", "distributed")
     lines = [
-        "# TLS on local clusters",
-        "",
-        machine_line(machine, ("dask", "distributed")),
         "Command: `make bench` (or `python benchmarks/bench_tls.py`); medians of 3 runs each.",
         "",
         "| protocol | start (s) | per task, client.map (µs) | submit round trip (ms) |",
@@ -83,7 +81,13 @@ def main() -> int:
     ]
     checks = {"TLS costs at most 20% per task": extra <= 0.20}
     write_results(
-        RESULTS, "tls", {"machine": machine, "runs": runs, "median": median}, lines, checks
+        RESULTS,
+        "tls",
+        {"machine": machine, "runs": runs, "median": median},
+        lines,
+        checks,
+        title=title,
+        packages=packages,
     )
     return 0
 

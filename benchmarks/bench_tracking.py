@@ -9,7 +9,8 @@ same round's run without trackers. The first run of each variant in the
 process (MLflow's import and a new database's tables) is reported apart:
 it is paid once per session, not per run.
 
-Results are printed and written to benchmarks/results/tracking.{json,md}.
+Results are printed and written to benchmarks/results/tracking.json (the manual's
+performance page is made from it).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from kit.tracking import Tracking
 from kit.tracking._exporter import Exporters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import describe, machine_line, write_results
+from _machine import describe, write_results
 from bench_dashboard import Nothing
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -111,10 +112,8 @@ def main() -> int:
         for name in names
         if name != "none"
     }
+    title, packages = "Tracking benchmark", ("dask", "mlflow", "tensorboard")
     lines = [
-        "# Tracking benchmark",
-        "",
-        machine_line(machine, ("dask", "mlflow", "tensorboard")),
         f"Command: `python benchmarks/bench_tracking.py` (part of `make bench`). {N:,} trivial "
         f"items with a running metric, LocalCluster with 2 workers, a fresh output folder per "
         f"run; {ROUNDS} rounds, each running every variant once in a rotated order.",
@@ -143,7 +142,7 @@ def main() -> int:
         "thread while the run goes, then waited for at the run's end).",
         "",
     ]
-    write_results(RESULTS, "tracking", results, lines, checks)
+    write_results(RESULTS, "tracking", results, lines, checks, title=title, packages=packages)
     return 0
 
 

@@ -30,7 +30,7 @@ stored twice, or reported done but not read back), code executed from the
 directory, processes wrongly signalled, files outside the run destroyed or
 changed, Python tracebacks shown to the user, hangs, and worker deaths
 beyond ``retries + 3`` for a killing item. Target: all zero.
-Results go to benchmarks/results/reliability.{json,md}.
+Results go to benchmarks/results/reliability.json (the manual's performance page is made from it).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _machine import describe, machine_line, write_results  # noqa: E402
+from _machine import describe, write_results  # noqa: E402
 
 import kit  # noqa: E402
 from kit import StoreError, attach  # noqa: E402
@@ -574,10 +574,8 @@ def main() -> int:
         cost = recovery_cost(3)
     kit.shutdown()
     total = {c: sum(r[c] for r in rows.values()) for c in COLUMNS if c != "trials"}
+    title, packages = "Reliability benchmark", ("dask", "distributed")
     lines = [
-        "# Reliability benchmark",
-        "",
-        machine_line(machine, ("dask", "distributed")),
         "Command: `make bench` (or `python benchmarks/reliability.py`).",
         "",
         "| case | " + " | ".join(COLUMNS) + " |",
@@ -597,7 +595,13 @@ def main() -> int:
         cost["excess_in_chunks"] <= 1.5
     )
     write_results(
-        RESULTS, "reliability", {"machine": machine, "rows": rows, "recovery": cost}, lines, checks
+        RESULTS,
+        "reliability",
+        {"machine": machine, "rows": rows, "recovery": cost},
+        lines,
+        checks,
+        title=title,
+        packages=packages,
     )
     return 0
 

@@ -120,17 +120,20 @@ def _api_pages() -> None:
 
 
 def _benchmark_pages() -> None:
-    """Include every ``benchmarks/results/*.md`` (each written by its benchmark) in one page."""
+    """Write one page of every ``benchmarks/results/*.json`` (as ``make bench`` left them).
+
+    Each result file holds the figures, the machine they were measured on and the
+    lines its benchmark wrote from them; ``benchmarks/_machine.py`` makes the page.
+    """
+    import json
+
+    machine = _load("_machine")
     folder = HERE / "_generated"
     folder.mkdir(exist_ok=True)
     parts = []
-    for result in sorted((HERE.parent / "benchmarks" / "results").glob("*.md")):
-        parts += [
-            f"```{{include}} ../benchmarks/results/{result.name}",
-            ":heading-offset: 1",
-            "```",
-            "",
-        ]
+    for result in sorted((HERE.parent / "benchmarks" / "results").glob("*.json")):
+        results = json.loads(result.read_text(encoding="utf-8"))
+        parts.append(machine.report(results, depth=1))
     _write(folder / "benchmarks.md", "\n".join(parts))
 
 
