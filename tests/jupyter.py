@@ -24,8 +24,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 #: The two front ends the manual promises.
 UIS = ("lab", "notebook")
-#: First cell of every test notebook: the test workloads live in this repository.
-PATH_CELL = f"import sys\nsys.path.insert(0, {str(ROOT)!r})"
 
 
 def notebook(cells: list[str]) -> dict[str, Any]:
@@ -75,7 +73,7 @@ class Jupyter:
         return f"{self.base}/lab/workspaces/{workspace}/tree/{name}?reset&token={self.token}"
 
     def write(self, name: str, cells: list[str]) -> str:
-        (self.folder / name).write_text(json.dumps(notebook([PATH_CELL, *cells])))
+        (self.folder / name).write_text(json.dumps(notebook(cells)))
         return name
 
     def api(self, path: str, body: dict[str, Any] | None = None, method: str = "GET") -> Any:
@@ -172,10 +170,14 @@ def jupyter_server(ui: str, tmp: Path, *, as_make_lab: bool = False) -> Iterator
     news = tmp / "jupyter-config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)
     (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    # The test workloads live in this repository: its kernels import them (tests.workloads)
+    # without a sys.path cell, which the manual's pictures would show.
+    python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = dict(
         os.environ,
         JUPYTER_CONFIG_DIR=str(tmp / "jupyter-config"),
         JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
+        PYTHONPATH=python_path,
     )
     module = "jupyterlab" if ui == "lab" else "notebook"
     lab_config = []

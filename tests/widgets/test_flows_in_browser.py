@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow
 
 APP = (
     "import widgets\n"
-    "from tests.workloads import Affine, Decodes, MistypedProvider, ToyProvider, toy_config\n"
+    "from tests.workloads import {provider}, {runner}, toy_config\n"
     "app = widgets.Experiment(\n"
     "    toy_config({config}), {provider}, {runner}, indices=range({items}),\n"
     "    runs_dir={runs!r}, config_path='exp.yaml',\n"
@@ -41,7 +41,7 @@ APP = (
 
 
 #: Notebooks 02 and 03 run long kernel work (Whisper, SLURM) that is the same under any UI:
-#: they are clicked through in JupyterLab, and run in a plain kernel by test_notebooks.py.
+#: they are clicked through in JupyterLab only.
 LAB_ONLY = pytest.mark.parametrize("jupyter", ["lab"], indirect=True)
 
 
