@@ -28,8 +28,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 NOTEBOOKS = HERE.parent / "notebooks"
 STORED = HERE / "stored"
-#: The notebooks whose outputs are stored rather than made at each build.
-SLOW = ("02_decoding_check.ipynb", "03_scale_out.ipynb")
+#: The notebooks whose outputs are stored rather than made at each build -> what they need.
+NEEDS = {
+    "02_decoding_check.ipynb": "a spoken corpus and both recognizers",
+    "03_scale_out.ipynb": "a spoken corpus, a recognizer and a running SLURM",
+}
+SLOW = tuple(NEEDS)
 #: Outputs a static page cannot show (widget views, BokehJS loading itself), left out
 #: of the stored copies: their ``text/plain`` stays.
 UNSHOWN = (
@@ -91,21 +95,20 @@ def with_stored_outputs(notebook: Path, stored: Path | None = None) -> str:
             made_by = next(ran)
             cell["outputs"] = made_by["outputs"]
             cell["execution_count"] = made_by["execution_count"]
-    # A note above the first cell: when these outputs were made, and that the build checks them.
-    shown["cells"].insert(1, _note(made["date"]))
+    # Under the title: when these outputs were made, and that the build checks them.
+    shown["cells"].insert(1, _note(made["date"], NEEDS[notebook.name]))
     return json.dumps(shown, indent=1, ensure_ascii=False) + "\n"
 
 
-def _note(date: str) -> dict[str, Any]:
+def _note(date: str, needs: str) -> dict[str, Any]:
     return {
         "cell_type": "markdown",
         "id": "kit-stored-outputs",
         "metadata": {},
         "source": (
             f":::{{note}}\nThe outputs below were stored from a run on {date} (`make"
-            " notebook-outputs`): this notebook needs a spoken corpus and a SLURM, which the"
-            " manual's build does not run. The build checks that they were made by the code"
-            " shown here.\n:::"
+            f" notebook-outputs`): this notebook needs {needs}, which the manual's build"
+            " does not run. The build checks that they were made by the code shown here.\n:::"
         ),
     }
 
