@@ -127,7 +127,7 @@ def _benchmark_pages() -> None:
     """
     import json
 
-    machine = _load("_machine")
+    machine = _load(HERE.parent / "benchmarks" / "_machine.py")
     folder = HERE / "_generated"
     folder.mkdir(exist_ok=True)
     parts = []
@@ -137,12 +137,9 @@ def _benchmark_pages() -> None:
     _write(folder / "benchmarks.md", "\n".join(parts))
 
 
-def _load(name: str) -> Any:
-    """Import ``docs/<name>.py`` or ``benchmarks/<name>.py`` by path (neither is a package)."""
-    path = next(
-        p for p in (HERE / f"{name}.py", HERE.parent / "benchmarks" / f"{name}.py") if p.exists()
-    )
-    spec = importlib.util.spec_from_file_location(f"kit_docs_{name}", path)
+def _load(path: Path) -> Any:
+    """Import a script of this repository by its path (docs/ and benchmarks/ are no packages)."""
+    spec = importlib.util.spec_from_file_location(f"kit_docs_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -155,7 +152,7 @@ def _notebook_pages() -> None:
     The two that need a corpus and a SLURM get their stored outputs (``docs/stored/``),
     and the build stops if those were made by other code (``docs/stored_outputs.py``).
     """
-    stored = _load("stored_outputs")
+    stored = _load(HERE / "stored_outputs.py")
     folder = HERE / "_notebooks"
     folder.mkdir(exist_ok=True)
     for notebook in sorted((HERE.parent / "notebooks").glob("*.ipynb")):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import importlib
+import json
 import os
 import re
 import sys
@@ -17,13 +18,13 @@ from tests.browser import browser
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def docs_module(name: str = "conf") -> Any:
-    """A module of ``docs/`` (its ``conf.py`` by default), read again as Sphinx would."""
-    sys.path.insert(0, str(ROOT / "docs"))
+def docs_module(name: str = "conf", folder: str = "docs") -> Any:
+    """A script of ``docs/`` (its ``conf.py`` by default) or another folder, read again."""
+    sys.path.insert(0, str(ROOT / folder))
     try:
         return importlib.reload(importlib.import_module(name))
     finally:
-        sys.path.remove(str(ROOT / "docs"))
+        sys.path.remove(str(ROOT / folder))
 
 
 def shown_text(page: Path) -> str:
@@ -93,13 +94,7 @@ def test_the_cli_page_is_written_from_the_parser_with_the_exit_codes(site: Path)
 def test_the_performance_page_is_written_from_every_results_file_with_its_machine(
     site: Path,
 ) -> None:
-    import json
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        machine = importlib.import_module("_machine")
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    machine = docs_module("_machine", folder="benchmarks")
     text = shown_text(site / "performance.html").replace("\u2019", "'")  # Sphinx's apostrophes
     results = sorted((ROOT / "benchmarks" / "results").glob("*.json"))
     assert len(results) >= 10
@@ -116,8 +111,6 @@ def test_the_performance_page_is_written_from_every_results_file_with_its_machin
 
 
 def test_the_notebooks_ship_without_outputs_so_the_manual_shows_none_stale() -> None:
-    import json
-
     stale = []
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
@@ -161,8 +154,6 @@ def test_the_slow_notebooks_show_the_outputs_stored_for_their_code(site: Path) -
 
 
 def test_stored_outputs_hold_no_error_and_nothing_a_static_page_cannot_show() -> None:
-    import json
-
     stored = docs_module("stored_outputs")
     for name in stored.SLOW:
         book = json.loads((stored.STORED / name).read_text(encoding="utf-8"))
@@ -173,8 +164,6 @@ def test_stored_outputs_hold_no_error_and_nothing_a_static_page_cannot_show() ->
 
 
 def test_outputs_stored_for_other_code_stop_the_build(tmp_path: Path) -> None:
-    import json
-
     stored = docs_module("stored_outputs")
     shipped = ROOT / "notebooks" / "03_scale_out.ipynb"
     book = json.loads(shipped.read_text(encoding="utf-8"))
