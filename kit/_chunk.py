@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -10,6 +11,7 @@ from typing import Any
 
 from kit._exit_guard import ProcessExitCalled, exit_guard
 from kit._inject import ForwardSpec
+from kit._overdue import WATCH
 from kit.result import Index, ItemError
 
 
@@ -109,7 +111,6 @@ def item_error(index: Index, position: int, exc: BaseException, worker: str) -> 
     return error
 
 
-@exit_guard()  # os._exit in forward fails its item (see kit._exit_guard)
 def execute_chunk(
     forward: Callable[..., Any],
     kwargs: dict[str, Any],
@@ -120,6 +121,7 @@ def execute_chunk(
     batch_by: BatchBy | None = None,
     env: Mapping[str, Any] | None = None,
     budget: float | None = None,
+    notice: Callable[[int], None] | None = None,
 ) -> ChunkResult:
     """Call ``forward`` on every item (or batch) of ``indices``; record failures.
 
@@ -132,7 +134,12 @@ def execute_chunk(
     in order): it hands back the positions it ran, a prefix, so one slow
     item holds back none of the items behind it, which the driver plans
     again for other workers. Items that are each a little slower than
-    expected (a corpus sorted by length) do not cut it.
+    expected (a corpus sorted by length) do not cut it. ``notice(end)`` is
+    called (from another thread, see :mod:`kit._overdue`) as soon as such an
+    item passes the budget, while it still runs: the chunk will end at
+    position ``end``, so the driver need not wait for the slow item to plan
+    the rest. ``os._exit`` in ``forward`` fails its item (see
+    :mod:`kit._exit_guard`).
 
     Examples
     --------
@@ -140,44 +147,54 @@ def execute_chunk(
     >>> chunk.records, chunk.stop  # the first item ran over the budget
     ([1], 1)
     """
-    n = len(indices)
-    records: list[Any] = [None] * n
-    errors: list[ItemError] = []
-    began = time.perf_counter()
-    ran = n
-    if batch_size is None and batch_by is None:
-        for j, index in enumerate(indices):
-            item_began = time.perf_counter()
-            try:
-                records[j] = forward(index, **kwargs)
-            except ITEM_FAILURES as exc:
-                errors.append(item_error(index, start + j, exc, worker))
-            if budget is not None and time.perf_counter() - item_began > budget:
-                ran = j + 1
-                break
-    else:
-        for batch in _batches(indices, start, batch_size, batch_by, env or {}, errors, worker):
-            item_began = time.perf_counter()
-            items = [indices[j] for j in batch]
-            try:
-                outputs = list(forward(items, **kwargs))
-                if len(outputs) != len(batch):
-                    raise ValueError(
-                        f"forward returned {len(outputs)} results for a batch of "
-                        f"{len(batch)} items; return one result per item"
-                    )
-                for j, output in zip(batch, outputs, strict=True):
-                    records[j] = output
-            except ITEM_FAILURES as exc:
-                for j in batch:
-                    errors.append(item_error(indices[j], start + j, exc, worker))
-            if (
-                batch_by is None
-                and budget is not None
-                and time.perf_counter() - item_began > budget
-            ):
-                ran = batch[-1] + 1
-                break
+    cut = budget if batch_by is None else None
+    watching = WATCH.chunk(notice) if notice is not None and cut is not None else None
+    limit = cut if cut is not None else 0.0  # only read while watching
+    # One frame between Dask's task and forward, not a decorator's: Dask's profiler
+    # walks every running thread's stack 100 times a second.
+    with exit_guard(), watching or contextlib.nullcontext() as watched:
+        n = len(indices)
+        records: list[Any] = [None] * n
+        errors: list[ItemError] = []
+        began = time.perf_counter()
+        ran = n
+        if batch_size is None and batch_by is None:
+            for j, index in enumerate(indices):
+                item_began = time.perf_counter()
+                if watched is not None and j < n - 1:
+                    watched.current = (item_began, limit, start + j + 1)
+                try:
+                    records[j] = forward(index, **kwargs)
+                except ITEM_FAILURES as exc:
+                    errors.append(item_error(index, start + j, exc, worker))
+                if watched is not None:
+                    watched.current = None
+                if cut is not None and time.perf_counter() - item_began > cut:
+                    ran = j + 1
+                    break
+        else:
+            for batch in _batches(indices, start, batch_size, batch_by, env or {}, errors, worker):
+                item_began = time.perf_counter()
+                if watched is not None and batch[-1] < n - 1:
+                    watched.current = (item_began, limit, start + batch[-1] + 1)
+                items = [indices[j] for j in batch]
+                try:
+                    outputs = list(forward(items, **kwargs))
+                    if len(outputs) != len(batch):
+                        raise ValueError(
+                            f"forward returned {len(outputs)} results for a batch of "
+                            f"{len(batch)} items; return one result per item"
+                        )
+                    for j, output in zip(batch, outputs, strict=True):
+                        records[j] = output
+                except ITEM_FAILURES as exc:
+                    for j in batch:
+                        errors.append(item_error(indices[j], start + j, exc, worker))
+                if watched is not None:
+                    watched.current = None
+                if cut is not None and time.perf_counter() - item_began > cut:
+                    ran = batch[-1] + 1
+                    break
     busy = time.perf_counter() - began
     errors.sort(key=lambda e: e.position)
     del records[ran:]

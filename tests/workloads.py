@@ -381,6 +381,27 @@ class LoggedSleeps(Runner):
         return {"idx": idx, "pid": os.getpid()}
 
 
+class WaitsForTheNext(Runner):
+    """Item ``slow`` waits (up to a minute) for item ``slow + 1`` to have run; others take 2 ms.
+
+    Its record says whether it saw the next item run: it can only if the
+    items behind it in its chunk are handed back while it still runs.
+    """
+
+    @staticmethod
+    def forward(idx: int, model: Model, slow: int) -> dict[str, Any]:
+        marker = Path(model.cfg.log_dir) / f"ran-{slow + 1}"
+        if idx == slow:
+            deadline = time.monotonic() + 60
+            while not marker.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return {"idx": idx, "saw_the_next_run": marker.exists()}
+        if idx == slow + 1:
+            marker.touch()
+        time.sleep(0.002)
+        return {"idx": idx}
+
+
 def env_var(name: str) -> str | None:
     """For ``client.run``: an environment variable of the worker process."""
     return os.environ.get(name)

@@ -6,8 +6,9 @@ out), so workers that join mid-run get work at the next arrival and
 workers that leave take nothing with them: their chunks come back as
 lost and run again. A chunk in which one item runs well past the whole
 chunk's expected time stops after that item and hands back the ones it
-has not started, which are planned again: an item many times slower than
-the rest (a long utterance, a heavy-tailed duration) then delays only
+has not started, which are planned again as soon as the item passes that
+time (the worker says so while it still runs): an item many times slower
+than the rest (a long utterance, a heavy-tailed duration) then delays only
 itself, not the items queued behind it in its chunk.
 """
 
@@ -77,6 +78,14 @@ class BusyClock:
         return busy / max(1, arrivals)
 
 
+@dataclass(frozen=True)
+class Overdue:
+    """A worker's word that chunk task ``key`` will end at position ``end``, not later."""
+
+    key: str
+    end: int
+
+
 @dataclass
 class Flight:
     """One chunk task sent to the cluster."""
@@ -142,6 +151,8 @@ class DaskDispatcher:
         self.env_name = env_name
         self.job = job
         self.planner = planner
+        #: The event topic on which workers say a chunk will end early (see Overdue).
+        self.overdue_topic = f"kit-overdue-{job.run_id}"
         # Here, not at the top: importing distributed would make `import kit` slow.
         from kit._plugin import run_chunk
 
@@ -154,6 +165,7 @@ class DaskDispatcher:
             "explicit": job.explicit,
             "batch": job.batch_size,
             "batch_by": job.batch_by,
+            "overdue_topic": self.overdue_topic,
         }
         self.complete = complete
         self.should_stop = should_stop
@@ -188,6 +200,8 @@ class DaskDispatcher:
         takes back every chunk that came back in one gather and hands the
         completed ones to ``complete``.
         """
+        with contextlib.suppress(Exception):  # without it, chunks say so when they return
+            self.client.subscribe_topic(self.overdue_topic, self._overdue_event)
         try:
             arrival = False
             while True:
@@ -218,7 +232,14 @@ class DaskDispatcher:
                     continue
                 while not self.arrived.empty():  # take every chunk back that is in: one gather
                     futures.append(self.arrived.get_nowait())
-                flights = [self.in_flight[f.key] for f in futures if f.key in self.in_flight]
+                for notice in futures:
+                    if isinstance(notice, Overdue):
+                        self._overdue(notice)
+                flights = [
+                    self.in_flight[f.key]
+                    for f in futures
+                    if not isinstance(f, Overdue) and f.key in self.in_flight
+                ]
                 if not flights:
                     continue  # cancelled twins
                 arrival = True
@@ -231,6 +252,8 @@ class DaskDispatcher:
                     self.complete(done)
                 self._time_arrivals(len(flights))
         finally:
+            with contextlib.suppress(Exception):
+                self.client.unsubscribe_topic(self.overdue_topic)
             if self.in_flight:
                 # A client whose scheduler is gone refuses; its futures are void anyway.
                 with contextlib.suppress(Exception):
@@ -301,7 +324,7 @@ class DaskDispatcher:
         while not self.arrived.empty():
             futures.append(self.arrived.get_nowait())
         for future in futures:
-            flight = self.in_flight.get(future.key)
+            flight = None if isinstance(future, Overdue) else self.in_flight.get(future.key)
             if flight is not None:
                 self._settle(future.key)
                 self.requeued.append(flight)
@@ -479,6 +502,33 @@ class DaskDispatcher:
             else:
                 self.lost(flight, outcome)
         return None
+
+    def _overdue_event(self, event: tuple[float, Any]) -> None:
+        """On the client's loop: pass a worker's Overdue word to the run's thread."""
+        msg = event[1]
+        self.arrived.put(Overdue(str(msg["key"]), int(msg["end"])))
+
+    def _overdue(self, notice: Overdue) -> None:
+        """Plan the positions after ``notice.end`` again now: their chunk ends there.
+
+        The chunk's own result would say the same once its slow item is done;
+        meanwhile the items behind it run elsewhere. A chunk with a copy out
+        (a backup, which runs them all) waits for its result, as before.
+        """
+        flight = self.in_flight.get(notice.key)
+        if flight is None or flight.alone or not flight.start < notice.end < flight.stop:
+            return  # back already, or nothing behind the slow item
+        span = (flight.start, flight.stop)
+        if len(self.twins[span]) > 1:
+            return
+        self.twins[(flight.start, notice.end)] = self.twins.pop(span)
+        rest = (notice.end, flight.stop)
+        flight.stop = notice.end
+        if flight.deaths:
+            self.spread.appendleft(rest)
+        else:
+            self.planner.put_back(*rest)
+            self.planned_all = False
 
     def _time_arrivals(self, arrivals: int) -> None:
         """Keep the planner told how long this thread is busy per chunk (send, take back)."""

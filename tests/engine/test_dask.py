@@ -8,7 +8,13 @@ from pathlib import Path
 
 from kit._engine.dask import BusyClock
 from kit.events import ChunkFinished
-from tests.workloads import LoggedSleeps, ToyProvider, lines, toy_config
+from tests.workloads import (
+    LoggedSleeps,
+    ToyProvider,
+    WaitsForTheNext,
+    lines,
+    toy_config,
+)
 
 
 def test_waiting_for_arrivals_or_the_scheduler_is_not_counted_as_the_drivers_work() -> None:
@@ -51,6 +57,20 @@ def test_items_behind_a_slow_one_in_its_chunk_are_handed_back_and_run_once(
     assert Counter(lines(tmp_path, "calls.log")) == Counter(str(i) for i in range(400))
     (slow,) = [c for c in finished if c.start <= 250 < c.start + c.items]
     assert slow.start + slow.items == 251, (slow.start, slow.items)
+
+
+def test_items_behind_a_slow_one_run_while_it_still_runs(tmp_path: Path, local: dict) -> None:
+    # Item 250 waits for item 251, behind it in its chunk: only a worker's word that
+    # 250 passed its budget, sent while 250 runs, lets 251 run before 250 ends.
+    runner = WaitsForTheNext(ToyProvider(toy_config(tmp_path)), parallel=local)
+    runner.run(range(2), slow=-5)  # the env is on the workers
+    finished: list[ChunkFinished] = []
+    result = runner.run(range(400), slow=250, on_event=partial(_chunks, finished))
+    assert [r["idx"] for r in result.records] == list(range(400))
+    assert result.records[250]["saw_the_next_run"], "item 251 waited for the slow item"
+    (slow,) = [c for c in finished if c.start <= 250 < c.start + c.items]
+    assert slow.start + slow.items == 251, (slow.start, slow.items)
+    assert sum(c.items for c in finished) == 400  # each position once
 
 
 def _chunks(out: list[ChunkFinished], event: object) -> None:
