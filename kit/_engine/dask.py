@@ -34,6 +34,12 @@ CAPACITY_CHECK = 0.2  # at most this often, ask the scheduler how many threads i
 BACKUP_MIN_SECONDS = 0.02
 #: ...and that time must be this many round trips, the price of sending a copy.
 BACKUP_ROUND_TRIPS = 4
+#: Chunks sent in one graph update. The scheduler starts none of an update's tasks
+#: before it has taken them all in: on 256 slots the first of 512 one-item tasks
+#: sent at once started after 60-150 ms, of 64 after 25-50 ms; a run's first
+#: 0.6 s left 49 slot-seconds idle sent in one map, 38 sent 64 at a time (medians
+#: of 4 runs of benchmarks/bench_scale.py's items).
+MAP_CHUNKS = 64
 
 
 class BusyClock:
@@ -332,9 +338,11 @@ class DaskDispatcher:
     def _fill(self) -> None:
         """Send chunks until about two per worker thread are out, pieces of lost ones first.
 
-        They go in one ``client.map``: the scheduler takes one graph update for
-        all of them, where a ``submit`` each costs one (512 one-item tasks ran
-        in 0.34 s sent by one map, 1.2 s sent one by one, on 256 slots).
+        They go in ``client.map`` calls of ``MAP_CHUNKS``: the scheduler takes
+        one graph update for each, where a ``submit`` each costs one (512
+        one-item tasks ran in 0.34 s sent by one map, 1.2 s sent one by one, on
+        256 slots), and starts none of an update's tasks before it has taken
+        all of them in (see ``MAP_CHUNKS``).
         """
         room = 2 * self.capacity() - len(self.in_flight)
         spans: list[tuple[int, int, int]] = []  # start, stop, worker deaths before
@@ -414,20 +422,22 @@ class DaskDispatcher:
         self._sent(Flight(start, stop, attempt, alone, future, worker=worker, deaths=deaths))
 
     def launch_many(self, spans: Sequence[tuple[int, int, int]]) -> None:
-        """Send each ``(start, stop, deaths)`` as a first attempt, all in one ``client.map``."""
-        if not spans:
-            return
-        futures = self.client.map(
-            self._task,
-            [self.job.indices[start:stop] for start, stop, _ in spans],
-            [start for start, _, _ in spans],
-            [self.planner.budget(stop - start) for start, stop, _ in spans],
-            key=[self._key(start, stop, deaths, 0, False, False) for start, stop, deaths in spans],
-            pure=False,
-            **self._shared,
-        )
-        for (start, stop, deaths), future in zip(spans, futures, strict=True):
-            self._sent(Flight(start, stop, 0, False, future, deaths=deaths))
+        """Send each ``(start, stop, deaths)`` as a first attempt, ``MAP_CHUNKS`` per map."""
+        for first in range(0, len(spans), MAP_CHUNKS):
+            part = spans[first : first + MAP_CHUNKS]
+            futures = self.client.map(
+                self._task,
+                [self.job.indices[start:stop] for start, stop, _ in part],
+                [start for start, _, _ in part],
+                [self.planner.budget(stop - start) for start, stop, _ in part],
+                key=[
+                    self._key(start, stop, deaths, 0, False, False) for start, stop, deaths in part
+                ],
+                pure=False,
+                **self._shared,
+            )
+            for (start, stop, deaths), future in zip(part, futures, strict=True):
+                self._sent(Flight(start, stop, 0, False, future, deaths=deaths))
 
     def _key(
         self, start: int, stop: int, deaths: int, attempt: int, alone: bool, backup: bool

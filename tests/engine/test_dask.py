@@ -5,10 +5,15 @@ from __future__ import annotations
 from collections import Counter
 from functools import partial
 from pathlib import Path
+from typing import Any
 
-from kit._engine.dask import BusyClock
+from distributed import Client, LocalCluster
+
+from kit import Runner
+from kit._engine.dask import MAP_CHUNKS, BusyClock
 from kit.events import ChunkFinished
 from tests.workloads import (
+    EmptyEnv,
     LoggedSleeps,
     ToyProvider,
     WaitsForTheNext,
@@ -71,6 +76,37 @@ def test_items_behind_a_slow_one_run_while_it_still_runs(tmp_path: Path, local: 
     (slow,) = [c for c in finished if c.start <= 250 < c.start + c.items]
     assert slow.start + slow.items == 251, (slow.start, slow.items)
     assert sum(c.items for c in finished) == 400  # each position once
+
+
+class MapSizes(Client):
+    """A real client that keeps how many tasks each ``map`` call sends."""
+
+    sizes: list[int]
+
+    def map(self, func: Any, *iterables: Any, **kwargs: Any) -> Any:
+        self.sizes.append(len(iterables[0]))
+        return super().map(func, *iterables, **kwargs)
+
+
+class Same(Runner):
+    @staticmethod
+    def forward(idx: int) -> int:
+        return idx
+
+
+def test_chunks_go_out_at_most_map_chunks_to_a_graph_update() -> None:
+    # The scheduler starts none of an update's tasks before it has taken all in:
+    # 100 chunks (two per thread of 50) go out as 64 and 36.
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=50, processes=False) as cluster,
+        MapSizes(cluster, set_as_default=False) as client,
+    ):
+        client.sizes = []
+        result = Same(EmptyEnv({}), client=client, chunk_size=1).run(range(300))
+    assert result.records == list(range(300))
+    assert MAP_CHUNKS == 64
+    assert client.sizes[:2] == [64, 36]
+    assert max(client.sizes) == 64
 
 
 def _chunks(out: list[ChunkFinished], event: object) -> None:
