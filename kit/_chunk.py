@@ -148,8 +148,7 @@ def execute_chunk(
     ([1], 1)
     """
     cut = budget if batch_by is None else None
-    watching = WATCH.chunk(notice) if notice is not None and cut is not None else None
-    limit = cut if cut is not None else 0.0  # only read while watching
+    watching = WATCH.chunk(notice, cut) if notice is not None and cut is not None else None
     # One frame between Dask's task and forward, not a decorator's: Dask's profiler
     # walks every running thread's stack 100 times a second.
     with exit_guard(), watching or contextlib.nullcontext() as watched:
@@ -162,7 +161,7 @@ def execute_chunk(
             for j, index in enumerate(indices):
                 item_began = time.perf_counter()
                 if watched is not None and j < n - 1:
-                    watched.current = (item_began, limit, start + j + 1)
+                    watched.item(item_began, start + j + 1)
                 try:
                     records[j] = forward(index, **kwargs)
                 except ITEM_FAILURES as exc:
@@ -176,7 +175,7 @@ def execute_chunk(
             for batch in _batches(indices, start, batch_size, batch_by, env or {}, errors, worker):
                 item_began = time.perf_counter()
                 if watched is not None and batch[-1] < n - 1:
-                    watched.current = (item_began, limit, start + batch[-1] + 1)
+                    watched.item(item_began, start + batch[-1] + 1)
                 items = [indices[j] for j in batch]
                 try:
                     outputs = list(forward(items, **kwargs))

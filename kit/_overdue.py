@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 #: At most this long (s) between two looks at the watched items; a notice comes that
 #: much after the budget at worst.
@@ -28,14 +28,19 @@ STEP = 0.02
 
 
 class Watched:
-    """One chunk's item under watch: ``(began, budget, end)``, None between items."""
+    """One chunk under watch: its item's ``(began, budget, end)``, None between items."""
 
-    __slots__ = ("current", "notice", "told")
+    __slots__ = ("budget", "current", "notice", "told")
 
-    def __init__(self, notice: Callable[[int], None]) -> None:
+    def __init__(self, notice: Callable[[int], None], budget: float) -> None:
         self.notice = notice
+        self.budget = budget
         self.current: tuple[float, float, int] | None = None
         self.told = -1  # the last ``end`` told, so each is told once
+
+    def item(self, began: float, end: int) -> None:
+        """Watch the item that began at ``began``; past the budget, the chunk ends at ``end``."""
+        self.current = (began, self.budget, end)
 
 
 class OverdueWatch:
@@ -45,8 +50,8 @@ class OverdueWatch:
     --------
     >>> told = []
     >>> watch = OverdueWatch()
-    >>> with watch.chunk(told.append) as item:
-    ...     item.current = (time.perf_counter(), 0.0, 5)  # this item, its budget, its end
+    >>> with watch.chunk(told.append, budget=0.0) as chunk:
+    ...     chunk.item(time.perf_counter(), end=5)
     ...     while not told:
     ...         time.sleep(0.001)
     >>> told
@@ -60,22 +65,23 @@ class OverdueWatch:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def chunk(self, notice: Callable[[int], None]) -> _Registration:
-        """Watch one chunk's items while the block runs (set ``current`` per item)."""
-        return _Registration(self, Watched(notice))
-
-    def _add(self, watched: Watched) -> None:
+    @contextlib.contextmanager
+    def chunk(self, notice: Callable[[int], None], budget: float) -> Iterator[Watched]:
+        """Watch one chunk's items while the block runs (call ``item`` for each)."""
+        watched = Watched(notice, budget)
         with self._lock:
             self._chunks.add(watched)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="kit-overdue", daemon=True)
                 self._thread.start()
-
-    def _remove(self, watched: Watched) -> None:
-        with self._lock:
-            self._chunks.discard(watched)
-            if not self._chunks:
-                self._wake.set()  # so the thread sees it has nothing left and ends
+        try:
+            yield watched
+        finally:
+            watched.current = None
+            with self._lock:
+                self._chunks.discard(watched)
+                if not self._chunks:
+                    self._wake.set()  # so the thread sees it has nothing left and ends
 
     def _loop(self) -> None:
         while True:
@@ -101,20 +107,6 @@ class OverdueWatch:
                     wait = min(wait, began + budget - now)
             self._wake.wait(max(wait, 0.001))
             self._wake.clear()
-
-
-class _Registration:
-    def __init__(self, watch: OverdueWatch, watched: Watched) -> None:
-        self._watch = watch
-        self._watched = watched
-
-    def __enter__(self) -> Watched:
-        self._watch._add(self._watched)
-        return self._watched
-
-    def __exit__(self, *exc: object) -> None:
-        self._watched.current = None
-        self._watch._remove(self._watched)
 
 
 #: The one watcher of this process (its thread runs only while chunks are watched).

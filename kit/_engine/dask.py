@@ -232,20 +232,13 @@ class DaskDispatcher:
                     return
                 try:
                     with self.clock.waiting():
-                        futures = [self.arrived.get(timeout=WAIT_STEP)]
+                        first = self.arrived.get(timeout=WAIT_STEP)
                 except queue.Empty:
                     self._check_workers_left()
                     continue
-                while not self.arrived.empty():  # take every chunk back that is in: one gather
-                    futures.append(self.arrived.get_nowait())
-                for notice in futures:
-                    if isinstance(notice, Overdue):
-                        self._overdue(notice)
-                flights = [
-                    self.in_flight[f.key]
-                    for f in futures
-                    if not isinstance(f, Overdue) and f.key in self.in_flight
-                ]
+                # Every chunk back that is in: one gather.
+                futures = self._take_arrivals(first)
+                flights = [self.in_flight[f.key] for f in futures if f.key in self.in_flight]
                 if not flights:
                     continue  # cancelled twins
                 arrival = True
@@ -324,13 +317,11 @@ class DaskDispatcher:
                 "again (or check its machine and network), then run again to resume"
             )
         try:
-            futures = [self.arrived.get(timeout=WAIT_STEP)]
+            first = self.arrived.get(timeout=WAIT_STEP)
         except queue.Empty:
             return
-        while not self.arrived.empty():
-            futures.append(self.arrived.get_nowait())
-        for future in futures:
-            flight = None if isinstance(future, Overdue) else self.in_flight.get(future.key)
+        for future in self._take_arrivals(first):
+            flight = self.in_flight.get(future.key)
             if flight is not None:
                 self._settle(future.key)
                 self.requeued.append(flight)
@@ -512,6 +503,19 @@ class DaskDispatcher:
             else:
                 self.lost(flight, outcome)
         return None
+
+    def _take_arrivals(self, first: Any) -> list[Any]:
+        """``first`` and every other arrival queued: the futures; Overdue words act here."""
+        got = [first]
+        while not self.arrived.empty():
+            got.append(self.arrived.get_nowait())
+        futures = []
+        for item in got:
+            if isinstance(item, Overdue):
+                self._overdue(item)
+            else:
+                futures.append(item)
+        return futures
 
     def _overdue_event(self, event: tuple[float, Any]) -> None:
         """On the client's loop: pass a worker's Overdue word to the run's thread."""
