@@ -102,8 +102,14 @@ class _SearchPlan:
         self._pruner = pruner
         self._record = record
         self.summarize = summarize
+        # What sweep.json says of each trial is data to check, never an override to run:
+        # each trial's overrides are made again from the space and its stored values.
         self.trials = [
-            Trial(number, tuple(entry["overrides"]), folder / entry["name"])
+            Trial(
+                number,
+                stored_overrides(folder, dims, fixed, entry),
+                SweepDir(folder).trial(number).path,
+            )
             for number, entry in enumerate(record["trials"])
         ]
         self._again: list[Trial] = []
@@ -307,6 +313,85 @@ def _choices(dim: SearchDimension) -> tuple[Any, ...]:
     return dim.values if plain and len(set(dim.values)) == len(dim.values) else dim.texts
 
 
+def stored_overrides(
+    folder: Path, dims: Sequence[SearchDimension], fixed: Sequence[str], entry: Mapping[str, Any]
+) -> tuple[str, ...]:
+    """Return a stored trial's overrides, made again from the space and its ``params``.
+
+    What ``sweep.json`` says of a trial is data Kit checks, never an override
+    it runs: a co-user who can write the folder cannot plant one.
+
+    Raises
+    ------
+    ConfigError
+        Naming the trial and the field, when its ``params`` are not a point
+        of this space or its ``overrides`` are not the ones they make.
+
+    Examples
+    --------
+    >>> dims, fixed = search_space(["x=interval(0,1)", "seed=3"])
+    >>> stored_overrides(Path("s"), dims, fixed, {"name": "trial-000", "params": {"x": 0.5},
+    ...                  "overrides": ["x=0.5", "seed=3"]})
+    ('x=0.5', 'seed=3')
+    >>> stored_overrides(Path("s"), dims, fixed, {"name": "trial-000", "params": {"x": 0.5},
+    ...                  "overrides": ["x=0.5", "seed=3", "+parallel.options={preload: [m]}"]})
+    Traceback (most recent call last):
+    ...
+    kit.ConfigError: s/sweep.json: trial-000's 'overrides' is not what this search ...
+    """
+    name, params = entry["name"], entry.get("params")
+    keys = [dim.key for dim in dims]
+    if not isinstance(params, dict) or sorted(params) != sorted(keys):
+        raise _tampered(folder, name, "params", f"{params!r} is not one value for each of {keys}")
+    made = []
+    for dim in dims:
+        if not _in_space(dim, params[dim.key]):
+            raise _tampered(
+                folder, name, f"params.{dim.key}", f"{params[dim.key]!r} is not in the space"
+            )
+        made.append(_SearchPlan._override(dim, params[dim.key]))
+    overrides = (*made, *fixed)
+    if tuple(entry["overrides"]) != overrides:
+        raise _tampered(
+            folder,
+            name,
+            "overrides",
+            f"{' '.join(entry['overrides'])!r}, where its params make {' '.join(overrides)!r}",
+        )
+    if isinstance(entry.get("optuna_trial", 0), bool) or not isinstance(
+        entry.get("optuna_trial", 0), int
+    ):
+        raise _tampered(folder, name, "optuna_trial", f"{entry['optuna_trial']!r} is no number")
+    return overrides
+
+
+def _in_space(dim: SearchDimension, value: Any) -> bool:
+    """Whether ``value`` (as JSON gave it back) is a point of ``dim``.
+
+    Examples
+    --------
+    >>> dim = SearchDimension("lr", "interval", low=0.1, high=0.5)
+    >>> _in_space(dim, 0.2), _in_space(dim, 0.7), _in_space(dim, "0.2"), _in_space(dim, True)
+    (True, False, False, False)
+    """
+    if dim.kind == "choice":
+        return any(type(value) is type(c) and value == c for c in _choices(dim))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if dim.integer and not isinstance(value, int):
+        return False
+    return bool(dim.low <= value <= dim.high)
+
+
+def _tampered(folder: Path, name: str, field: str, what: str) -> Exception:
+    return config_error(
+        f"{folder / SweepDir.RECORD}: {name}'s {field!r} is not what this search would store: "
+        f"{what}. Kit runs only trials it can make again from the search's own space, so "
+        "the file was changed by hand or by another program",
+        fix=f"restore {SweepDir.RECORD}, or give this search its own output_dir",
+    )
+
+
 def _search_record(
     folder: Path,
     overrides: list[str],
@@ -452,6 +537,8 @@ def prepare_search(
         "study": SweepDir.STUDY,
     }
     record = _search_record(folder, list(space), outcome_hash(base), search)
+    for entry in record["trials"]:  # refused here, before a detached driver is started
+        stored_overrides(folder, dims, fixed, entry)
 
     # A config no trial can run fails here, before any folder is written: the
     # fixed overrides with each key's first value (or its interval's low end).

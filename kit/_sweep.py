@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 
 from kit._atomic import atomic_file
 from kit._errors import KitError
+from kit._files import UnsafeFileError, read_text
 from kit._from_config import build_runner
 from kit._rundir import SweepDir
 from kit._trials import (
@@ -160,8 +161,10 @@ class SweepHandle:
         """
         self._store.lock()  # one driver per sweep folder: sweep.json has one writer
         try:
-            self._save()
             restored = self._plan.restore()
+            for number in restored:
+                self._check_read_back(self._plan.trials[number])
+            self._save()
         except BaseException:
             self._store.unlock()
             raise
@@ -173,6 +176,25 @@ class SweepHandle:
             self._tracker.start()
         self._launch()
         return self
+
+    def _check_read_back(self, trial: Trial) -> None:
+        """Refuse a finished trial made by other code or keywords than this sweep's would be.
+
+        As a run's resume does: the stored trial is read back only if this
+        sweep would make the same records (the runner's code, its keywords,
+        its config, its items).
+        """
+        runner, indices = self._build(trial)
+        runner.output_dir, runner.tracking = trial.output_dir, None
+        spec = runner.prepare(indices).spec  # contacts nothing
+        assert spec.store is not None  # it has an output_dir
+        spec.store.check_resume(
+            spec.store.run_manifest(**spec.manifest_request()),
+            spec.config,
+            resume=True,
+            how=f"delete {trial.output_dir} to run that trial again with this code, or give "
+            "this sweep a folder of its own",
+        )
 
     def _launch(self) -> None:
         starting: list[Trial] = []
@@ -223,6 +245,7 @@ class SweepHandle:
 
     def _start(self, trial: Trial) -> None:
         try:
+            check_trial_folder(trial.output_dir)  # again: a link may be planted meanwhile
             runner, indices = self._build(trial)
             runner.output_dir = trial.output_dir
             # The sweep exports its trials itself: nested under it, with their swept values.
@@ -637,14 +660,54 @@ def load_record(folder: Path) -> dict[str, Any] | None:
             )
         return None
     try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
+        stored = json.loads(read_text(path))
         if not isinstance(stored, dict) or not isinstance(stored["trials"], list):
             raise TypeError("its trials are no list")
-        for entry in stored["trials"]:
-            tuple(entry["overrides"])
+        for number, entry in enumerate(stored["trials"]):
+            if not isinstance(entry, dict):
+                raise TypeError(f"trial {number} is no mapping")
+            if not all(isinstance(o, str) for o in entry["overrides"]):
+                raise TypeError(f"trial {number}'s overrides are not strings")
+            own = SweepDir(folder).trial(number).path.name
+            if entry["name"] != own:
+                # Where the trial's run is written comes from its number alone: a name
+                # like ../victim would write a whole run outside the sweep folder.
+                raise ValueError(f"trial {number} is named {entry['name']!r}, not {own!r}")
     except (ValueError, KeyError, TypeError) as exc:
-        raise KitError(f"{path} is not a sweep record Kit can read: {exc}") from None
+        raise KitError(
+            f"{path} is not a sweep record Kit can read: {exc}; it was changed by hand or by "
+            "another program: restore it, or give the sweep a folder of its own"
+        ) from None
+    for number in range(len(stored["trials"])):
+        check_trial_folder(SweepDir(folder).trial(number).path)
     return stored
+
+
+def check_trial_folder(path: Path) -> None:
+    """Refuse a trial folder that is a link or not a folder (nothing is written through it).
+
+    Raises
+    ------
+    UnsafeFileError
+        Naming the trial, when ``path`` is a symbolic link or a file.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> sweep = pathlib.Path(tempfile.mkdtemp())
+    >>> (sweep / "trial-000").symlink_to(tempfile.mkdtemp())
+    >>> check_trial_folder(sweep / "trial-000")
+    Traceback (most recent call last):
+    ...
+    kit._files.UnsafeFileError: .../trial-000 is a symbolic link, ...
+    """
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        what = "a symbolic link" if path.is_symlink() else "not a folder"
+        raise UnsafeFileError(
+            f"{path} is {what}, where Kit keeps trial {path.name}'s run; Kit never writes a "
+            "trial through a link (one planted there would write the run elsewhere): remove "
+            "it to run the trial again here, or give the sweep a folder of its own"
+        )
 
 
 def check_base(folder: Path, stored: dict[str, Any], base_hash: str) -> None:
@@ -701,6 +764,8 @@ def _record_for(
 
 def read_stored(trial: Trial) -> RunResult | None:
     """Return a trial's stored result, or None when its folder holds none Kit can read."""
+    if trial.output_dir.is_symlink():
+        return None
     try:
         return read_result(trial.output_dir)
     except (OSError, KitError, ValueError):

@@ -552,12 +552,20 @@ class RunStore:
         }
 
     def check_resume(
-        self, manifest: dict[str, Any], config: DictConfig | None, resume: bool
+        self,
+        manifest: dict[str, Any],
+        config: DictConfig | None,
+        resume: bool,
+        how: str | None = None,
     ) -> None:
-        """Raise the StoreError :meth:`begin` would raise for this run, changing nothing."""
+        """Raise the StoreError :meth:`begin` would raise for this run, changing nothing.
+
+        ``how`` replaces the message's advice (a sweep's trial is not resumed
+        with ``resume=False``).
+        """
         old = self.manifest()
         if old is not None and resume:
-            self._check_same(old, manifest, config)
+            self._check_same(old, manifest, config, how)
 
     def open_run(self, request: Mapping[str, Any], resume: bool) -> list[ChunkResult]:
         """Lock the directory, check or write the manifest; return the chunks to reuse.
@@ -610,9 +618,13 @@ class RunStore:
         return done
 
     def _check_same(
-        self, old: dict[str, Any], new: dict[str, Any], config: DictConfig | None
+        self,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        config: DictConfig | None,
+        how: str | None = None,
     ) -> None:
-        how = (
+        how = how or (
             "pass resume=False to start over (the stored results are deleted), "
             "or choose another output_dir"
         )
