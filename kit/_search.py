@@ -29,11 +29,11 @@ from kit._sweep import (
     EXAMPLE,  # noqa: F401  (the examples below run it)
     Prepared,
     SweepHandle,
-    _default_dir,
     check_base,
     load_record,
     read_stored,
     split_watching,
+    sweep_folder,
     sweep_tracking,
 )
 from kit._trials import SweepResult, Trial, TrialCallback, TrialPruned, TrialStatus, trial_end
@@ -528,7 +528,7 @@ def prepare_search(
     watching, space = split_watching(space)
     dims, fixed = search_space(list(space))
     base = load_config(config, watching)
-    folder = Path(output_dir if output_dir is not None else _default_dir(base)).expanduser()
+    folder = sweep_folder(output_dir, base)
     search = {
         "by": "optuna",
         "metric": metric,

@@ -563,7 +563,7 @@ def prepare_grid(
     watching, overrides = split_watching(overrides)
     grid = expand_sweep(list(overrides))
     base = load_config(config, watching)  # checked once, whole, before any trial
-    folder = Path(output_dir if output_dir is not None else _default_dir(base)).expanduser()
+    folder = sweep_folder(output_dir, base)
     trials = [
         Trial(number, tuple(trial), SweepDir(folder).trial(number).path)
         for number, trial in enumerate(grid)
@@ -636,13 +636,35 @@ def sweep(
     return handle.join()
 
 
-def _default_dir(base: DictConfig) -> str:
-    folder = base.get("output_dir")
-    if not isinstance(folder, str) or not folder:
+def sweep_folder(output_dir: str | Path | None, base: DictConfig | None) -> Path:
+    """Return the sweep's folder: ``output_dir``, else the base config's; never a file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> sweep_folder(tempfile.mktemp(), base=None).exists()
+    False
+    >>> sweep_folder(tempfile.mkstemp()[1], base=None)
+    Traceback (most recent call last):
+    ...
+    kit.ConfigError: output_dir: .../tmp... is a file, not a folder for the sweep's trials
+    ...
+    """
+    if output_dir is None:
+        output_dir = base.get("output_dir") if base is not None else None
+        if not isinstance(output_dir, str) or not output_dir:
+            raise error(
+                "a sweep needs a folder for its trials",
+                full_key="output_dir",
+                fix="set output_dir in the config, or pass output_dir=... (`-o` on the "
+                "command line)",
+            )
+    folder = Path(output_dir).expanduser()
+    if folder.exists() and not folder.is_dir():
         raise error(
-            "a sweep needs a folder for its trials",
+            f"{folder} is a file, not a folder for the sweep's trials",
             full_key="output_dir",
-            fix="set output_dir in the config, or pass output_dir=... (`-o` on the command line)",
+            fix="give the sweep a folder (`-o runs/my-sweep`); it is made if missing",
         )
     return folder
 

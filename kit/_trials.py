@@ -235,9 +235,18 @@ class SweepResult:
             elif result is None or result.status != RunStatus.COMPLETED:
                 row[column] = None
             else:
-                found = compare(
-                    best, result, metric, summarize=summary, minimize=minimize, resamples=resamples
-                )
+                try:
+                    found = compare(
+                        best,
+                        result,
+                        metric,
+                        summarize=summary,
+                        minimize=minimize,
+                        resamples=resamples,
+                    )
+                except ValueError:  # no item in common with the best (items.stop=0...)
+                    row[column] = "no items in common"
+                    continue
                 row[column] = f"{found.difference:+.4g} [{found.low:+.4g}, {found.high:+.4g}]"
         return rows
 

@@ -32,13 +32,47 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_ITEMS_FAILED = 1
 EXIT_USAGE = 2
+EXIT_TRIALS_FAILED = 3
+EXIT_NO_TRIALS = 4
 #: What each exit code means, as ``kit --help`` (and the manual's CLI page) lists them.
 EXIT_CODES = {
-    EXIT_OK: "success (for a run: every item ran)",
-    EXIT_ITEMS_FAILED: "some items failed or were not run, the run was interrupted, or it failed"
-    " unexpectedly (completed chunks are kept)",
-    EXIT_USAGE: "bad config, file, override or usage",
+    EXIT_OK: "success (for a run: every item ran; for a sweep: every trial completed with "
+    "every item, or was pruned)",
+    EXIT_ITEMS_FAILED: "some items failed or were not run, the run or sweep was interrupted, "
+    "or it failed unexpectedly (completed chunks are kept)",
+    EXIT_USAGE: "bad config, file, override, option value or usage",
+    EXIT_TRIALS_FAILED: "a sweep's trial ended in error or stopped early (its run failed, or "
+    "it gave no number for the metric)",
+    EXIT_NO_TRIALS: "a sweep ran no trial at all",
 }
+
+
+def sweep_exit_code(rows: Sequence[dict[str, Any]]) -> int:
+    """Return the exit code of a sweep whose trials ended as ``rows`` (``SweepResult.rows()``).
+
+    Pruned is a normal end. A sweep in which no trial ran is told apart from
+    one whose trials failed, and both from one where only some items failed.
+
+    Examples
+    --------
+    >>> sweep_exit_code([{"status": "completed", "failed": 0, "ok": 3}, {"status": "pruned"}])
+    0
+    >>> sweep_exit_code([{"status": "completed", "failed": 1, "ok": 2}])
+    1
+    >>> sweep_exit_code([{"status": "completed", "failed": 0, "ok": 3}, {"status": "error"}])
+    3
+    >>> sweep_exit_code([]), sweep_exit_code([{"status": "error", "ok": None}])
+    (4, 4)
+    """
+    if not any(row.get("ok") is not None for row in rows):
+        return EXIT_NO_TRIALS
+    statuses = {str(row["status"]) for row in rows}
+    if statuses & {"error", "stopped"}:
+        return EXIT_TRIALS_FAILED
+    if "cancelled" in statuses or "pending" in statuses or "running" in statuses:
+        return EXIT_ITEMS_FAILED
+    complete = all(not row.get("failed") for row in rows if row["status"] == "completed")
+    return EXIT_OK if complete else EXIT_ITEMS_FAILED
 
 
 def _config_show(args: argparse.Namespace) -> int:
@@ -154,6 +188,7 @@ def _search(args: argparse.Namespace, minimize: bool, ended: Any) -> Any:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from kit._compare import run_metric
     from kit._sweep import submit_sweep
     from kit._trials import Trial, TrialPruned, TrialStatus
 
@@ -188,21 +223,21 @@ def _sweep(args: argparse.Namespace) -> int:
         )
     _say_viewers(handle.tracking, handle.folder)
     result = handle.join()
+    code = sweep_exit_code(result.rows())
     if args.metric is not None and result.trials:
         try:
             _say(_table(result.against_best(args.metric, minimize=minimize)))
             trial, best = result.best(args.metric, minimize=minimize)
-            _say(f"best: {trial.name} {' '.join(trial.overrides)}: {best.summary[args.metric]}")
+            value = run_metric(best, args.metric)
+            _say(f"best: {trial.name} {' '.join(trial.overrides)}: {value}")
         except KeyError as exc:  # no completed trial has the metric: say so, show the table
-            _say(f"kit: {exc.args[0]}", file=sys.stderr)
             _say(_table(result.rows()))
+            _say(f"kit: error: {exc.args[0]}", file=sys.stderr)
+            code = max(code, EXIT_TRIALS_FAILED)
     else:
         _say(_table(result.rows()))
-    _say(f"results: {result.trials[0].output_dir.parent}" if result.trials else "no trials")
-    clean = all(
-        r is not None and r.stats.failed == 0 and r.stats.not_run == 0 for r in result.results
-    )
-    return EXIT_OK if clean else EXIT_ITEMS_FAILED
+    _say(f"results: {handle.folder}" if result.trials else f"no trial ran ({handle.folder})")
+    return code
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
@@ -365,12 +400,23 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _positive(text: str) -> int:
+    """Return an option's whole number of 1 or more (argparse makes the error a usage one)."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is not 1 or more")
+    return number
+
+
 def _sweep_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o", "--output-dir", help="the sweep's folder (default: the config's output_dir)"
     )
     parser.add_argument(
-        "--concurrency", type=int, default=8, help="trials running at once (default 8)"
+        "--concurrency", type=_positive, default=8, help="trials running at once (default 8)"
     )
     parser.add_argument(
         "--metric",
@@ -388,7 +434,9 @@ def _sweep_options(parser: argparse.ArgumentParser) -> None:
         help="search the space (interval(...), tag(log, ...), a=1,2) with Optuna instead of "
         "running every trial of a grid",
     )
-    parser.add_argument("--trials", type=int, help="with --search: how many trials to run")
+    parser.add_argument(
+        "--trials", type=_positive, help="with --search: how many trials to run (1 or more)"
+    )
     parser.add_argument(
         "--prune",
         choices=("median", "wilcoxon", "none"),

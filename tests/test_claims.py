@@ -331,6 +331,7 @@ CLAIMS: dict[str, list[str]] = {
         "tests/test_cli_run.py::test_kit_run_runs_the_job_and_exits_0",
         "tests/test_cli_run.py::test_kit_run_with_failed_items_exits_1_with_a_summary",
         "tests/test_cli_run.py::test_bad_config_exits_2_without_traceback",
+        "tests/test_cli_exit_codes.py::test_a_sweeps_exit_code_says_how_its_trials_ended",
     ],
     "never a Python traceback": [
         "tests/test_cli_fuzz.py::test_the_corpus_crossed_with_commands_and_overrides",

@@ -21,7 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kit.cli import main
+from kit.cli import EXIT_CODES, main
+
+UNEXPECTED = "(`kit --debug ...` shows the traceback)"
 
 TARGETS = "provider: {_target_: tests.workloads.ToyProvider}\nfactor: 2\n"
 JOB = TARGETS + "runner: {_target_: tests.workloads.Affine}\n"
@@ -96,7 +98,7 @@ OVERRIDES = [
     "a=range(1,10)",
     "+a=glob(*)",
 ]
-COMMANDS = [["config", "show"], ["run"], ["sweep"], ["cluster", "script"]]
+COMMANDS = [["config", "show"], ["run"], ["sweep"], ["run", "-m"], ["cluster", "script"]]
 
 
 def kit(argv: list[str]) -> tuple[object, str, float]:
@@ -114,8 +116,10 @@ def kit(argv: list[str]) -> tuple[object, str, float]:
 def check(argv: list[str], names: list[str]) -> None:
     code, err, seconds = kit(argv)
     where = f"kit {' '.join(argv)!r}:\n{err}"
-    assert code in (0, 1, 2), where
+    assert code in EXIT_CODES, where
     assert "Traceback" not in err, where
+    # Bad input is named, never an "unexpected error" (a Python exception's name and text).
+    assert UNEXPECTED not in err, where
     assert seconds < 10, f"{where}\ntook {seconds:.1f} s"
     if code != 0:
         # The message names the file, a key (full_key), the argument or the usage.
@@ -156,7 +160,7 @@ def test_the_corpus_crossed_with_commands_and_overrides(corpus: dict[str, Path])
     cases = 0
     for path, command, override in itertools.product(corpus.values(), COMMANDS, OVERRIDES):
         extra = [override] if override else []
-        if command in (["run"], ["sweep"]):
+        if command in (["run"], ["sweep"], ["run", "-m"]):
             extra.append("+parallel.env=inline")  # never start a cluster for a fuzz case
         key = override.lstrip("+~").split("=")[0]
         check([*command, str(path), *extra], [str(path), path.name, key, repr(override)])
@@ -200,3 +204,118 @@ def test_generated_yaml_and_overrides(tmp_path: Path, text: str, override: str) 
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     key = override.lstrip("+~").split("=")[0]
     check(["config", "show", str(path), override], [str(path), key, repr(override)])
+
+
+SWEEP_JOB = (
+    "provider: {_target_: tests.workloads.KeyedProvider}\n"
+    "runner: {_target_: tests.workloads.Quadratic, chunk_size: 2}\n"
+    "items: {start: 0, stop: 2}\nfactor: 2\nx: 0.0\nsleep: 0.0\n"
+    "parallel: {env: inline}\n"
+)
+#: Bad sweeps and sweep options, each of a kind that once escaped as an unexpected error.
+BAD_SWEEPS = [
+    ["x=choice(choice(1,2),3)"],
+    ["x=range(0,2),range(0,3)"],
+    ["x=range(0,2,0)"],
+    ["x=interval(0,inf)", "--search", "optuna", "--trials", "2", "--metric", "loss"],
+    ["x=interval(nan,1)", "--search", "optuna", "--trials", "2", "--metric", "loss"],
+    ["x=range(0,2,0)", "--search", "optuna", "--trials", "2", "--metric", "loss"],
+    ["x=range(0,10000000)", "--search", "optuna", "--trials", "2", "--metric", "loss"],
+    ["x=interval(0,1)", "--search", "optuna", "--trials", "0", "--metric", "loss"],
+    ["x=interval(0,1)", "--search", "optuna", "--trials", "-3", "--metric", "loss"],
+    ["x=interval(0,1)", "--search", "optuna", "--trials", "many", "--metric", "loss"],
+    ["x=0,1", "--concurrency", "0"],
+    ["x=0,1", "--concurrency", "-1"],
+    ["x=0,1", "-o", "{file}"],
+    ["x=0,1", "--trials", "3"],
+    ["x=0,1", "--maximize", "--direction", "minimize", "--metric", "loss"],
+    ["x=interval(0,1)"],
+    ["x=interval(1,0)", "--search", "optuna", "--trials", "2", "--metric", "loss"],
+    ["x=tag(log, interval(0,1))", "--search", "optuna", "--trials", "2", "--metric", "loss"],
+    ["x=1", "--search", "optuna", "--trials", "2", "--metric", "loss"],
+    ["x=0,1", "x=2,3"],
+    ["~x=0,1"],
+    ["x=glob(*)"],
+    ["x=0,1", "--search", "optuna", "--trials", "2"],
+]
+
+
+@pytest.mark.parametrize("command", [["sweep"], ["run", "-m"]])
+def test_bad_sweeps_and_options_are_usage_errors_never_unexpected(
+    tmp_path: Path, command: list[str]
+) -> None:
+    config = tmp_path / "job.yaml"
+    config.write_text(SWEEP_JOB + f"log_dir: {tmp_path}\n")
+    for n, extra in enumerate(BAD_SWEEPS):
+        extra = [arg.replace("{file}", str(config)) for arg in extra]
+        argv = [
+            *command,
+            str(config),
+            *extra,
+            *(["-o", str(tmp_path / str(n))] * ("-o" not in extra)),
+        ]
+        code, err, _ = kit(argv)
+        where = f"kit {' '.join(argv)!r}:\n{err}"
+        assert code == 2, where
+        assert "Traceback" not in err and UNEXPECTED not in err, where
+        assert err.strip(), where
+
+
+PIECES = ["1", "0", "-1", "2.5", "inf", "nan", "a", "'1'", "false", "null", "[1,2]", "{b: 1}"]
+SWEEPS = [
+    "choice({})",
+    "range(0,3)",
+    "range(0,2,0)",
+    "range(3,0)",
+    "interval(0,1)",
+    "interval({},{})",
+    "tag(log, interval({},1))",
+    "int(interval(0,{}))",
+    "shuffle({})",
+    "sort({})",
+    "glob(*)",
+    "{}",
+]
+OPTIONS = [
+    [],
+    ["--search", "optuna", "--trials", "2", "--metric", "loss"],
+    ["--search", "optuna", "--trials", "1", "--metric", "nope", "--prune", "median"],
+    ["--metric", "loss"],
+    ["--metric", "nope", "--maximize"],
+    ["--concurrency", "1"],
+]
+
+
+@st.composite
+def sweep_lines(draw: st.DrawFn) -> list[str]:
+    """Command lines of Hydra's sweep grammar, nested and combined at random."""
+    lines = []
+    for key in draw(
+        st.lists(st.sampled_from(["x", "+y", "~x", "factor", "items.stop"]), min_size=1, max_size=3)
+    ):
+        parts = []
+        for _ in range(draw(st.integers(1, 3))):
+            form = draw(st.sampled_from(SWEEPS))
+            fill = [draw(st.sampled_from(PIECES)) for _ in range(form.count("{}"))]
+            parts.append(form.format(*fill))
+        lines.append(f"{key}={','.join(parts)}")
+    return [*lines, *draw(st.sampled_from(OPTIONS))]
+
+
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(line=sweep_lines(), multirun=st.booleans())
+def test_generated_sweep_command_lines_never_reach_an_unexpected_error(
+    tmp_path_factory: pytest.TempPathFactory, line: list[str], multirun: bool
+) -> None:
+    folder = tmp_path_factory.mktemp("sweep")
+    config = folder / "job.yaml"
+    config.write_text(SWEEP_JOB + f"log_dir: {folder}\n")
+    command = ["run", "-m"] if multirun else ["sweep"]
+    code, err, _ = kit([*command, str(config), *line, "-o", str(folder / "out")])
+    where = f"kit {' '.join(line)!r}:\n{err}"
+    assert code in EXIT_CODES, where
+    assert "Traceback" not in err and UNEXPECTED not in err, where

@@ -61,6 +61,13 @@ def _parse(overrides: Sequence[str]) -> list[Any]:
                 f"override {line[:50]!r} nests too deep to read",
                 fix="give a flatter value, or put it in a YAML file",
             ) from None
+        if override.is_sweep_override() and _nests_a_sweep(override.value()):
+            raise error(
+                f"override {line!r} puts a sweep inside a sweep",
+                full_key=override.key_or_group,
+                fix="sweep one list of plain values per key, e.g. `key=1,2,3`, "
+                "`key=choice(1,2,3)` or `key=range(0,5)`",
+            )
         if override.package is not None:
             raise error(
                 f"override {line!r} names a package (@...); packages are not supported here",
@@ -93,6 +100,16 @@ def _parse(overrides: Sequence[str]) -> list[Any]:
             )
         seen[key] = (line, sweeps)
     return parsed
+
+
+def _nests_a_sweep(value: Any) -> bool:
+    """Whether a sweep's values hold another sweep (``choice(choice(1,2),3)``)."""
+    from hydra.core.override_parser.types import Sweep
+
+    inner = getattr(value, "list", None)
+    if not isinstance(inner, list):
+        return False
+    return any(isinstance(v, Sweep) for v in inner)
 
 
 def is_sweep(overrides: Sequence[str]) -> bool:
@@ -189,6 +206,12 @@ def search_space(overrides: Sequence[str]) -> tuple[list[SearchDimension], list[
             continue
         key = override.get_key_element()
         if override.is_discrete_sweep():
+            if _size(override) > MAX_TRIALS:  # a range(0,10**9) is a typo, not a choice
+                raise error(
+                    f"override {line!r} gives more than {MAX_TRIALS:,} values to choose from",
+                    full_key=key,
+                    fix="search a range of numbers as an interval, e.g. `key=int(interval(0,100))`",
+                )
             values = tuple(override.sweep_iterator())
             if not values:
                 raise error(
@@ -201,6 +224,12 @@ def search_space(overrides: Sequence[str]) -> tuple[list[SearchDimension], list[
             continue
         sweep = override.value()
         low, high = sweep.start, sweep.end
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise error(
+                f"override {line!r} is an interval without finite bounds ({low} to {high})",
+                full_key=key,
+                fix="give both bounds as numbers, e.g. `lr=interval(0.001,0.1)`",
+            )
         if not low < high:
             raise error(
                 f"override {line!r} is an empty interval ({low} to {high})",
