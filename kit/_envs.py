@@ -253,11 +253,18 @@ def _teardown(provider: EnvironmentProvider, env: Env, label: str, what: str, an
     try:
         provider.teardown_env(env)
     except Exception as exc:
-        warnings.warn(
-            f"{label}: tearing down {what} failed ({type(exc).__name__}: {exc}); {anyway}",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+        _teardown_failed(label, what, exc, anyway)
+
+
+def _teardown_failed(label: str, what: str, exc: Exception, anyway: str) -> None:
+    said = str(exc).strip().splitlines()
+    warnings.warn(
+        f"{label}: tearing down {what} failed ({type(exc).__name__}"
+        + (f": {said[0]}" if said else "")
+        + f"); {anyway}",
+        RuntimeWarning,
+        stacklevel=4,
+    )
 
 
 def _teardown_late(provider: EnvironmentProvider, label: str, env: Env) -> None:
@@ -283,9 +290,17 @@ def _attach_to_cluster(
     from kit._plugin import ProviderPlugin, env_report
 
     for old in stale:
-        # Gone already is fine: another client of a shared scheduler may have removed it.
-        with contextlib.suppress(ValueError):
+        try:
             client.unregister_worker_plugin(old)
+        except ValueError:
+            pass  # gone already: another client of a shared scheduler removed it
+        except Exception as exc:
+            # A worker's teardown_env raised. The plugin is gone from the scheduler and
+            # the workers all the same; the env being attached (another run's, another
+            # trial's) must not fail for it: a warning, as inline.
+            _teardown_failed(
+                label, "the previous env on a worker", exc, "the new env is built anyway"
+            )
     with reading_env(type(provider)):  # make_worker_setup_fn may read the config here
         setup = functools.partial(env_only_setup, provider.worker_setup_fn(), type(provider))
     plugin = ProviderPlugin(name, label, cloudpickle.dumps(setup), cloudpickle.dumps(provider))

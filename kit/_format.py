@@ -23,6 +23,22 @@ def printable(text: object) -> str:
     return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
+def first_line(error: object) -> str:
+    r"""Return the first line of an error's message; an exception's empty message, its type.
+
+    Examples
+    --------
+    >>> first_line(ValueError("item 3 is broken\nsee the log")), first_line(MemoryError())
+    ('item 3 is broken', 'MemoryError')
+    >>> first_line("")
+    ''
+    """
+    lines = str(error).strip().splitlines()
+    if lines:
+        return lines[0]
+    return type(error).__name__ if isinstance(error, BaseException) else ""
+
+
 def duration(seconds: float | None, compact: bool = False) -> str:
     """Write a duration for people: ``42 s``, ``3 min 05 s``, ``1 h 02 min`` (``?`` if unknown).
 

@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from kit._atomic import atomic_file
 from kit._files import UnsafeFileError, read_json, read_text
+from kit._format import first_line
 from kit._rundir import RunDir
 from kit.config import to_overrides
 
@@ -222,6 +223,6 @@ def read_history(runs_dir: Path, runs: Sequence[str] | None = None) -> list[dict
             del row["sample"]  # a run stored without it: nothing to say
         row.update(result.get("summary") or {})
         if result.get("error"):
-            row["error"] = str(result["error"]).splitlines()[0]
+            row["error"] = first_line(result["error"])
         rows.append(row)
     return rows

@@ -23,6 +23,7 @@ from omegaconf import DictConfig
 from kit._atomic import atomic_file
 from kit._errors import KitError
 from kit._files import UnsafeFileError, read_text
+from kit._format import first_line
 from kit._from_config import build_runner
 from kit._rundir import SweepDir
 from kit._trials import (
@@ -306,7 +307,7 @@ class SweepHandle:
             entry["status"] = status
             entry.pop("error", None)
             if error is not None:  # what a reader in another process shows for it
-                entry["error"] = (str(error).strip().splitlines() or [type(error).__name__])[0]
+                entry["error"] = first_line(error)
         self._save()
 
     def _save(self) -> None:

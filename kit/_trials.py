@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 
 from kit._compare import compare, run_metric
 from kit._errors import KitError
+from kit._format import first_line
 from kit.result import RunResult, RunStatus
 
 
@@ -188,7 +189,7 @@ class SweepResult:
             if result is None:
                 error_text = self.errors.get(trial.number)
                 row["status"] = TrialStatus.ERROR.value
-                row["error"] = str(error_text).splitlines()[0] if error_text else None
+                row["error"] = first_line(error_text) if error_text is not None else None
             else:
                 row["status"] = str(self.statuses.get(trial.number, result.status))
                 row.update(result.summary)

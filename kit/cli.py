@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from omegaconf import DictConfig, OmegaConf
 
 from kit._errors import ClusterError, DriverLostError, KitError
-from kit._format import printable
+from kit._format import first_line, printable
 from kit._leave import leave
 from kit._rundir import SweepDir
 from kit.config import load_config, resolve_config, to_overrides
@@ -147,7 +147,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         result = runner.run(indices, on_event=TerminalProgress())
     except RunError as exc:
-        _say(f"kit: {str(exc).splitlines()[0]}", file=sys.stderr)
+        _say(f"kit: {first_line(exc)}", file=sys.stderr)
         return _print_result(exc.result) or EXIT_ITEMS_FAILED
     return _print_result(result)
 
@@ -195,7 +195,7 @@ def _sweep(args: argparse.Namespace) -> int:
     def ended(trial: Trial, result: RunResult | None, error: BaseException | None) -> None:
         where = " ".join(trial.overrides)
         if result is None:
-            _say(f"{trial.name} {where}: error: {str(error).splitlines()[0]}")
+            _say(f"{trial.name} {where}: error: {first_line(error)}")
             return
         stats = result.stats
         summary = ", ".join(f"{k}={v}" for k, v in result.summary.items())

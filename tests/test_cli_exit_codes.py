@@ -91,3 +91,11 @@ def test_a_trial_with_no_item_in_common_with_the_best_says_so(tmp_path: Path) ->
     assert code == EXIT_OK, err
     row = next(line for line in out.splitlines() if line.startswith("trial-000  "))
     assert row.endswith("no items in common"), out
+
+
+def test_a_trial_failing_with_an_empty_message_is_named_by_its_type(tmp_path: Path) -> None:
+    # Once an IndexError at the end of the sweep, and no table.
+    code, out, err = kit(tmp_path, "+fail_setup_silently=false,true", TOY)
+    assert code == EXIT_TRIALS_FAILED, err
+    row = next(line for line in out.splitlines() if line.startswith("trial-001  "))
+    assert row.split()[2] == "error" and row.endswith("MemoryError"), out

@@ -83,6 +83,22 @@ def test_a_failing_teardown_of_the_previous_inline_env_warns_and_the_new_run_goe
     assert result.records == expected(range(2), factor=3)
 
 
+def test_a_failing_teardown_of_the_previous_env_on_a_cluster_warns_and_the_new_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    # Once the next run's (a sweep's next trial's) error, with 0 items run.
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    one_env = {"env": "local", "n_workers": 2, "max_envs": 1}
+    Affine(ToyProvider(toy_config(gone, factor=2)), parallel=one_env).run(range(2))
+    gone.joinpath("setup.log").unlink()
+    gone.rmdir()  # closing the old model on the workers now fails: its log folder is gone
+    with pytest.warns(RuntimeWarning, match="tearing down the previous env on a worker failed"):
+        result = Affine(ToyProvider(toy_config(factor=3)), parallel=one_env).run(range(4))
+    assert result.records == expected(range(4), factor=3)
+    assert result.stats.failed == 0
+
+
 def test_env_keys_name_the_env_by_those_keys_alone(tmp_path: Path) -> None:
     base = KeyedProvider(toy_config(tmp_path, factor=2, offset=1))
     assert base.env_name() == KeyedProvider(toy_config(tmp_path, factor=2, offset=9)).env_name()

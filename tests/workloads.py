@@ -80,6 +80,8 @@ def build_env(cfg: Any) -> dict[str, Any]:
         log(cfg, "setup.log", f"{os.getpid()} {cfg.factor} {job}")
     if cfg.get("fail_setup"):
         raise RuntimeError("model file is corrupt")
+    if cfg.get("fail_setup_silently"):
+        raise MemoryError()  # no message at all
     if cfg.get("bad_setup"):
         return ["not", "a", "dict"]  # type: ignore[return-value]
     return {"model": Model(cfg), "offset": cfg.get("offset", 0), "pid": os.getpid()}
