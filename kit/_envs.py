@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import time
 import warnings
 from collections import Counter
 from collections.abc import Callable
@@ -271,6 +272,52 @@ def _teardown_late(provider: EnvironmentProvider, label: str, env: Env) -> None:
     _teardown(provider, env, label, "an env built after its run gave up", "nothing else is kept")
 
 
+#: How long an env's registration waits for its workers to come back after losing one.
+LOST_WORKER_WAIT = 120.0
+
+
+def _built_keys(client: Any, name: str, label: str) -> list[str]:
+    """Return env ``name``'s keys once a worker has it built; raise once every worker says why not.
+
+    Workers may go away meanwhile (a sibling trial's env killed them, or this
+    one's): the scheduler sends the plugin to the worker its nanny starts
+    again, so the workers are asked until one has the env built or all have
+    failed to build it.
+
+    Raises
+    ------
+    ProviderSetupError
+        Naming why, when every worker failed to build it (a build that
+        killed its worker says memory and the limit), or after
+        :data:`LOST_WORKER_WAIT` seconds without a worker that built it.
+    """
+    from kit._plugin import env_report, scheduler_state
+
+    deadline = time.monotonic() + LOST_WORKER_WAIT
+    failures: list[str] = []
+    while time.monotonic() < deadline:
+        try:
+            reports = list(client.run(env_report, name).values())
+        except Exception:  # a worker went away while it was asked (comm errors vary): again
+            reports = []
+        if any(report["built"] for report in reports):
+            return sorted({key for report in reports for key in report["keys"]})
+        failures = [report["failure"] for report in reports if report.get("failure")]
+        if reports and len(failures) == len(reports):
+            break
+        with contextlib.suppress(Exception):
+            if name not in client.run_on_scheduler(scheduler_state)["plugins"]:
+                break  # dropped meanwhile (the run gave up on it)
+        time.sleep(0.2)
+    drop_plugin(client, name)
+    raise ProviderSetupError(
+        failures[0]
+        if failures
+        else f"{label}: no worker built the env within {LOST_WORKER_WAIT:.0f} s of a worker "
+        "going away while it was registered; see the workers' logs"
+    )
+
+
 def drop_plugin(client: Any, name: str) -> None:
     """Unregister plugin ``name`` if the scheduler has it.
 
@@ -287,13 +334,17 @@ def drop_plugin(client: Any, name: str) -> None:
 def _attach_to_cluster(
     client: Any, provider: EnvironmentProvider, name: str, label: str, stale: list[str]
 ) -> list[str]:
-    from kit._plugin import ProviderPlugin, env_report
+    from distributed.comm.core import CommClosedError
+
+    from kit._plugin import ProviderPlugin
 
     for old in stale:
         try:
             client.unregister_worker_plugin(old)
-        except ValueError:
-            pass  # gone already: another client of a shared scheduler removed it
+        except (ValueError, CommClosedError):
+            # Gone already (another client of a shared scheduler removed it), or a
+            # worker went away meanwhile, and its env with it.
+            pass
         except Exception as exc:
             # A worker's teardown_env raised. The plugin is gone from the scheduler and
             # the workers all the same; the env being attached (another run's, another
@@ -306,6 +357,12 @@ def _attach_to_cluster(
     plugin = ProviderPlugin(name, label, cloudpickle.dumps(setup), cloudpickle.dumps(provider))
     try:
         client.register_plugin(plugin, name=name)
+    except CommClosedError:
+        # A worker went away while the plugin was being sent: killed by its own env's
+        # build, or by another run's (a sweep's sibling trial) on the same worker. The
+        # scheduler keeps the plugin and sends it to the worker its nanny starts again:
+        # what the workers say then decides.
+        pass
     except Exception as exc:
         # Leave nothing half-registered: a later worker must not retry a broken setup.
         drop_plugin(client, name)
@@ -314,8 +371,4 @@ def _attach_to_cluster(
         raise ProviderSetupError(
             f"{label}: registering the env on the workers failed: {exc!r}"
         ) from exc
-    reports = client.run(env_report, name)
-    keys: set[str] = set()
-    for report in reports.values():
-        keys.update(report["keys"])
-    return sorted(keys)
+    return _built_keys(client, name, label)

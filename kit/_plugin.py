@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import os
 import re
 import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import cloudpickle
@@ -21,6 +23,9 @@ from kit._errors import KitError
 from kit._inject import ForwardSpec
 from kit.provider import ProviderSetupError, check_env
 from kit.result import Index
+
+#: Held while a worker process builds an env suspected of killing its last process.
+_SUSPECTS = threading.Lock()
 
 
 class ProviderPlugin(WorkerPlugin):
@@ -42,6 +47,8 @@ class ProviderPlugin(WorkerPlugin):
         self.env: dict[str, Any] | None = None
         self.builds = 0
         self.removed = False
+        #: Why the env is not built on this worker (its setup failed), or None.
+        self.failure: str | None = None
 
     async def setup(self, worker: Any) -> None:
         """Build the env on a thread; wrap any failure with the provider and worker named.
@@ -54,7 +61,11 @@ class ProviderPlugin(WorkerPlugin):
         """
         os.environ["DASK_WORKER_ID"] = str(worker.id)
         os.environ["KIT_WORKER_INDEX"] = str(worker_index(worker.name))
-        env = await _on_daemon_thread(functools.partial(self._build, worker), self.label)
+        try:
+            env = await _on_daemon_thread(functools.partial(self._build, worker), self.label)
+        except BaseException as exc:
+            self.failure = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            raise
         if self.removed:  # the run gave up waiting and unregistered the plugin
             self._release(env)
             return
@@ -62,6 +73,30 @@ class ProviderPlugin(WorkerPlugin):
         self.builds += 1
 
     def _build(self, worker: Any) -> dict[str, Any]:
+        marker = build_marker(worker, self.name)
+        died = _marked(marker)
+        if died is None:
+            return self._marked_build(worker, marker)
+        # This worker's last process died while this env was being built (its nanny
+        # started it again). Alone in its build then: it killed the process, and
+        # building it again would kill this one and every restart after.
+        if died[1] == "building" and not _others_building(marker, died[0]):
+            raise ProviderSetupError(died_building(worker, self.label))
+        # Other envs were being built too: the suspects are built again one at a time,
+        # so that the next death, if any, has one env to blame.
+        marker.write_text(f"{os.getpid()} waiting")
+        with _SUSPECTS:
+            return self._marked_build(worker, marker)
+
+    def _marked_build(self, worker: Any, marker: Path) -> dict[str, Any]:
+        marker.parent.mkdir(mode=0o700, exist_ok=True)
+        marker.write_text(f"{os.getpid()} building")
+        try:
+            return self._setup_env(worker)
+        finally:
+            marker.unlink(missing_ok=True)  # only a process killed mid-build leaves it
+
+    def _setup_env(self, worker: Any) -> dict[str, Any]:
         try:
             fn = cloudpickle.loads(self._setup)
             return check_env(fn(), self.label, "the worker setup function")
@@ -77,6 +112,8 @@ class ProviderPlugin(WorkerPlugin):
     def teardown(self, worker: Any) -> None:
         """Release the env through the provider's ``teardown_env``."""
         self.removed = True
+        # Unregistered: a later registration of the env may try to build it again.
+        build_marker(worker, self.name).unlink(missing_ok=True)
         env, self.env = self.env, None
         if env is not None:
             self._release(env)
@@ -84,6 +121,50 @@ class ProviderPlugin(WorkerPlugin):
     def _release(self, env: dict[str, Any]) -> None:
         provider = cloudpickle.loads(self._provider)
         provider.teardown_env(env)
+
+
+def build_marker(worker: Any, name: str) -> Path:
+    """Return the file that says env ``name`` is being built by this worker's process.
+
+    It outlives the process (in the folder Dask gives the cluster's workers),
+    and is named by the scheduler, the worker's nanny (the same across the
+    worker's restarts) and the env.
+    """
+    who = f"{worker.scheduler.address}|{getattr(worker, 'nanny', None) or worker.name}|{name}"
+    digest = hashlib.sha256(who.encode()).hexdigest()[:24]
+    return Path(worker.local_directory).parent / "kit-env-builds" / digest
+
+
+def died_building(worker: Any, label: str) -> str:
+    """Say that a worker's process died building ``label``'s env, and what its memory limit is."""
+    limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None)
+    memory = (
+        f"more memory than the worker's limit of {limit / 2**20:,.0f} MiB"
+        if limit
+        else "more memory than the machine has"
+    )
+    return (
+        f"{label}: building the env killed worker {worker.name}'s process, most likely because "
+        f"it needs {memory}; it is not built again on this worker. Give each worker more "
+        "memory (parallel.options.memory_limit, or the job's memory on a cluster), fewer "
+        "threads or processes per machine, or make the env smaller"
+    )
+
+
+def _marked(marker: Path) -> tuple[str, str] | None:
+    """Return a build marker's process id and state (``building``, ``waiting``), or None."""
+    try:
+        pid, state = marker.read_text().split()
+    except (OSError, ValueError):
+        return None
+    return pid, state
+
+
+def _others_building(marker: Path, pid: str) -> bool:
+    """Whether envs other than ``marker``'s were being built by process ``pid``."""
+    return any(
+        other != marker and _marked(other) == (pid, "building") for other in marker.parent.iterdir()
+    )
 
 
 async def _on_daemon_thread(fn: Callable[[], Any], label: str) -> Any:
@@ -138,9 +219,10 @@ def worker_env(name: str) -> Mapping[str, Any]:
     worker = get_worker()
     plugin = worker.plugins.get(name)
     if not isinstance(plugin, ProviderPlugin) or plugin.env is None:
+        why = plugin.failure if isinstance(plugin, ProviderPlugin) else None
         raise ProviderSetupError(
             f"the env {name!r} is not built on worker {worker.name} ({worker.address}); "
-            "its setup may have failed when the worker started: see the worker's log"
+            + (why or "its setup may have failed when the worker started: see the worker's log")
         )
     return plugin.env
 
@@ -189,8 +271,9 @@ def env_report(name: str, dask_worker: Any) -> dict[str, Any]:
     """For ``client.run``: the env's keys and build count on one worker."""
     plugin = dask_worker.plugins.get(name)
     if not isinstance(plugin, ProviderPlugin) or plugin.env is None:
-        return {"built": False, "keys": [], "builds": 0}
-    return {"built": True, "keys": sorted(plugin.env), "builds": plugin.builds}
+        failure = plugin.failure if isinstance(plugin, ProviderPlugin) else None
+        return {"built": False, "keys": [], "builds": 0, "failure": failure}
+    return {"built": True, "keys": sorted(plugin.env), "builds": plugin.builds, "failure": None}
 
 
 def scheduler_state(dask_scheduler: Any) -> dict[str, Any]:

@@ -600,3 +600,29 @@ class Graded(Runner):
     def summarize(self, records: list[Any]) -> dict[str, Any]:
         ys = [r["y"] for r in records]
         return {"mean_y": sum(ys) / len(ys), "engine": "toy"}
+
+
+def hungry_env(megabytes: int) -> dict[str, Any]:
+    """An env holding ``megabytes`` of memory, written (so the process really holds it)."""
+    return {"blob": b"x" * (megabytes * 2**20)}
+
+
+class Hungry(EnvironmentProvider):
+    """Builds an env of ``size_mb`` megabytes: past a worker's memory limit, its nanny kills it."""
+
+    env_keys = ("size_mb", "tag")
+
+    def build_env_local(self) -> dict[str, Any]:
+        return hungry_env(int(self.config.size_mb))
+
+    def make_worker_setup_fn(self) -> Any:
+        return functools.partial(hungry_env, int(self.config.size_mb))
+
+
+class Sized(Runner):
+    """Reports the size of a :class:`Hungry` env's blob."""
+
+    @staticmethod
+    def forward(idx: int, blob: bytes) -> dict[str, Any]:
+        time.sleep(0.02)
+        return {"idx": idx, "size": len(blob)}

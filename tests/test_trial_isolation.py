@@ -1,0 +1,62 @@
+"""One trial's env killing its worker fails that trial alone, naming memory and the limit.
+
+A real LocalCluster whose workers may hold 300 MB: an env of 1.5 GB kills the
+worker building it (its nanny's memory limit), and the nanny starts it again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kit
+from tests.workloads import Hungry, Sized
+
+SMALL = {
+    "env": "local",
+    "n_workers": 2,
+    "max_envs": 4,
+    "options": {"memory_limit": "300MB", "threads_per_worker": 2},
+}
+MEMORY = (
+    "Hungry: building the env killed worker {}'s process, most likely because it needs more "
+    "memory than the worker's limit of 286 MiB; it is not built again on this worker."
+)
+
+
+def config(**values: Any) -> dict[str, Any]:
+    return {
+        "provider": {"_target_": "tests.workloads.Hungry"},
+        "runner": {"_target_": "tests.workloads.Sized", "chunk_size": 4},
+        "size_mb": 0,
+        "tag": "a",
+        "items": {"stop": 24},
+        "parallel": SMALL,
+        **values,
+    }
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_an_env_that_kills_its_workers_fails_its_trial_alone(tmp_path: Path) -> None:
+    result = kit.sweep(
+        config(), ["size_mb=0,1500", "tag=a,b"], output_dir=tmp_path / "s", concurrency=4
+    )
+    rows = {row["trial"]: row for row in result.rows()}
+    for name in ("trial-000", "trial-001"):  # the siblings: 0 MB envs
+        assert rows[name]["status"] == "completed", rows[name].get("error")
+        assert rows[name]["ok"] == 24 and rows[name]["failed"] == 0, rows[name]
+    for name in ("trial-002", "trial-003"):  # 1.5 GB envs, on 300 MB workers
+        assert rows[name]["status"] == "error", rows[name]
+        assert any(rows[name]["error"].startswith(MEMORY.format(n)) for n in (0, 1)), rows[name]
+    # No worker is left building the killer again and again: the cluster serves a run.
+    after = Sized(Hungry(config(tag="after"))).run(range(8))
+    assert [r["size"] for r in after.records] == [0] * 8
+
+
+def test_a_run_whose_env_kills_its_workers_says_so(tmp_path: Path) -> None:
+    runner = Sized(Hungry(config(size_mb=1500, tag="alone")), parallel=SMALL)
+    with pytest.raises(kit.ProviderSetupError) as failed:
+        runner.run(range(4))
+    assert any(str(failed.value).startswith(MEMORY.format(n)) for n in (0, 1)), failed.value
