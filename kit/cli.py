@@ -411,6 +411,23 @@ def _positive(text: str) -> int:
     return number
 
 
+def _export_tracking(args: argparse.Namespace) -> int:
+    from kit.tracking import Tracking
+    from kit.tracking._again import send_folder, tracking_of
+
+    given = {"mlflow": args.mlflow, "tensorboard": args.tensorboard}
+    section = {key: value for key, value in given.items() if value is not None}
+    if args.experiment is not None:
+        section["experiment"] = args.experiment
+    tracking = Tracking.of(section) if args.mlflow or args.tensorboard else None
+    folder = Path(args.output_dir)
+    where = tracking_of(folder, tracking)
+    for line in send_folder(folder, where):
+        _say(f"sent {line}")
+    _say_viewers(where, folder)
+    return EXIT_OK
+
+
 def _sweep_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o", "--output-dir", help="the sweep's folder (default: the config's output_dir)"
@@ -523,6 +540,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("output_dir", metavar="OUTPUT_DIR")
     report.set_defaults(handler=_report)
+    again = commands.add_parser(
+        "export-tracking",
+        help="send the finished run or sweep in OUTPUT_DIR to MLflow/TensorBoard again "
+        "(a tracker that was down missed it)",
+    )
+    again.add_argument("output_dir", metavar="OUTPUT_DIR")
+    again.add_argument(
+        "--mlflow", help="an MLflow tracking URI (default: the run's tracking.mlflow)"
+    )
+    again.add_argument(
+        "--tensorboard", help="a TensorBoard log folder (default: the run's tracking.tensorboard)"
+    )
+    again.add_argument("--experiment", help="the MLflow experiment (default: kit)")
+    again.set_defaults(handler=_export_tracking)
     cluster = commands.add_parser("cluster", help="job-queue clusters")
     cluster_commands = cluster.add_subparsers(dest="cluster_command", required=True)
     script = cluster_commands.add_parser(

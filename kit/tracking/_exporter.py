@@ -26,8 +26,9 @@ from kit.events import ChunkFinished, Event, RunFinished, RunStarted, Scalars
 
 #: Seconds between two writes of the running values while a run goes.
 INTERVAL = 1.0
-#: Seconds a run's end waits for its exporter to finish writing before it warns and goes on.
-FINISH_WAIT = 120.0
+#: Seconds a run's end waits for its exporter to finish writing before it warns and goes on:
+#: a tracker that is slow or gone never holds a run (or a sweep's next trial) back for long.
+FINISH_WAIT = 10.0
 
 
 class TrackingWarning(RuntimeWarning):
@@ -226,7 +227,8 @@ class Exporter:
             if self._thread.is_alive():
                 warnings.warn(
                     f"kit: {self.tracker} was still being written {FINISH_WAIT:.0f} s after the "
-                    "run ended; the run's own folder is complete, the tracker may miss its end",
+                    f"run ended ({self.fix}); the run's own folder is complete, and the tracker "
+                    f"may miss its end: {self.again}",
                     TrackingWarning,
                     stacklevel=2,
                 )
@@ -282,7 +284,7 @@ class Exporter:
         self._failed = True
         warnings.warn(
             f"kit: {self.tracker} export stopped: {type(exc).__name__}: {exc}. The run goes on "
-            f"and its output directory is complete; {self.fix}",
+            f"and its output directory is complete; {self.fix}, then {self.again}",
             TrackingWarning,
             stacklevel=2,
         )
@@ -292,6 +294,8 @@ class Exporter:
     # ------------------------------------------------------- what subclasses write
     #: The warning's advice when the tracker fails.
     fix = "check where it writes"
+    #: How to send the run to the tracker again from its folder.
+    again = "send it again from its folder with `kit export-tracking OUTPUT_DIR`"
 
     def open(self, started: RunStarted) -> None:
         """Begin the run in the tracker."""

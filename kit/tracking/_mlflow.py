@@ -9,6 +9,7 @@ resumed run goes on in the MLflow run it began.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -29,6 +30,8 @@ STATUSES = {"completed": "FINISHED", "cancelled": "KILLED", "stopped": "FAILED",
 #: What MLflow keeps of a param's value, at most (its own limit).
 PARAM_CHARS = 6000
 _KEY_CHARS = re.compile(r"[^0-9A-Za-z_\-. /]")
+#: The experiment tag MLflow 3's UI reads to choose an experiment's first page, and Kit's kind.
+EXPERIMENT_KIND, MODEL_RUNS = "mlflow.experimentKind", "custom_model_development"
 _clients: dict[str, Any] = {}
 #: Experiment ids by (tracking URI, name), looked up once a process.
 _experiments: dict[tuple[str, str], str] = {}
@@ -57,12 +60,57 @@ def client_for(uri: str) -> Any:
     with _clients_lock:
         # Made under the lock: a fresh SQLite store gets its tables once, not once a trial.
         if uri not in _clients:
+            probe(uri)
             if uri.startswith("sqlite:///"):
                 Path(uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
             client = MlflowClient(tracking_uri=uri)
             client.search_experiments(max_results=1)  # a store that cannot be opened fails here
             _clients[uri] = client
         return _clients[uri]
+
+
+#: Seconds an MLflow server has to answer Kit's first question before it counts as down.
+PROBE_SECONDS = 3.0
+
+
+class TrackerUnreachable(ConnectionError):
+    """An MLflow server did not answer: the run is not exported to it (its folder is whole).
+
+    Examples
+    --------
+    >>> issubclass(TrackerUnreachable, ConnectionError)
+    True
+    """
+
+
+def probe(uri: str, seconds: float = PROBE_SECONDS) -> None:
+    """Raise :class:`TrackerUnreachable` unless the MLflow server at ``uri`` answers at once.
+
+    MLflow's own client retries a server that is down for about two minutes a
+    call; asked first with a short timeout, a run finds out in seconds. A
+    store that is no server (``sqlite:///...``) is not probed.
+
+    Examples
+    --------
+    >>> probe("sqlite:////tmp/mlflow.db")
+    >>> probe("http://127.0.0.1:9", seconds=1)  # nothing listens on the discard port
+    Traceback (most recent call last):
+    ...
+    kit.tracking._mlflow.TrackerUnreachable: the MLflow server at http://127.0.0.1:9 did not ...
+    """
+    if not uri.startswith(("http://", "https://")):
+        return
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=seconds) as answer:
+            answer.read(64)
+    except (OSError, ValueError) as exc:  # URLError, HTTPError, timeouts, a bad URL
+        reason = getattr(exc, "reason", None) or exc
+        raise TrackerUnreachable(
+            f"the MLflow server at {uri} did not answer within {seconds:.0f} s ({reason})"
+        ) from None
 
 
 def artifact_root(uri: str) -> str | None:
@@ -100,7 +148,13 @@ def _experiment_id(client: Any, name: str, uri: str) -> str:
             client.restore_experiment(found.experiment_id)
         return str(found.experiment_id)
     try:
-        return str(client.create_experiment(name, artifact_location=artifact_root(uri)))
+        # Kit's runs are model runs: MLflow 3's UI opens the experiment on Runs, not on
+        # its GenAI pages (which it guesses for an experiment of no kind).
+        return str(
+            client.create_experiment(
+                name, artifact_location=artifact_root(uri), tags={EXPERIMENT_KIND: MODEL_RUNS}
+            )
+        )
     except MlflowException:
         found = client.get_experiment_by_name(name)  # created meanwhile by another run
         if found is None:
@@ -144,29 +198,72 @@ def open_run(
     run_name: str | None,
     tags: Mapping[str, str],
     resume: bool,
+    start_time: float | None = None,
 ) -> tuple[str, bool]:
-    """Return the MLflow run of ``folder`` (the one it began, or a new one) and if it is new."""
+    """Return the MLflow run of ``folder`` (the one it began, or a new one) and if it is new.
+
+    ``start_time`` (seconds since the epoch) is when the run began, not when
+    its exporter got to it; a new run also gets MLflow's standard tags for
+    who ran it and from what (``mlflow.user``, ``mlflow.source.name``).
+    """
     from mlflow.exceptions import MlflowException
 
     noted = read_json(RunDir(folder).tracking) if folder is not None and resume else None
     known = (noted or {}).get("mlflow")
-    if isinstance(known, dict) and known.get("tracking_uri") == uri and known.get("run_id"):
+    if isinstance(known, dict) and known.get("run_id"):
         try:
             run = client.get_run(str(known["run_id"]))
         except MlflowException:
-            run = None  # deleted from the store: begin a new one
-        if run is not None and run.info.lifecycle_stage == "active":
+            run = None  # deleted from the store, or another store: begin a new one
+        assert folder is not None
+        if (
+            run is not None
+            and known.get("tracking_uri") != uri
+            and run.data.tags.get("kit.output_dir") == str(folder.absolute())
+            and run.info.status == "RUNNING"
+        ):
+            # The same store reached another way (its server is gone, its SQLite file is
+            # read): the run begun there stopped halfway, and its artifacts live behind
+            # the old server. Say so, and send the run again as a new MLflow run.
+            client.set_tag(run.info.run_id, "kit.note", "stopped halfway: sent again")
+            client.set_terminated(run.info.run_id, status="FAILED")
+            run = None
+        if (
+            run is not None
+            and known.get("tracking_uri") == uri
+            and (run.info.lifecycle_stage == "active")
+        ):
             client.update_run(run.info.run_id, status="RUNNING")
             return str(run.info.run_id), False
     run = client.create_run(
         experiment_id(client, experiment, uri),
+        start_time=int(start_time * 1000) if start_time else None,
         run_name=run_name,
-        tags={key: value for key, value in tags.items() if value},
+        tags={**source_tags(), **{key: value for key, value in tags.items() if value}},
     )
     run_id = str(run.info.run_id)
     if folder is not None:  # for a resumed run to go on in it
         write_json(RunDir(folder).tracking, {"mlflow": {"tracking_uri": uri, "run_id": run_id}})
     return run_id, True
+
+
+def source_tags() -> dict[str, str]:
+    """Return MLflow's standard tags for this process: its user, its program, of type LOCAL.
+
+    Examples
+    --------
+    >>> sorted(source_tags())
+    ['mlflow.source.name', 'mlflow.source.type', 'mlflow.user']
+    """
+    import getpass
+    import sys
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this user id (a container)
+        user = str(os.getuid())
+    program = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    return {"mlflow.user": user, "mlflow.source.name": program, "mlflow.source.type": "LOCAL"}
 
 
 def log_values(
@@ -276,8 +373,11 @@ class MLflowExporter(Exporter):
         self.records = records
         self.resume = resume
         self.fix = f"check the MLflow store {tracking_uri}"
+        if self.output_dir is not None:
+            self.again = f"send it again with `kit export-tracking {self.output_dir}`"
         require()  # a missing package is said at once, not by a warning mid-run
         self.run_id: str | None = None
+        self._started: float | None = None
         self._client: Any = None
         self._params: dict[str, str] = {}
 
@@ -290,6 +390,7 @@ class MLflowExporter(Exporter):
             tags["kit.output_dir"] = str(self.output_dir.absolute())
         if parent:
             tags["mlflow.parentRunId"] = parent
+        self._started = started.started or None
         self.run_id, new = open_run(
             self._client,
             self.tracking_uri,
@@ -298,6 +399,7 @@ class MLflowExporter(Exporter):
             run_name=self.run_name,
             tags=tags,
             resume=self.resume,
+            start_time=self._started,
         )
         self._params = flat_params(self.config) if new else {}
         # Written before the run started: uploaded now, while the items run.
@@ -323,7 +425,13 @@ class MLflowExporter(Exporter):
         self._log({**values, **numbers(finished.summary)}, finished.done)
         if finished.error:
             self._client.set_tag(run_id, "kit.error", finished.error[:5000])
-        self._client.set_terminated(run_id, status=STATUSES.get(str(finished.status), "FAILED"))
+        # The run's own end (its start and elapsed time), not when the exporter got there.
+        ended = self._started + finished.elapsed if self._started else None
+        self._client.set_terminated(
+            run_id,
+            status=STATUSES.get(str(finished.status), "FAILED"),
+            end_time=int(ended * 1000) if ended else None,
+        )
 
     def upload(self, finished: RunFinished) -> None:
         """Upload ``report.html`` (and the records with ``records=True``)."""

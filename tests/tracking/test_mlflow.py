@@ -170,3 +170,86 @@ def test_a_sweep_is_a_parent_run_with_a_nested_run_per_trial_also_through_a_serv
     assert sorted(r["info"]["run_name"] for r in found) == [
         f"offsets/trial-00{i}" for i in range(4)
     ]
+
+
+def test_a_server_that_is_down_is_said_at_once_naming_it_and_no_trial_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    from tests.servers import free_port
+
+    down = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    cfg = graded_config(tmp_path, {"env": "inline"}, tracking={"mlflow": down})
+    folder = tmp_path / "runs" / "down"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = kit.sweep(cfg, ["offset=0,1,2"], output_dir=folder)
+    assert [str(r.status) for r in result.results if r is not None] == ["completed"] * 3
+    said = [str(w.message) for w in caught if issubclass(w.category, TrackingWarning)]
+    assert said, "the outage is said"
+    assert all(f"the MLflow server at {down} did not answer within 3 s" in m for m in said), said
+    # Found at the start, not by waiting out MLflow's retries at each run's end.
+    assert not any("was still being written" in m for m in said), said
+
+    # The trackers were down; the folder has it all: sent again, as it happened.
+    store = f"sqlite:///{tmp_path}/runs/mlflow.db"
+    from kit.cli import main
+
+    assert main(["export-tracking", str(folder), "--mlflow", store]) == 0
+    client = client_of(tmp_path)
+    runs = runs_of(client)
+    [parent] = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    trials = sorted(
+        (r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id),
+        key=lambda r: r.info.run_name,
+    )
+    assert [r.info.run_name for r in trials] == [f"down/trial-00{i}" for i in range(3)]
+    for run, trial in zip(trials, result.results, strict=True):
+        assert run.info.status == "FINISHED"
+        assert run.data.metrics["mean_y"] == pytest.approx(trial.summary["mean_y"])
+        # Its own start and end, not the export's.
+        events = [json.loads(line) for line in (trial.output_dir / "events.jsonl").open()]
+        began = next(e["started"] for e in events if e["event"] == "RunStarted")
+        assert run.info.start_time == int(began * 1000)
+        assert run.info.end_time - run.info.start_time == pytest.approx(
+            trial.stats.wall_seconds * 1000, abs=1000
+        )
+        assert run.data.tags["mlflow.source.type"] == "LOCAL" and run.data.tags["mlflow.user"]
+    assert parent.data.metrics["trials/completed"] == 3
+    experiment = client.get_experiment_by_name("kit")
+    assert experiment is not None
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+
+
+@pytest.mark.filterwarnings("ignore::kit.tracking.TrackingWarning")
+def test_a_server_killed_mid_run_holds_the_run_back_seconds_at_most_and_it_is_sent_again(
+    tmp_path: Path,
+) -> None:
+    store = f"sqlite:///{tmp_path}/runs/mlflow.db"
+    (tmp_path / "runs").mkdir()
+    folder = tmp_path / "runs" / "graded"
+    with mlflow_server(store, tmp_path) as url:
+        cfg = graded_config(tmp_path, {"env": "inline"}, sleep=0.05, tracking={"mlflow": url})
+        runner, items = build_runner(kit.load_config(cfg))
+        handle = runner.submit(items)
+        wait_until(lambda: (folder / "tracking.json").exists(), "the MLflow run's start")
+    # The server is gone (killed at the with's end) while the run goes on.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = handle.result(timeout=300)
+    assert str(result.status) == "completed" and result.stats.ok == 24
+    said = [str(w.message) for w in caught if issubclass(w.category, TrackingWarning)]
+    assert any(f"send it again with `kit export-tracking {folder}`" in m for m in said), said
+    from kit.cli import main
+
+    # The server is back (on another port): the run is sent again through it.
+    with mlflow_server(store, tmp_path) as again:
+        assert main(["export-tracking", str(folder), "--mlflow", again]) == 0
+        # The run begun through the first server stopped halfway and says so; the run
+        # sent again from the folder is whole.
+        client = MlflowClient(again)
+        runs = {r.info.status: r for r in runs_of(client)}
+        assert sorted(runs) == ["FAILED", "FINISHED"]
+        assert runs["FAILED"].data.tags["kit.note"] == "stopped halfway: sent again"
+        run = runs["FINISHED"]
+        assert run.data.metrics["mean_y"] == pytest.approx(23.0)
+        assert "report.html" in {a.path for a in client.list_artifacts(run.info.run_id)}
