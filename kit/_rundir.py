@@ -124,6 +124,7 @@ class SweepDir:
 
     record = _File("sweep.json", "The sweep's own record: its trials, their values and statuses.")
     study = _File("optuna.journal", "A search's Optuna study, as a journal.")
+    bokeh = _File("bokeh", "BokehJS, once, for the trials' reports (each loads it from here).")
     # A detached sweep's driver files, its report and its trackers' ids are named as a run's.
     report = RunDir.report
     driver = RunDir.driver
@@ -139,6 +140,7 @@ class SweepDir:
         {
             record.name,
             study.name,
+            bokeh.name,
             RunDir.LOCK,
             report.name,
             driver.name,

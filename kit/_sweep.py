@@ -11,6 +11,7 @@ are read back, not run; half-finished ones resume at chunk level.
 from __future__ import annotations
 
 import json
+import queue
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +26,7 @@ from kit._errors import KitError
 from kit._files import UnsafeFileError, read_text
 from kit._format import first_line
 from kit._from_config import build_runner
-from kit._rundir import SweepDir
+from kit._rundir import RunDir, SweepDir
 from kit._trials import (
     BuildTrial,
     SweepResult,
@@ -40,7 +41,9 @@ from kit.config._api import outcome_hash
 from kit.config._errors import error
 from kit.config._sweeps import expand_sweep
 from kit.dashboard import write_sweep_report
+from kit.dashboard._report import ReportWriter, share_bokeh
 from kit.detached import read_result
+from kit.events import RunFinished, RunStarted
 from kit.result import RunError, RunResult, RunStatus
 from kit.store import RunStore
 from kit.tracking import Tracking
@@ -133,6 +136,7 @@ class SweepHandle:
         self._errors: dict[int, BaseException] = {}
         self._statuses: dict[int, TrialStatus] = {}
         self._store = RunStore(folder)
+        self._reports = _Reports()
         #: Where the sweep is exported to (its trials nested under it), or None.
         self.tracking = tracking
         self._tracker = (
@@ -232,6 +236,7 @@ class SweepHandle:
             over, self._ended_once = over and not self._ended_once, self._ended_once or over
         if over:
             self._save()
+            self._reports.close()  # the trials' reports are drawn: the sweep's is next
             self._write_report()
             if self._tracker is not None:
                 search = self._record.get("search") or self._record
@@ -251,10 +256,16 @@ class SweepHandle:
             runner.output_dir = trial.output_dir
             # The sweep exports its trials itself: nested under it, with their swept values.
             runner.tracking = None
+            # And draws their reports itself, off the trials' path (see _Reports).
+            runner.draws_report = False
             handle = runner.prepare(indices)
-            if self._tracker is not None:
-                exporters = self._tracker.exporters(trial, runner.provider.config)
-                handle.events.subscribe(Exporters(exporters))
+            exporters = Exporters(
+                self._tracker.exporters(trial, runner.provider.config)
+                if self._tracker is not None
+                else []
+            )
+            handle.events.subscribe(exporters.take)
+            self._reports.follow(trial, handle, exporters)
             handle.start()
         except BaseException as exc:
             self._ended(trial, None, exc)
@@ -425,6 +436,71 @@ class SweepHandle:
         for handle in running:
             handle.cancel()
         self._launch()
+
+
+class _Reports:
+    """Draw each ended trial's ``report.html`` on a thread of the sweep's, one after another.
+
+    A trial's end never waits for its report (drawing one takes about half a
+    second of CPU): the next trial starts at once. Once a trial's report is
+    drawn, its trackers are told its folder is complete (they upload the
+    report and end the trial's run there). The sweep's end waits for all of
+    them, so every report is there when the sweep is over.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[Trial, RunFinished, Exporters] | None] = (
+            queue.SimpleQueue()
+        )
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def follow(self, trial: Trial, handle: Any, exporters: Exporters) -> None:
+        """Draw ``trial``'s report once its run (``handle``) has ended, if it started."""
+        started: list[bool] = []
+
+        def take(event: Any) -> None:
+            if isinstance(event, RunStarted):
+                started.append(True)
+            elif isinstance(event, RunFinished):
+                if started:
+                    self._put((trial, event, exporters))
+                else:  # refused before it began (its folder's lock): nothing to draw
+                    exporters.finish(event)
+
+        handle.events.subscribe(take)
+
+    def _put(self, item: tuple[Trial, RunFinished, Exporters]) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._draw, name="kit-sweep-reports", daemon=True
+                )
+                self._thread.start()
+        self._queue.put(item)
+
+    def _draw(self) -> None:
+        shared: str | None = None
+        while (item := self._queue.get()) is not None:
+            trial, finished, exporters = item
+            try:
+                if RunDir(trial.output_dir).manifest.is_file():  # its folder may have gone
+                    if shared is None:  # BokehJS once in the sweep's folder, not in each page
+                        try:
+                            shared = share_bokeh(trial.output_dir.parent) or ""
+                        except Exception:  # a full disk, say: each page inlines it then
+                            shared = ""
+                    ReportWriter.draw(trial.output_dir, shared or None)
+            finally:
+                exporters.finish(finished)  # the trackers end the trial's run whatever happened
+
+    def close(self) -> None:
+        """Wait until every report asked for is drawn (and the trackers told)."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            thread.join()
 
 
 class _Grid:

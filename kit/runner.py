@@ -153,6 +153,9 @@ class Runner:
         self.writer = writer
         #: Where the run is exported to (:class:`kit.tracking.Tracking`), or None.
         self.tracking = Tracking.of(tracking)
+        #: Whether the run draws ``output_dir/report.html`` as it ends (a sweep draws its
+        #: trials' reports itself, on a thread of its own, so no trial's end waits for one).
+        self.draws_report = True
         if client is not None:
             check_client(client)
         self.client = client
@@ -322,7 +325,7 @@ class Runner:
             # They end the run in the trackers while its report is drawn (just below),
             # then upload the report once it is written.
             events.subscribe(exporters.take)
-        if store is not None:
+        if store is not None and self.draws_report:
             events.subscribe(ReportWriter(store.path))
         if exporters is not None:
             events.subscribe(exporters.finish)

@@ -249,3 +249,40 @@ def test_trials_attaching_new_envs_at_once_tear_each_stale_env_down_once(
     config = sweep_config(tmp_path / "later", local, sleep=0)
     result = kit.sweep(config, ["offset=0,1", "factor=2,3"], output_dir=tmp_path / "two")
     assert [row["status"] for row in result.rows()] == ["completed"] * 4, result.errors
+
+
+def test_a_trials_end_never_waits_for_its_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from kit.dashboard._report import ReportWriter
+
+    # Trial 0's report is held until trial 1 (run one at a time) has ended: drawn on the
+    # trials' path, the sweep could never get there.
+    folder = tmp_path / "s"
+    second_done = threading.Event()
+    draw = ReportWriter.draw
+
+    def held(output_dir: Path, shared_bokeh: str | None = None) -> None:
+        if output_dir.name == "trial-000":
+            assert second_done.wait(120), "trial-001 ran while trial-000's report was drawn"
+        draw(output_dir, shared_bokeh)
+
+    monkeypatch.setattr(ReportWriter, "draw", staticmethod(held))
+
+    def ended(trial: Any, result: Any, error: Any) -> None:
+        if trial.number == 1:
+            second_done.set()
+
+    config = sweep_config(tmp_path, {"env": "inline"}, sleep=0)
+    result = kit.sweep(config, ["offset=0,1"], output_dir=folder, concurrency=1, on_trial=ended)
+    assert [r.stats.ok for r in result.results] == [24, 24]
+    # Every report is there once the sweep is over, the sweep's own too.
+    assert all((folder / name / "report.html").is_file() for name in ("trial-000", "trial-001"))
+    assert (folder / "report.html").is_file()
+    # A trial's page loads BokehJS from the sweep's folder, kept there once: kilobytes a page.
+    page = (folder / "trial-001" / "report.html").read_text()
+    assert '<script src="../bokeh/static/js/bokeh.min.js"></script>' in page
+    assert len(page) < 100_000
+    assert (folder / "bokeh" / "static" / "js" / "bokeh.min.js").is_file()

@@ -179,3 +179,24 @@ def test_a_finished_trial_made_by_other_code_is_not_read_back(tmp_path: Path, ki
         again = kit.submit_search(cfg, SPACE, trials=2, metric="loss", output_dir=folder)
     assert [r.stats.ok for r in again.result(timeout=60).results] == [4, 4]
     assert again.handles == {}
+
+
+def test_a_link_planted_where_the_sweep_keeps_bokehjs_is_not_written_through(
+    tmp_path: Path,
+) -> None:
+    cfg = config(tmp_path)
+    folder = tmp_path / "sweep"
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    run_sweep("grid", cfg, folder)
+    for path in sorted((folder / "bokeh").rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    (folder / "bokeh").rmdir()
+    (folder / "bokeh").symlink_to(victim, target_is_directory=True)
+    for trial in ("trial-000", "trial-001"):
+        (folder / trial / "result.json").unlink()  # to run again
+    edit_record(folder, lambda r: [t.update(status="pending") for t in r["trials"]])
+    run_sweep("grid", cfg, folder)
+    assert list(victim.iterdir()) == []
+    # The reports inline BokehJS instead: whole pages, as a single run's.
+    assert "../bokeh/" not in (folder / "trial-001" / "report.html").read_text()

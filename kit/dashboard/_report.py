@@ -12,7 +12,7 @@ from typing import Any
 
 from kit._atomic import atomic_file
 from kit._files import UnsafeFileError, read_text
-from kit._rundir import RunDir
+from kit._rundir import RunDir, SweepDir
 from kit.dashboard._figures import DashboardView, require_bokeh
 from kit.dashboard._state import DashboardState
 from kit.events import Event, RunFinished, RunStarted, read_events
@@ -74,11 +74,13 @@ def _ran_html(folder: Path) -> str:
     return f"<h3>This run</h3><table class='kit-ran'>{body}</table>"
 
 
-def write_report(output_dir: str | os.PathLike[str]) -> Path:
+def write_report(output_dir: str | os.PathLike[str], shared_bokeh: str | None = None) -> Path:
     """Write ``output_dir/report.html`` from the run stored there; return its path.
 
     The file is standalone: BokehJS is inlined, nothing is fetched from a
-    CDN, so it opens offline. ``kit report OUTPUT_DIR`` calls this.
+    CDN, so it opens offline. ``kit report OUTPUT_DIR`` calls this. With
+    ``shared_bokeh`` (a relative URL, ``../bokeh/``: a sweep's trials) the page
+    loads BokehJS from there instead, and weighs some kilobytes, not megabytes.
 
     Examples
     --------
@@ -100,7 +102,7 @@ def write_report(output_dir: str | os.PathLike[str]) -> Path:
     from bokeh.embed import file_html
     from bokeh.layouts import column
     from bokeh.models.widgets import Div
-    from bokeh.resources import INLINE
+    from bokeh.resources import INLINE, Resources
 
     folder = Path(output_dir)
     files = RunDir(folder)
@@ -126,11 +128,50 @@ def write_report(output_dir: str | os.PathLike[str]) -> Path:
         sizing_mode="stretch_width",
         name="kit-details",
     )
-    page = file_html(column(view.layout, details), resources=INLINE, title=title)
+    resources = INLINE if shared_bokeh is None else Resources(mode="server", root_url=shared_bokeh)
+    page = file_html(column(view.layout, details), resources=resources, title=title)
     target = files.report
     with atomic_file(target) as fh:
         fh.write(page)
     return target
+
+
+def share_bokeh(folder: Path) -> str | None:
+    """Put BokehJS in ``folder/bokeh/`` (once); return the URL a page one level down uses.
+
+    A sweep's trial reports load it from there rather than each carrying
+    megabytes of it. None (each page inlines it) when bokeh is not installed
+    or a link stands where it would go: nothing is written through a link.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> sweep = pathlib.Path(tempfile.mkdtemp())
+    >>> share_bokeh(sweep), sorted(p.name for p in (sweep / "bokeh/static/js").iterdir())[0]
+    ('../bokeh/', 'bokeh-gl.min.js')
+    """
+    try:
+        from bokeh.resources import Resources
+        from bokeh.util.paths import bokehjs_path
+    except ImportError:
+        return None
+    target = folder / SweepDir.bokeh.name
+    parts = [target, target / "static", target / "static" / "js"]
+    if any(part.is_symlink() or (part.exists() and not part.is_dir()) for part in parts):
+        return None
+    parts[-1].mkdir(parents=True, exist_ok=True)
+    for url in Resources(mode="server", root_url="").js_files:
+        source = Path(bokehjs_path()) / url.split("?")[0].removeprefix("static/")
+        copy = target / url.split("?")[0]
+        if (
+            copy.is_file()
+            and not copy.is_symlink()
+            and copy.stat().st_size == source.stat().st_size
+        ):
+            continue
+        with atomic_file(copy) as fh:  # a rename: a link planted there is replaced, not followed
+            fh.write(source.read_text(encoding="utf-8"))
+    return f"../{SweepDir.bokeh.name}/"
 
 
 class ReportWriter:
@@ -164,14 +205,19 @@ class ReportWriter:
             self._started = False
             if not RunDir(self.output_dir).manifest.is_file():
                 return  # the folder went away mid-run: the run's error says so
-            try:
-                write_report(self.output_dir)
-            except ImportError:
-                pass
-            except Exception as exc:
-                warnings.warn(
-                    f"kit: report.html could not be written in {self.output_dir}: {exc}; "
-                    f"the run's results are stored; try `kit report {self.output_dir}`",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
+            self.draw(self.output_dir)
+
+    @staticmethod
+    def draw(output_dir: Path, shared_bokeh: str | None = None) -> None:
+        """Write ``output_dir``'s report; without bokeh nothing, and a failure is a warning."""
+        try:
+            write_report(output_dir, shared_bokeh)
+        except ImportError:
+            pass
+        except Exception as exc:
+            warnings.warn(
+                f"kit: report.html could not be written in {output_dir}: {exc}; "
+                f"the run's results are stored; try `kit report {output_dir}`",
+                RuntimeWarning,
+                stacklevel=2,
+            )
