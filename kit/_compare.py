@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import math
+import os
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 from kit.result import Index, RunResult
 
 Summarize = Callable[[list[Any]], dict[str, Any]]
+#: Fewer items in common than this, and an interval is said to mean little (a warning).
+FEW = 5
+#: Resampled indices held at once, at most (a block of resamples at a time).
+BLOCK = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,7 @@ class Comparison:
     --------
     >>> found = Comparison("wer", 0.12, 0.10, -0.02, -0.035, -0.006, 0.95, 0.998, 50, 2000, True)
     >>> print(found)  # doctest: +NORMALIZE_WHITESPACE
-    wer: 0.12 -> 0.1, difference -0.02 [-0.035, -0.006] (95% paired bootstrap, 50 items,
+    wer: 0.12 -> 0.1, difference -0.020 [-0.035, -0.006] (95% paired bootstrap, 50 items,
     2000 resamples); b lower in 99.8% of resamples
     """
 
@@ -42,14 +49,52 @@ class Comparison:
     resamples: int
     minimize: bool
 
+    @property
+    def interval(self) -> str:
+        """The difference and its interval, written with one number of decimals.
+
+        Enough decimals that the interval's width shows two digits:
+        ``+0.06 [-0.05, +0.17]``, never ``+0.05786 [-0.05462, +0.17]``.
+
+        Examples
+        --------
+        >>> found = Comparison("wer", 0.3, 0.36, 0.05786, -0.05462, 0.17, 0.95, 0.2, 9, 2000, True)
+        >>> found.interval
+        '+0.06 [-0.05, +0.17]'
+        """
+        return interval_text(self.difference, self.low, self.high)
+
     def __str__(self) -> str:
         better = "lower" if self.minimize else "higher"
         return (
-            f"{self.metric}: {self.a:.4g} -> {self.b:.4g}, difference {self.difference:+.4g} "
-            f"[{self.low:+.4g}, {self.high:+.4g}] ({self.confidence:.0%} paired bootstrap, "
+            f"{self.metric}: {self.a:.4g} -> {self.b:.4g}, difference {self.interval} "
+            f"({self.confidence:.0%} paired bootstrap, "
             f"{self.items} items, {self.resamples} resamples); b {better} in "
             f"{self.p_better:.1%} of resamples"
         )
+
+
+def interval_text(difference: float, low: float, high: float) -> str:
+    """Write a difference and its interval with one number of decimals (see ``interval``).
+
+    Examples
+    --------
+    >>> interval_text(0.0, 0.0, 0.0), interval_text(-0.9, -0.9, -0.9)
+    ('+0 [+0, +0]', '-0.9 [-0.9, -0.9]')
+    >>> interval_text(12.5, 3.25, 20.0)
+    '+12 [+3, +20]'
+    """
+    width = high - low
+    scale = width if width > 0 else abs(difference)
+    if scale == 0 or not math.isfinite(scale):
+        decimals = 0
+    elif width > 0:
+        decimals = min(8, max(0, 1 - math.floor(math.log10(scale))))
+    else:  # no spread (identical draws): the difference as it is, to 4 digits
+        decimals = min(8, max(0, 3 - math.floor(math.log10(scale))))
+        text = f"{difference:+.{decimals}f}".rstrip("0").rstrip(".")
+        decimals = len(text.split(".")[1]) if "." in text else 0
+    return f"{difference:+.{decimals}f} [{low:+.{decimals}f}, {high:+.{decimals}f}]"
 
 
 def compare(
@@ -92,21 +137,40 @@ def compare(
         raise ValueError(f"resamples must be at least 1, got {resamples}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-    left, right = _paired(a, b)
+    left, right = _paired(_run(a, "a"), _run(b, "b"))
     if not left:
         raise ValueError(
             "the runs have no completed item in common: compare two runs over the same items"
         )
+    if len(left) < FEW:
+        warnings.warn(
+            f"only {len(left)} completed item(s) in common: an interval over so few items "
+            "says little; compare runs over more items",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(left), size=(resamples, len(left)))
     if summarize is None:
         x = np.array([_item_metric(r, metric, "a", i) for i, r in enumerate(left)])
         y = np.array([_item_metric(r, metric, "b", i) for i, r in enumerate(right)])
         base_a, base_b = float(x.mean()), float(y.mean())
-        differences = y[draws].mean(axis=1) - x[draws].mean(axis=1)
+        # Paired: the difference of two means over one draw is the mean of the items'
+        # differences. Drawn a block of resamples at a time, so 200,000 items x 2,000
+        # resamples never holds more than BLOCK indices at once.
+        paired = y - x
+        rows = max(1, BLOCK // len(left))
+        differences = np.concatenate(
+            [
+                paired[
+                    rng.integers(0, len(left), size=(min(rows, resamples - done), len(left)))
+                ].mean(axis=1)
+                for done in range(0, resamples, rows)
+            ]
+        )
     else:
+        draws = rng.integers(0, len(left), size=(resamples, len(left)))
         base_a = _summary_metric(summarize, left, metric)
         base_b = _summary_metric(summarize, right, metric)
         differences = np.array(
@@ -134,6 +198,20 @@ def compare(
     )
 
 
+def _run(run: Any, name: str) -> RunResult:
+    """Return ``run`` as a result: a :class:`~kit.RunResult`, or a run folder's (read, not run)."""
+    if isinstance(run, str | os.PathLike):
+        from kit.detached import read_result
+
+        return read_result(Path(run))  # JSON and JSON lines: reading runs no code
+    if not (hasattr(run, "indices") and hasattr(run, "records")):
+        raise TypeError(
+            f"{name} is {type(run).__name__}, not a run: give a kit.RunResult (what run() "
+            "returns, or kit.attach(folder).result()) or a run's folder"
+        )
+    return cast(RunResult, run)
+
+
 def _paired(a: RunResult, b: RunResult) -> tuple[list[Any], list[Any]]:
     theirs: dict[Index, Any] = {
         index: record
@@ -156,6 +234,12 @@ def _item_metric(record: Any, metric: str, run: str, position: int) -> float:
             f"run {run}'s record at paired position {position} has no number "
             f"metrics[{metric!r}]; give summarize= (the runner's summarize) to compare "
             "a corpus metric, or record the metric per item"
+        )
+    if not math.isfinite(value):
+        raise ValueError(
+            f"run {run}'s record at paired position {position} has metrics[{metric!r}] = "
+            f"{value}: an interval over an infinite value means nothing; leave such items "
+            "out, or record a finite value"
         )
     return float(value)
 

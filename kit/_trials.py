@@ -224,7 +224,7 @@ class SweepResult:
         >>> slopes = ["model.coefficients=[0,1],[0,2]"]
         >>> result = kit.sweep(kit._sweep.EXAMPLE, slopes, output_dir=tempfile.mkdtemp())
         >>> [row["max_y vs best"] for row in result.against_best("max_y", minimize=False)]
-        ['-0.9 [...]', 'best']
+        ['-0.90 [-0.90, -0.60]', 'best']
         """
         best_trial, best = self.best(metric, minimize=minimize)
         summary = self.summarize if self._summarizes(metric) else None
@@ -248,7 +248,7 @@ class SweepResult:
                 except ValueError:  # no item in common with the best (items.stop=0...)
                     row[column] = "no items in common"
                     continue
-                row[column] = f"{found.difference:+.4g} [{found.low:+.4g}, {found.high:+.4g}]"
+                row[column] = found.interval
         return rows
 
     def _summarizes(self, metric: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,7 @@ def corpus_wer(records: list[Any]) -> dict[str, Any]:
     return {"wer": errors / words}
 
 
+@pytest.mark.filterwarnings("ignore:only .* completed item")
 def test_a_corpus_metric_is_resampled_through_the_runners_summarize() -> None:
     # Short utterances with many errors weigh little in corpus WER: not a mean of ratios.
     a = Run(
@@ -67,6 +69,7 @@ def test_a_corpus_metric_is_resampled_through_the_runners_summarize() -> None:
     assert found.items == 4
 
 
+@pytest.mark.filterwarnings("ignore:only .* completed item")
 def test_items_pair_by_index_and_failed_ones_drop_out() -> None:
     a = Run([3, 1, 2], [{"metrics": {"wer": 0.5}}, {"metrics": {"wer": 0.2}}, None])
     b = Run(
@@ -76,6 +79,7 @@ def test_items_pair_by_index_and_failed_ones_drop_out() -> None:
     assert found.items == 2 and found.difference == pytest.approx(-0.05)
 
 
+@pytest.mark.filterwarnings("ignore:only .* completed item")
 def test_runs_without_common_items_or_the_metric_are_refused_by_name() -> None:
     with pytest.raises(ValueError, match="no completed item in common"):
         kit.compare(Run([0], [{"metrics": {"wer": 1}}]), Run([1], [{"metrics": {"wer": 1}}]), "wer")
@@ -90,3 +94,41 @@ def test_runs_without_common_items_or_the_metric_are_refused_by_name() -> None:
             "cer",
             summarize=corpus_wer,
         )
+
+
+def test_a_metric_that_is_not_finite_is_refused_naming_the_item() -> None:
+    a, b = runs(np.linspace(0.1, 0.6, 6), np.array([0.1, 0.2, np.inf, 0.4, 0.5, 0.6]))
+    with pytest.raises(ValueError, match=r"run b's record at paired position 2 has .* = inf"):
+        kit.compare(a, b, "wer")
+
+
+def test_one_common_item_says_the_interval_means_little() -> None:
+    with pytest.warns(RuntimeWarning, match="only 1 completed item"):
+        kit.compare(*runs(np.array([0.1]), np.array([0.2])), "wer")
+
+
+def test_what_is_not_a_run_is_named_and_a_runs_folder_is_read(tmp_path: Path) -> None:
+    from tests.workloads import Scored, ToyProvider, toy_config
+
+    a = Scored(ToyProvider(toy_config()), output_dir=tmp_path / "a").run(range(8))
+    with pytest.raises(TypeError, match=r"b is NoneType, not a run: give a kit\.RunResult"):
+        kit.compare(a, None, "wer")  # type: ignore[arg-type]
+    found = kit.compare(tmp_path / "a", a, "wer")
+    assert found.difference == 0 and found.items == 8
+
+
+def test_a_large_comparison_draws_its_resamples_in_blocks() -> None:
+    # 200,000 paired items x 2,000 resamples: 400 million draws, never held at once.
+    rng = np.random.default_rng(3)
+    a = rng.normal(0.3, 0.1, size=200_000)
+    found = kit.compare(*runs(a, a + rng.normal(-0.01, 0.05, size=a.size)), "wer")
+    assert found.difference == pytest.approx(-0.01, abs=0.001)
+    assert found.low < found.difference < found.high and found.high - found.low < 0.002
+
+
+def test_an_interval_is_printed_with_one_number_of_decimals() -> None:
+    a = np.linspace(0.0, 0.5, 50)
+    found = kit.compare(*runs(a, a + np.linspace(-0.2, 0.3, 50)), "wer")
+    text = str(found).split("difference ")[1].split(" (")[0]
+    numbers = text.replace("[", "").replace("]", "").replace(",", "").split()
+    assert len({len(n.split(".")[1]) for n in numbers}) == 1, text
