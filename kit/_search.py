@@ -20,7 +20,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from kit._compare import item_metric, metric_of
+from kit._compare import item_metric, metric_of, run_metric
 from kit._from_config import build_runner
 from kit._rundir import SweepDir
 from kit._study import open_study, require_optuna
@@ -175,6 +175,8 @@ class _SearchPlan:
             )
         else:
             return None
+        with self._study_lock:  # which folder holds the trial, for whoever reads the study
+            asked.set_user_attr("kit_trial", trial.name)
         self._asked[trial.number] = asked
         return trial
 
@@ -216,9 +218,9 @@ class _SearchPlan:
                 self.study.tell(asked, state=states.PRUNED)
             return TrialStatus.PRUNED, TrialPruned(self._pruned.pop(trial.number))
         if result is not None and result.status == RunStatus.COMPLETED and error is None:
-            value = metric_of(
-                [r for r in result.records if r is not None], self.metric, self.summarize
-            )
+            # The trial's own summary (its runner's summarize, on its config), never the
+            # probe runner's: a summarize that reads its runner's config scores each trial.
+            value = run_metric(result, self.metric)
             if value is None:
                 with self._study_lock:
                     self.study.tell(asked, state=states.FAIL)
@@ -256,6 +258,8 @@ class _Follower:
         self.stride = max(1, total // REPORTS)
         self.records: list[Any] = []
         self.stopped = False
+        #: The trial's own runner's summarize (it may read that runner's config).
+        self.summarize = handle.spec.summarize
 
     def __call__(self, event: Any) -> None:
         if self.stopped or not isinstance(event, ChunkFinished):
@@ -281,7 +285,7 @@ class _Follower:
             if self.per_item:
                 reports.append((item_metric(record, metric), position))
             elif len(self.records) % self.stride == 0:
-                reports.append((metric_of(self.records, metric, plan.summarize), len(self.records)))
+                reports.append((metric_of(self.records, metric, self.summarize), len(self.records)))
         for value, step in reports:
             if value is None:
                 self.stopped = True

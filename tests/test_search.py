@@ -78,6 +78,8 @@ def test_a_search_asks_optuna_runs_the_trials_on_one_env_per_worker_and_keeps_th
         assert run is not None and run.stats.ok == 12
         # Each trial's value in the study is its loss over its items.
         assert study.trials[entry["optuna_trial"]].value == pytest.approx(loss(x, 12))
+        # And the study says which folder holds it.
+        assert study.trials[entry["optuna_trial"]].user_attrs["kit_trial"] == entry["name"]
     assert result.swept == ["x"]
     best_trial, _ = result.best("loss")
     assert study.best_trial.params["x"] == record["trials"][best_trial.number]["params"]["x"]
@@ -288,3 +290,21 @@ def test_a_trial_that_gives_no_number_for_the_metric_ends_in_error_saying_what_i
     assert message.startswith("trial-000 gives no number 'wer': the summary has ")
     assert "no record has metrics['wer']" in message
     assert result.study.trials[0].state == optuna.trial.TrialState.FAIL
+
+
+def test_each_trial_is_scored_by_its_own_runners_summarize(tmp_path: Path) -> None:
+    # A summarize that reads its runner's config: the probe runner's would score every
+    # trial alike (what Optuna was once told: 0, 0, 0, 0).
+    config = search_config(
+        tmp_path,
+        {"env": "inline"},
+        runner={"_target_": "tests.workloads.ConfigScored", "chunk_size": 2},
+        items={"start": 0, "stop": 2},
+        sleep=0,
+    )
+    result = kit.search(
+        config, ["x=1,0,4,2"], trials=4, metric="score", output_dir=tmp_path / "s", seed=1
+    )
+    for trial in result.study.trials:
+        x = trial.params["x"]
+        assert trial.value == pytest.approx(x), (trial.number, x, trial.value)

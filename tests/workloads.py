@@ -626,3 +626,10 @@ class Sized(Runner):
     def forward(idx: int, blob: bytes) -> dict[str, Any]:
         time.sleep(0.02)
         return {"idx": idx, "size": len(blob)}
+
+
+class ConfigScored(Quadratic):
+    """Quadratic whose ``summarize`` reads its own runner's config: ``score`` is its ``x``."""
+
+    def summarize(self, records: list[Any]) -> dict[str, Any]:
+        return {"score": float(self.provider.config.x)}

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
+from kit._compare import run_metric
 from kit.tracking._exporter import Exporter, TrackingWarning, numbers
 from kit.tracking._spec import Tracking
 
@@ -153,7 +154,13 @@ class SweepTracker:
         ended = [r for r in result.results if r is not None]
         metrics = sorted({key for r in ended for key in numbers(r.summary)})
         if self.logdir is not None:
-            self._try("TensorBoard", self._write_experiment, result.trials, metrics)
+            # The sweep's own metric first (HParams shows the first ones); one the records
+            # give, not the summaries, is the trials' running mean of it.
+            judged = (
+                [] if metric is None else [metric if metric in metrics else f"running/{metric}"]
+            )
+            shown = judged + [m for m in metrics if m not in judged]
+            self._try("TensorBoard", self._write_experiment, result.trials, shown)
         if self.uri is not None and self.parent_id() is not None:
             best = metric or (metrics[0] if metrics else None)
             self._try("MLflow", self._end_parent, result, cancelled, best, minimize)
@@ -175,13 +182,20 @@ class SweepTracker:
 
         run_id = self.parent_id()
         assert run_id is not None
-        ended = [r for r in result.results if r is not None]
-        completed = sum(1 for r in ended if str(r.status) == "completed")
+        statuses = [str(row["status"]) for row in result.rows()]
+        completed, pruned = statuses.count("completed"), statuses.count("pruned")
         values = {
             "trials/completed": float(completed),
-            "trials/failed": float(len(result.trials) - completed),
+            "trials/pruned": float(pruned),
+            "trials/failed": float(len(statuses) - completed - pruned),
         }
-        known = [numbers(r.summary)[metric] for r in ended if metric in numbers(r.summary)]
+        # The metric as the sweep judged it: a summary entry, else the records' mean.
+        scored = (
+            run_metric(r, metric)
+            for r, status in zip(result.results, statuses, strict=True)
+            if r is not None and status == "completed" and metric is not None
+        )
+        known = [value for value in scored if value is not None]
         if known:
             values[f"best/{metric}"] = min(known) if minimize else max(known)
         log_values(self._client, run_id, values, 0)
