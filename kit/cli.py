@@ -336,9 +336,18 @@ def _status(args: argparse.Namespace) -> int:
         return _sweep_status(run)
     status = run.status()
     done, total, failed = status.get("done", 0), status.get("total", 0), status.get("failed", 0)
-    percent = f" ({100 * done // total}%)" if total else ""
     _say(f"{args.output_dir}: {status['state']}")
-    _say(f"  items:   {done}/{total}{percent} done, {failed} failed")
+    if not all(isinstance(n, int) and n >= 0 for n in (done, total, failed)) or (
+        total and max(done, failed) > total
+    ):
+        # What a status file says is data to check: this one was not written by a run.
+        _say(
+            f"  items:   the status file says {done!r} done and {failed!r} failed of "
+            f"{total!r}, which no run writes: it was changed by hand or by another program"
+        )
+    else:
+        percent = f" ({100 * done // total}%)" if total else ""
+        _say(f"  items:   {done}/{total}{percent} done, {failed} failed")
     if status.get("items_per_second"):
         _say(f"  rate:    {status['items_per_second']:.1f} items/s")
     session = status.get("session") or {}

@@ -48,7 +48,7 @@ from kit._atomic import atomic_file, fsync_dir
 from kit._chunk import ChunkResult, drop_unpicklable, fail_records
 from kit._errors import StoreError as StoreError
 from kit._files import UnsafeFileError, open_file, open_private, refuse_links
-from kit._rundir import RunDir
+from kit._rundir import RunDir, SweepDir
 from kit._version import version_difference
 from kit.result import Index, ItemError, RunResult
 
@@ -563,9 +563,18 @@ class RunStore:
         ``how`` replaces the message's advice (a sweep's trial is not resumed
         with ``resume=False``).
         """
+        self._refuse_a_sweep()
         old = self.manifest()
         if old is not None and resume:
             self._check_same(old, manifest, config, how)
+
+    def _refuse_a_sweep(self) -> None:
+        """Refuse to write a run into a sweep's folder: it would hide the sweep."""
+        if SweepDir(self.path).record.exists() or SweepDir(self.path).record.is_symlink():
+            raise StoreError(
+                f"{self.path} holds a sweep ({SweepDir.RECORD}); a run written there would "
+                "hide it from `kit status` and `kit.attach`: give the run its own output_dir"
+            )
 
     def open_run(self, request: Mapping[str, Any], resume: bool) -> list[ChunkResult]:
         """Lock the directory, check or write the manifest; return the chunks to reuse.
@@ -593,6 +602,7 @@ class RunStore:
         Everything is checked before anything changes: a refused resume
         leaves the directory as it was.
         """
+        self._refuse_a_sweep()
         old = self.manifest()
         if old is not None and resume:
             self._check_same(old, manifest, config)

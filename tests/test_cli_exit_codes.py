@@ -99,3 +99,28 @@ def test_a_trial_failing_with_an_empty_message_is_named_by_its_type(tmp_path: Pa
     assert code == EXIT_TRIALS_FAILED, err
     row = next(line for line in out.splitlines() if line.startswith("trial-001  "))
     assert row.split()[2] == "error" and row.endswith("MemoryError"), out
+
+
+def run(tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    config = tmp_path / "job.yaml"
+    config.write_text(JOB.format(log=tmp_path))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["run", str(config), *args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_a_run_into_a_sweeps_folder_is_refused_and_the_sweep_kept(tmp_path: Path) -> None:
+    assert kit(tmp_path, "x=0,1")[0] == EXIT_OK
+    code, _, err = run(tmp_path, "-o", str(tmp_path / "sweep"))
+    assert code == EXIT_USAGE
+    assert "holds a sweep (sweep.json); a run written there would hide it" in err
+    assert not (tmp_path / "sweep" / "manifest.json").exists()
+
+
+def test_resume_false_once_does_not_make_the_plain_config_another_run(tmp_path: Path) -> None:
+    out = str(tmp_path / "run")
+    assert run(tmp_path, "runner.resume=false", "-o", out)[0] == EXIT_OK
+    code, said, err = run(tmp_path, "-o", out)
+    assert code == EXIT_OK, err
+    assert "(4 read back from earlier runs)" in said

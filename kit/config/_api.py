@@ -199,13 +199,22 @@ def outcome_hash(cfg: ConfigSource) -> str:
     --------
     >>> outcome_hash({"a": 1, "tracking": {"mlflow": True}}) == outcome_hash({"a": 1})
     True
+    >>> outcome_hash({"runner": {"resume": False}}) == outcome_hash({"runner": {}})
+    True
     """
     config = _as_config(source=cfg)
-    if not any(name in config for name in WATCH_SECTIONS):
+    runner = config.get("runner")
+    asks_resume = isinstance(runner, DictConfig) and "resume" in runner
+    if not any(name in config for name in WATCH_SECTIONS) and not asks_resume:
         return config_hash(config)
     trimmed = copy.copy(config)
     for name in WATCH_SECTIONS:
         trimmed.pop(name, None)
+    if asks_resume:
+        # Whether to keep stored results is no part of what they are: a run made once
+        # with runner.resume=false is resumed by the same config without it.
+        trimmed.runner = copy.copy(trimmed.runner)
+        trimmed.runner.pop("resume")
     return config_hash(trimmed)
 
 
