@@ -174,18 +174,25 @@ class SweepResult:
     @property
     def swept(self) -> list[str]:
         """The keys whose value differs between trials, in the order of the overrides."""
-        keys: list[str] = []
-        for trial in self.trials:
-            keys += [key for key in trial.values() if key not in keys]
-        return [k for k in keys if len({t.values().get(k) for t in self.trials}) > 1]
+        seen: dict[str, set[str | None]] = {}  # key: the values trials give it (in order)
+        values = [trial.values() for trial in self.trials]  # once: a sweep may list 200,000
+        for given in values:
+            for key in given:
+                seen.setdefault(key, set())
+        for given in values:
+            for key, found in seen.items():
+                if len(found) < 2:
+                    found.add(given.get(key))
+        return [key for key, found in seen.items() if len(found) > 1]
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per trial: swept values, status, summary, counts and speed."""
         out = []
+        swept = self.swept  # once for all rows
         for trial, result in zip(self.trials, self.results, strict=True):
             values = trial.values()
             row: dict[str, Any] = {"trial": trial.name}
-            row.update({key: values.get(key) for key in self.swept})
+            row.update({key: values.get(key) for key in swept})
             if result is None:
                 error_text = self.errors.get(trial.number)
                 row["status"] = TrialStatus.ERROR.value

@@ -170,13 +170,24 @@ def _header_html(title: str, progress: str, metric: str | None, minimize: bool) 
     )
 
 
+#: Trials the report's table shows at most: a page stays readable (and small) for any sweep.
+TABLE_ROWS = 1000
+
+
 def _table_html(rows: Sequence[dict[str, Any]], swept: Sequence[str], metric: str | None) -> str:
     against = f"{metric} vs best" if metric else None
     columns = ["trial", *swept, *(c for c in (metric, against) if c), *SHOWN, "error"]
     columns = [c for c in columns if any(c in row for row in rows)]
     style = ".kit-sweep-trials td,.kit-sweep-trials th{padding:2px 8px;text-align:left}"
-    table = rows_table(rows, columns, table_class="kit-sweep-trials", row_class="kit-trial")
-    return f"<h3>Trials</h3><style>{style}</style>{table}"
+    shown = rows[:TABLE_ROWS]
+    table = rows_table(shown, columns, table_class="kit-sweep-trials", row_class="kit-trial")
+    more = (
+        f"<p>... and {len(rows) - len(shown):,} more trials: {SweepDir.RECORD} lists them all, "
+        "and <code>kit.attach(folder).read().rows()</code> reads them.</p>"
+        if len(rows) > len(shown)
+        else ""
+    )
+    return f"<h3>Trials</h3><style>{style}</style>{table}{more}"
 
 
 def _axis(points: Sequence[tuple[dict[str, str], float]], key: str) -> dict[str, Any]:

@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import kit
 from kit.dashboard import write_sweep_report
 
@@ -88,3 +90,21 @@ def test_kit_report_rebuilds_a_search_s_report_judged_by_its_metric(tmp_path: Pa
     page, _ = drawn(folder / "report.html")
     assert "3/3 trials done, 0 running · judged by <b>loss</b> (lower is better)" in page
     assert len(cells(page)) == 3
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_sweep_json_of_thousands_of_trials_gives_a_bounded_page(tmp_path: Path) -> None:
+    # A hostile sweep.json (200,000 entries once took kit report past 300 s: quadratic).
+    from kit.dashboard._sweep_report import TABLE_ROWS
+
+    folder = tmp_path / "s"
+    kit.sweep(kit._sweep.EXAMPLE, ["items.stop=2,3"], output_dir=folder)
+    record = json.loads((folder / "sweep.json").read_text())
+    record["trials"] = [
+        {"name": f"trial-{i:03d}", "overrides": [f"items.stop={i}"], "status": "completed"}
+        for i in range(5 * TABLE_ROWS)
+    ]
+    (folder / "sweep.json").write_text(json.dumps(record))
+    page = write_sweep_report(folder).read_text()
+    assert page.count("class='kit-trial'") + page.count('class="kit-trial"') == TABLE_ROWS
+    assert f"... and {4 * TABLE_ROWS:,} more trials: sweep.json lists them all" in page
