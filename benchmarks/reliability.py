@@ -20,6 +20,12 @@ Rows, each a number of trials on real processes:
   resume against a new scheduler must finish it;
 - other version: a resume after ``run(..., scale=)`` changed, or ``forward``
   edited under the same class name, must be refused (a mix counts as lost);
+- shared sweep folder: what a writer of a sweep's folder tries on its owner
+  (trials named outside it, linked, with planted overrides or values outside
+  the space, or made by other code), the owner's sweep repeated;
+- tracker down: a sweep exporting to an MLflow server nobody runs;
+- trial isolation: a sweep whose two trials build envs that kill their
+  workers (past the memory limit) beside two trials whose envs are empty;
 - disk full: a real 1 MiB tmpfs filled to leave 1-48 pages free at two byte
   offsets (every point the run can fail at, mid ledger line included), then
   freed and resumed; what the run reports, what reading it back gives and
@@ -543,6 +549,99 @@ def other_version(folder: Path) -> dict[str, int]:
     return row(trials=2, lost=lost)
 
 
+def shared_sweep_folder(folder: Path) -> dict[str, int]:
+    """A co-user's plants in a finished grid's or search's folder, the owner's sweep repeated.
+
+    Each case of tests/test_sweep_trust.py: a trial named ``../victim``, a trial
+    folder linked elsewhere, an override planted in a trial, a trial added
+    outside the space, a stored value moved outside it; and a finished trial
+    whose stored code differs. Executed: a planted override ran (the trial's
+    env wrote into the victim's folder); destroyed: anything outside the
+    folder changed; lost: another code's results read back as the owner's.
+    """
+    from tests.test_sweep_trust import CASES, config, run_sweep
+
+    executed = destroyed = lost = tracebacks = 0
+    for n, (kind, plant, _said) in enumerate(CASES):
+        base = folder / str(n)
+        victim = base / "victim"
+        victim.mkdir(parents=True)
+        cfg = config(base)
+        run_sweep(kind, cfg, base / "sweep")
+        plant(base / "sweep", victim)
+        try:
+            run_sweep(kind, cfg, base / "sweep")
+        except kit.KitError:
+            pass  # refused, naming the trial and the field: what should happen
+        except Exception:
+            tracebacks += 1
+        found = sorted(p.name for p in victim.iterdir())
+        executed += "setup.log" in found
+        destroyed += bool(found)
+    for n, kind in enumerate(("grid", "search")):
+        base = folder / f"code-{n}"
+        base.mkdir()
+        cfg = config(base)
+        run_sweep(kind, cfg, base / "sweep")
+        manifest = base / "sweep" / "trial-001" / "manifest.json"
+        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "forward_code": "x"}))
+        with contextlib.suppress(kit.KitError):
+            run_sweep(kind, cfg, base / "sweep")
+            lost += 1  # read back: another code's records taken as this code's
+    return row(
+        trials=len(CASES) + 2,
+        executed=executed,
+        destroyed=destroyed,
+        lost=lost,
+        tracebacks=tracebacks,
+    )
+
+
+def tracker_outage(folder: Path) -> dict[str, int]:
+    """A 3-trial sweep exporting to an MLflow server nobody runs: said at once, nothing waits.
+
+    Hangs: a trial's end that waited out the tracker (the "still being
+    written" warning); lost: items not in the trials' folders.
+    """
+    from tests.servers import free_port
+
+    down = f"http://127.0.0.1:{free_port()}"
+    config = {
+        "provider": {"_target_": "tests.workloads.ToyProvider"},
+        "runner": {"_target_": "tests.workloads.Affine"},
+        "items": {"stop": 20},
+        "factor": 2,
+        "offset": 0,
+        "parallel": {"env": "inline"},
+        "tracking": {"mlflow": down},
+    }
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = kit.sweep(config, ["offset=0,1,2"], output_dir=folder)
+    waited = sum("was still being written" in str(w.message) for w in caught)
+    lost = sum(20 - (r.stats.ok if r is not None else 0) for r in result.results)
+    return row(trials=3, hangs=waited, lost=lost)
+
+
+def trial_isolation(folder: Path) -> dict[str, int]:
+    """Sibling trials on one 300 MB-worker cluster: two envs of 1.5 GB kill their workers.
+
+    Lost: items of the two sibling trials (envs of nothing) that did not run.
+    """
+    from tests.test_trial_isolation import config
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = kit.sweep(
+            config(), ["size_mb=0,1500", "tag=a,b"], output_dir=folder, concurrency=4
+        )
+    siblings = [
+        r for t, r in zip(result.trials, result.results, strict=True) if "size_mb=0" in t.overrides
+    ]
+    lost = sum(24 - (r.stats.ok if r is not None else 0) for r in siblings)
+    return row(trials=2, lost=lost)
+
+
 def committed_lines(out: Path) -> list[str]:
     """The chunk files the ledger names, one per line (a name twice is a chunk stored twice)."""
     names = []
@@ -570,6 +669,15 @@ def main() -> int:
             ),
             "resume by another version (keywords, code)": other_version(Path(tmp) / "version"),
             "disk full, real tmpfs (96 fill levels)": disk_full(Path(tmp) / "full"),
+            "shared sweep folder attacks (grid and search)": shared_sweep_folder(
+                Path(tmp) / "sweeps"
+            ),
+            "tracker down (MLflow server nobody runs, 3 trials)": tracker_outage(
+                Path(tmp) / "tracker"
+            ),
+            "trial isolation (sibling envs killing their workers)": trial_isolation(
+                Path(tmp) / "isolation"
+            ),
         }
         cost = recovery_cost(3)
     kit.shutdown()
