@@ -333,6 +333,12 @@ CLAIMS: dict[str, list[str]] = {
         "tests/test_cli_run.py::test_bad_config_exits_2_without_traceback",
         "tests/test_cli_exit_codes.py::test_a_sweeps_exit_code_says_how_its_trials_ended",
     ],
+    "A tracker never holds a run back for long": [
+        "tests/tracking/test_mlflow.py::"
+        "test_a_server_that_is_down_is_said_at_once_naming_it_and_no_trial_waits_for_it",
+        "tests/tracking/test_mlflow.py::"
+        "test_a_server_killed_mid_run_holds_the_run_back_seconds_at_most_and_it_is_sent_again",
+    ],
     "never a Python traceback": [
         "tests/test_cli_fuzz.py::test_the_corpus_crossed_with_commands_and_overrides",
         "tests/test_cli_run.py::test_an_unexpected_error_is_one_line_unless_debug",

@@ -94,14 +94,11 @@ def run_quickstart(cfg: DictConfig) -> RunResult:
     >>> [r["y"] for r in run_quickstart(cfg).records]
     [1.0, 0.805, 0.62]
     """
-    runner = Evaluate(
-        ModelProvider(cfg),
-        parallel=cfg.parallel,
-        output_dir=cfg.output_dir,
-        **cfg.get("runner", {}),
-    )
-    items = cfg["items"]  # not cfg.items: that is DictConfig's own items() method
-    return runner.run(range(items.start, items.stop))
+    from kit._from_config import build_runner
+
+    runner, items = build_runner(cfg)  # as `kit run kit/examples/quickstart.yaml` does
+    result: RunResult = runner.run(items)
+    return result
 
 
 def format_table(result: RunResult, rows: int = 8) -> str:
