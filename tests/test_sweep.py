@@ -62,6 +62,7 @@ def test_trials_share_one_env_per_worker_and_run_side_by_side(tmp_path: Path, lo
     assert [t["overrides"] for t in record["trials"]] == [[f"offset={i}"] for i in range(4)]
     assert sorted(p.name for p in folder.iterdir()) == [
         ".lock",  # held by the sweep's driver while it runs
+        "bokeh",  # BokehJS, once, for the trials' reports
         "report.html",  # the sweep's, written as it ended
         "sweep.json",
         "trial-000",

@@ -148,6 +148,8 @@ def expand_sweep(overrides: Sequence[str]) -> list[list[str]]:
      ['decoder.beam_size=5', 'decoder.engine=sphinx', 'seed=0']]
     >>> expand_sweep(["lr=range(1,4)"])
     [['lr=1'], ['lr=2'], ['lr=3']]
+    >>> expand_sweep(["~x", "y=1,2"])  # as written, not Hydra's `~x=null`
+    [['~x', 'y=1'], ['~x', 'y=2']]
     """
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
@@ -180,7 +182,16 @@ def expand_sweep(overrides: Sequence[str]) -> list[list[str]]:
                 fix="sweep fewer values, or search the space with `--search optuna --trials N`",
             )
     (trials,) = BasicSweeper.split_arguments([o for _, o in parsed], None)
-    return [list(trial) for trial in trials]
+    # A plain override is given to every trial as the user wrote it: Hydra's sweeper
+    # writes `~x` back as `~x=null` (delete x only if it is null), which fails every
+    # trial whose x is set.
+    return [
+        [
+            made if override.is_sweep_override() else line
+            for (line, override), made in zip(parsed, trial, strict=True)
+        ]
+        for trial in trials
+    ]
 
 
 def search_space(overrides: Sequence[str]) -> tuple[list[SearchDimension], list[str]]:
