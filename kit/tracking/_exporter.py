@@ -26,9 +26,13 @@ from kit.events import ChunkFinished, Event, RunFinished, RunStarted, Scalars
 
 #: Seconds between two writes of the running values while a run goes.
 INTERVAL = 1.0
-#: Seconds a run's end waits for its exporter to finish writing before it warns and goes on:
-#: a tracker that is slow or gone never holds a run (or a sweep's next trial) back for long.
-FINISH_WAIT = 10.0
+#: Seconds a run's end waits for its exporter to finish writing before it warns and goes on,
+#: when this process does the writing (a SQLite store, event files): slow only when the
+#: machine is busy, and never stuck.
+FINISH_WAIT = 120.0
+#: The same for a tracker across the network (an MLflow server): one that is slow or gone
+#: never holds a run (or a sweep's next trial) back for long.
+REMOTE_FINISH_WAIT = 10.0
 
 
 class TrackingWarning(RuntimeWarning):
@@ -217,17 +221,18 @@ class Exporter:
     def wait(self) -> None:
         """Say the run's folder is complete (its report written); wait until its end is written.
 
-        Waits at most :data:`FINISH_WAIT` seconds.
+        Waits at most :attr:`finish_wait` seconds.
         """
         self._folder_complete.set()
         if self._thread is not None:
             began = time.perf_counter()
-            self._thread.join(FINISH_WAIT)
+            self._thread.join(self.finish_wait)
             self.end_seconds = time.perf_counter() - began
             if self._thread.is_alive():
                 warnings.warn(
-                    f"kit: {self.tracker} was still being written {FINISH_WAIT:.0f} s after the "
-                    f"run ended ({self.fix}); the run's own folder is complete, and the tracker "
+                    f"kit: {self.tracker} was still being written {self.finish_wait:.0f} s "
+                    f"after the run ended ({self.fix}); the run's own folder is complete, and "
+                    "the tracker "
                     f"may miss its end: {self.again}",
                     TrackingWarning,
                     stacklevel=2,
@@ -292,6 +297,8 @@ class Exporter:
             self.abandon()
 
     # ------------------------------------------------------- what subclasses write
+    #: Seconds the run's end waits for this exporter at most.
+    finish_wait = FINISH_WAIT
     #: The warning's advice when the tracker fails.
     fix = "check where it writes"
     #: How to send the run to the tracker again from its folder.

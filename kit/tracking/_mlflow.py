@@ -22,7 +22,13 @@ from omegaconf import DictConfig, OmegaConf
 from kit._files import read_json, write_json
 from kit._rundir import RunDir
 from kit.events import RunFinished, RunStarted
-from kit.tracking._exporter import INTERVAL, Exporter, installed, numbers
+from kit.tracking._exporter import (
+    INTERVAL,
+    REMOTE_FINISH_WAIT,
+    Exporter,
+    installed,
+    numbers,
+)
 
 EXTRA = "pip install 'kit[mlflow]'"
 #: MLflow's status for each final :class:`kit.RunStatus`.
@@ -373,6 +379,8 @@ class MLflowExporter(Exporter):
         self.records = records
         self.resume = resume
         self.fix = f"check the MLflow store {tracking_uri}"
+        if tracking_uri.startswith(("http://", "https://")):
+            self.finish_wait = REMOTE_FINISH_WAIT
         if self.output_dir is not None:
             self.again = f"send it again with `kit export-tracking {self.output_dir}`"
         require()  # a missing package is said at once, not by a warning mid-run
