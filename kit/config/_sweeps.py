@@ -230,7 +230,11 @@ def search_space(overrides: Sequence[str]) -> tuple[list[SearchDimension], list[
                     full_key=key,
                     fix="give at least one value",
                 )
-            texts = tuple(override.sweep_string_iterator())
+            texts = tuple(
+                _faithful(value, text)
+                for value, text in zip(values, override.sweep_string_iterator(), strict=True)
+            )
+            values = tuple(getattr(v, "text", v) if _quoted(v) else v for v in values)
             dims.append(SearchDimension(key, "choice", values=values, texts=texts))
             continue
         sweep = override.value()
@@ -267,6 +271,36 @@ def search_space(overrides: Sequence[str]) -> tuple[list[SearchDimension], list[
             fix="sweep a key, e.g. `lr=tag(log, interval(1e-4, 1e-1))` or `beam=1,3,5`",
         )
     return dims, fixed
+
+
+def _quoted(value: Any) -> bool:
+    from hydra.core.override_parser.types import QuotedString
+
+    return isinstance(value, QuotedString)
+
+
+def _faithful(value: Any, text: str) -> str:
+    """Return ``text`` as an override value that reads back as ``value``: ``'1'`` stays text.
+
+    Hydra writes the choices of ``choice('1',3,false)`` as ``1``, ``3``, ``False``;
+    given back as an override, the first would be the number 1.
+
+    Examples
+    --------
+    >>> _faithful("1", "1"), _faithful(1, "1"), _faithful("beam", "beam")
+    ("'1'", '1', 'beam')
+    """
+    if _quoted(value) or not isinstance(value, str):
+        return text
+    from hydra.errors import OverrideParseException
+
+    try:
+        (override,) = _parser().parse_overrides([f"k={text}"])
+    except OverrideParseException:
+        override = None  # it needs quotes to be read at all
+    if override is not None and override.value() == value and isinstance(value, str):
+        return text
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _size(override: Any) -> int:

@@ -115,3 +115,15 @@ def test_a_search_refuses_a_log_interval_from_zero_and_no_swept_key() -> None:
         search_space(["lr=tag(log, interval(0, 1))"])
     with pytest.raises(ConfigError, match=r"a search needs at least one swept key"):
         search_space(["seed=0"])
+
+
+@pytest.mark.parametrize("written", ["a='1',3,false", "a=choice('1',3,false)"])
+def test_a_searchs_choices_keep_their_types_in_both_forms(written: str) -> None:
+    # Once the simple form gave Optuna three strings, and choice() wrote '1' back as 1.
+    from kit.config import load_config
+    from kit.config._sweeps import search_space
+
+    (dim,), _ = search_space([written])
+    assert [(type(v), v) for v in dim.values] == [(str, "1"), (int, 3), (bool, False)]
+    read = [load_config({"a": 0}, [f"a={t}"]).a for t in dim.texts]
+    assert [(type(v), v) for v in read] == [(str, "1"), (int, 3), (bool, False)]
