@@ -165,11 +165,34 @@ def _apply_one(cfg: DictConfig, override: Any, line: str, provenance: Provenance
             (isinstance(value, dict) and _is_section(cfg, key))
             or (isinstance(value, list) and _is_list(cfg, key))
         )
+        if merge and isinstance(value, dict) and not adding:
+            # `s={typo: 2}` merges into s: each key it names must exist, as `s.typo=2`'s.
+            for inner in _new_keys(cfg, key, value):
+                raise _no_such_key(cfg, inner, line, f"to add it, write `++{line}`")
         try:
             OmegaConf.update(cfg, key, value, merge=merge, force_add=True)
         except Exception as exc:
             raise error(f"{where} could not be applied: {exc}", full_key=key) from None
     provenance[key] = where
+
+
+def _new_keys(cfg: DictConfig, key: str, value: dict[str, Any]) -> list[str]:
+    """Return the dotted keys a mapping merged into section ``key`` would add.
+
+    Examples
+    --------
+    >>> cfg = OmegaConf.create({"s": {"a": 1, "b": {"c": 2}}})
+    >>> _new_keys(cfg, "s", {"a": 5, "b": {"c": 3, "d": 4}, "typo": 2})
+    ['s.b.d', 's.typo']
+    """
+    found = []
+    for name, inner in value.items():
+        path = f"{key}.{name}"
+        if not has_key(cfg, path) and not _kit_field(path):
+            found.append(path)
+        elif isinstance(inner, dict) and _is_section(cfg, path):
+            found += _new_keys(cfg, path, inner)
+    return found
 
 
 def _kit_fields(section: str) -> list[str]:

@@ -45,7 +45,15 @@ def test_delete_removes_the_key() -> None:
 
 
 def test_a_mapping_merges_into_an_existing_section() -> None:
-    cfg = load_config(BASE, ["model={layers: 2}"])
+    cfg = load_config(BASE, ["model={hidden: 32}"])
+    assert cfg.model == {"hidden": 32, "name": "tiny"}
+    # A key it adds is refused as `model.layers=2` is (as Hydra's struct configs do),
+    # unless the override says it adds: `++`.
+    with pytest.raises(ConfigError) as refused:
+        load_config(BASE, ["model={layers: 2}"])
+    assert refused.value.full_key == "model.layers"
+    assert "to add it, write `++model={layers: 2}`" in str(refused.value)
+    cfg = load_config(BASE, ["++model={layers: 2}"])
     assert cfg.model == {"hidden": 64, "name": "tiny", "layers": 2}
 
 
