@@ -63,3 +63,13 @@ def test_a_terminal_run_shows_no_distributed_log(tmp_path: Path) -> None:
         if re.search(r" - distributed(\.\w+)* - [A-Z]+ - ", line)
     ]
     assert not noise, noise[:3]
+
+
+def test_kit_run_runs_the_quickstart_config_as_it_is(tmp_path: Path) -> None:
+    # Once refused: the example named no provider or runner, only `make quickstart` knew them.
+    from kit.cli import main
+
+    config = str(quickstart.CONFIG_PATH)
+    out = tmp_path / "out"
+    assert main(["run", config, "parallel.env=inline", "items.stop=5", "-o", str(out)]) == 0
+    assert (out / "result.json").is_file()
