@@ -182,7 +182,7 @@ def test_a_server_that_is_down_is_said_at_once_naming_it_and_no_trial_waits_for_
     folder = tmp_path / "runs" / "down"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = kit.sweep(cfg, ["offset=0,1,2"], output_dir=folder)
+        result = kit.sweep(cfg, ["offset=0,1,2"], output_dir=folder, metric="err")
     assert [str(r.status) for r in result.results if r is not None] == ["completed"] * 3
     said = [str(w.message) for w in caught if issubclass(w.category, TrackingWarning)]
     assert said, "the outage is said"
@@ -215,6 +215,9 @@ def test_a_server_that_is_down_is_said_at_once_naming_it_and_no_trial_waits_for_
         )
         assert run.data.tags["mlflow.source.type"] == "LOCAL" and run.data.tags["mlflow.user"]
     assert parent.data.metrics["trials/completed"] == 3
+    assert parent.data.metrics["trials/pruned"] == 0
+    # The sweep's metric is a per-item one (no summary gives it): its records' mean.
+    assert parent.data.metrics["best/err"] == pytest.approx(0.375)
     experiment = client.get_experiment_by_name("kit")
     assert experiment is not None
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
