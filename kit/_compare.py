@@ -107,10 +107,13 @@ def compare(
     resamples: int = 2000,
     confidence: float = 0.95,
     seed: int = 0,
+    warn_few: bool = True,
 ) -> Comparison:
     """Return how ``b`` differs from ``a`` on ``metric``, with a paired bootstrap interval.
 
-    Items are paired by index; only those both runs completed count.
+    Items are paired by index; only those both runs completed count (fewer
+    than 5, and a ``RuntimeWarning`` says the interval means little, unless
+    ``warn_few=False``). ``a`` and ``b`` may be run folders (read, never run).
     Each resample draws that many items with replacement and computes the
     metric of both runs on the same draw: with ``summarize`` (the runner's,
     e.g. corpus WER, which is no mean of per-item WERs) its ``metric`` entry,
@@ -142,7 +145,7 @@ def compare(
         raise ValueError(
             "the runs have no completed item in common: compare two runs over the same items"
         )
-    if len(left) < FEW:
+    if len(left) < FEW and warn_few:
         warnings.warn(
             f"only {len(left)} completed item(s) in common: an interval over so few items "
             "says little; compare runs over more items",

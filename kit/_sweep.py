@@ -646,6 +646,12 @@ def prepare_grid(
         for number, trial in enumerate(grid)
     ]
     record = _record_for(folder, list(overrides), trials, outcome_hash(base))
+    # In the order the folder holds them (a shuffle() grid is drawn anew each time):
+    # the same trials, each in its own folder again. They are this command line's.
+    trials = [
+        Trial(number, tuple(entry["overrides"]), SweepDir(folder).trial(number).path)
+        for number, entry in enumerate(record["trials"])
+    ]
 
     built: dict[int, tuple[Any, Sequence[Any]]] = {}
 
@@ -844,7 +850,7 @@ def _record_for(
         )
     was = [tuple(t["overrides"]) for t in stored["trials"]]
     now = [t.overrides for t in trials]
-    if was != now:
+    if sorted(was) != sorted(now):  # the same trials in another order: shuffle(), resumed
         gone = [" ".join(t) for t in was if t not in now][:3]
         new = [" ".join(t) for t in now if t not in was][:3]
         raise error(

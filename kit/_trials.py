@@ -251,6 +251,7 @@ class SweepResult:
                         summarize=summary,
                         minimize=minimize,
                         resamples=resamples,
+                        warn_few=False,  # a table row: its items are in the row beside it
                     )
                 except ValueError:  # no item in common with the best (items.stop=0...)
                     row[column] = "no items in common"

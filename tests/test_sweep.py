@@ -287,3 +287,14 @@ def test_a_trials_end_never_waits_for_its_report(
     assert '<script src="../bokeh/static/js/bokeh.min.js"></script>' in page
     assert len(page) < 100_000
     assert (folder / "bokeh" / "static" / "js" / "bokeh.min.js").is_file()
+
+
+def test_a_shuffled_grid_is_resumed_in_its_folder(tmp_path: Path) -> None:
+    # Hydra's shuffle() draws another order each time: once "another sweep", refused.
+    folder = tmp_path / "s"
+    first = kit.sweep(kit._sweep.EXAMPLE, ["items.stop=shuffle(2,3,4,5)"], output_dir=folder)
+    again = kit.submit_sweep(kit._sweep.EXAMPLE, ["items.stop=shuffle(2,3,4,5)"], output_dir=folder)
+    result = again.result(timeout=60)
+    assert again.handles == {}  # every trial read back, none run
+    assert [t.overrides for t in result.trials] == [t.overrides for t in first.trials]
+    assert sorted(r.stats.ok for r in result.results) == [2, 3, 4, 5]
