@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kit.cli import EXIT_CODES, main
@@ -308,6 +308,7 @@ def sweep_lines(draw: st.DrawFn) -> list[str]:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(line=sweep_lines(), multirun=st.booleans())
+@example(line=["x=shuffle(1)", "x=shuffle(1)"], multirun=False)  # found in a loaded run
 def test_generated_sweep_command_lines_never_reach_an_unexpected_error(
     tmp_path_factory: pytest.TempPathFactory, line: list[str], multirun: bool
 ) -> None:

@@ -185,13 +185,14 @@ def expand_sweep(overrides: Sequence[str]) -> list[list[str]]:
     # A plain override is given to every trial as the user wrote it: Hydra's sweeper
     # writes `~x` back as `~x=null` (delete x only if it is null), which fails every
     # trial whose x is set.
-    return [
-        [
-            made if override.is_sweep_override() else line
-            for (line, override), made in zip(parsed, trial, strict=True)
-        ]
-        for trial in trials
-    ]
+    # Hydra keeps the last of a key's plain overrides: the line kept is that one.
+    written = {o.key_or_group: line for line, o in parsed if not o.is_sweep_override()}
+    return [[written.get(_key_of(made), made) for made in trial] for trial in trials]
+
+
+def _key_of(override: str) -> str:
+    """Return the key an override line sets (``+a.b=1``, ``~a.b``, ``~a.b=null``: ``a.b``)."""
+    return override.split("=", 1)[0].lstrip("+~")
 
 
 def search_space(overrides: Sequence[str]) -> tuple[list[SearchDimension], list[str]]:
