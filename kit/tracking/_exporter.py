@@ -287,12 +287,13 @@ class Exporter:
     def fail(self, exc: BaseException) -> None:
         """Warn once that the tracker failed, and write nothing more to it."""
         self._failed = True
-        warnings.warn(
-            f"kit: {self.tracker} export stopped: {type(exc).__name__}: {exc}. The run goes on "
-            f"and its output directory is complete; {self.fix}, then {self.again}",
-            TrackingWarning,
-            stacklevel=2,
-        )
+        if not getattr(exc, "said", False):  # a tracker found down just before: said then
+            warnings.warn(
+                f"kit: {self.tracker} export stopped: {type(exc).__name__}: {exc}. The run goes "
+                f"on and its output directory is complete; {self.fix}, then {self.again}",
+                TrackingWarning,
+                stacklevel=2,
+            )
         with contextlib.suppress(Exception):  # already failing: the warning says so
             self.abandon()
 

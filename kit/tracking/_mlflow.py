@@ -82,11 +82,23 @@ PROBE_SECONDS = 3.0
 class TrackerUnreachable(ConnectionError):
     """An MLflow server did not answer: the run is not exported to it (its folder is whole).
 
+    ``said`` is True when this process already warned about that server in
+    the last :data:`SAID_FOR` seconds (a sweep's trials start side by side):
+    the exporter then stops without a warning of its own.
+
     Examples
     --------
     >>> issubclass(TrackerUnreachable, ConnectionError)
     True
     """
+
+    said = False
+
+
+#: Seconds a server found down is not asked again, and not warned about again, by this process.
+SAID_FOR = 30.0
+#: When each server was found down, by URI (a fact this process learnt, kept briefly).
+_down: dict[str, float] = {}
 
 
 def probe(uri: str, seconds: float = PROBE_SECONDS) -> None:
@@ -109,14 +121,21 @@ def probe(uri: str, seconds: float = PROBE_SECONDS) -> None:
     import urllib.error
     import urllib.request
 
+    found = _down.get(uri)
+    if found is not None and time.monotonic() - found < SAID_FOR:
+        known = TrackerUnreachable(f"the MLflow server at {uri} did not answer just before")
+        known.said = True
+        raise known
     try:
         with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=seconds) as answer:
             answer.read(64)
     except (OSError, ValueError) as exc:  # URLError, HTTPError, timeouts, a bad URL
+        _down[uri] = time.monotonic()
         reason = getattr(exc, "reason", None) or exc
         raise TrackerUnreachable(
             f"the MLflow server at {uri} did not answer within {seconds:.0f} s ({reason})"
         ) from None
+    _down.pop(uri, None)
 
 
 def artifact_root(uri: str) -> str | None:

@@ -112,12 +112,13 @@ class SweepTracker:
             if new:
                 log_values(self._client, run_id, {}, 0, flat_params(self.config))
         except Exception as exc:
-            warnings.warn(
-                f"kit: MLflow export of the sweep stopped: {type(exc).__name__}: {exc}. The sweep "
-                f"goes on and its folder is complete; check the MLflow store {self.uri}",
-                TrackingWarning,
-                stacklevel=1,
-            )
+            if not getattr(exc, "said", False):  # a server found down just before: said then
+                warnings.warn(
+                    f"kit: MLflow export of the sweep stopped: {type(exc).__name__}: {exc}. The "
+                    f"sweep goes on and its folder is complete; check the MLflow store {self.uri}",
+                    TrackingWarning,
+                    stacklevel=1,
+                )
             self._parent.set_result(None)
             return
         self._parent.set_result(run_id)
