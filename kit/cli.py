@@ -41,8 +41,8 @@ EXIT_CODES = {
     EXIT_ITEMS_FAILED: "some items failed or were not run, the run or sweep was interrupted, "
     "or it failed unexpectedly (completed chunks are kept)",
     EXIT_USAGE: "bad config, file, override, option value or usage",
-    EXIT_TRIALS_FAILED: "a sweep's trial ended in error or stopped early (its run failed, or "
-    "it gave no number for the metric)",
+    EXIT_TRIALS_FAILED: "a trial of the sweep ended in error or stopped early (its run failed, "
+    "or it gave no number for the metric)",
     EXIT_NO_TRIALS: "a sweep ran no trial at all",
 }
 
