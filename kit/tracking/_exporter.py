@@ -97,6 +97,30 @@ def numbers(values: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def warn_stopped(what: str, exc: BaseException, after: str) -> None:
+    """Warn that ``what`` stopped for ``exc``, unless this process said so just before.
+
+    A tracker found down moments ago (its error's ``said``, set by
+    :func:`kit.tracking._mlflow.probe`) was named then: a sweep's trials that
+    find it down too stop without a warning each.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_stopped("MLflow export", OSError("refused"), "The run goes on.")
+    >>> str(caught[0].message)
+    'kit: MLflow export stopped: OSError: refused. The run goes on.'
+    """
+    if not getattr(exc, "said", False):
+        warnings.warn(
+            f"kit: {what} stopped: {type(exc).__name__}: {exc}. {after}",
+            TrackingWarning,
+            stacklevel=3,
+        )
+
+
 def installed(package: str) -> bool:
     """Return whether ``package`` can be imported, without importing it.
 
@@ -287,13 +311,11 @@ class Exporter:
     def fail(self, exc: BaseException) -> None:
         """Warn once that the tracker failed, and write nothing more to it."""
         self._failed = True
-        if not getattr(exc, "said", False):  # a tracker found down just before: said then
-            warnings.warn(
-                f"kit: {self.tracker} export stopped: {type(exc).__name__}: {exc}. The run goes "
-                f"on and its output directory is complete; {self.fix}, then {self.again}",
-                TrackingWarning,
-                stacklevel=2,
-            )
+        warn_stopped(
+            f"{self.tracker} export",
+            exc,
+            f"The run goes on and its output directory is complete; {self.fix}, then {self.again}",
+        )
         with contextlib.suppress(Exception):  # already failing: the warning says so
             self.abandon()
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig
 
 from kit._compare import run_metric
-from kit.tracking._exporter import Exporter, TrackingWarning, numbers
+from kit.tracking._exporter import Exporter, TrackingWarning, numbers, warn_stopped
 from kit.tracking._spec import Tracking
 
 if TYPE_CHECKING:
@@ -112,13 +112,11 @@ class SweepTracker:
             if new:
                 log_values(self._client, run_id, {}, 0, flat_params(self.config))
         except Exception as exc:
-            if not getattr(exc, "said", False):  # a server found down just before: said then
-                warnings.warn(
-                    f"kit: MLflow export of the sweep stopped: {type(exc).__name__}: {exc}. The "
-                    f"sweep goes on and its folder is complete; check the MLflow store {self.uri}",
-                    TrackingWarning,
-                    stacklevel=1,
-                )
+            warn_stopped(
+                "MLflow export of the sweep",
+                exc,
+                f"The sweep goes on and its folder is complete; check the MLflow store {self.uri}",
+            )
             self._parent.set_result(None)
             return
         self._parent.set_result(run_id)
