@@ -353,6 +353,8 @@ class RunStore:
         self.chunks_dir = self.files.chunks
         self._lock: IO[str] | None = None
         self._identity: tuple[int, int] | None = None  # (device, inode) of the locked folder
+        self._chunks_identity: tuple[int, int] | None = None  # and of its chunks/, once begun
+        self._previous: dict[str, Any] | None = None  # the completed result.json a resume found
 
     # -------------------------------------------------------------- locking
     def lock(self) -> None:
@@ -614,8 +616,12 @@ class RunStore:
             for path in (self.files.errors, self.files.ledger):
                 path.unlink(missing_ok=True)
             done = []
+        # A resume that finds nothing left to run gives this back: the folder is unchanged.
+        self._previous = self._completed_result() if resume else None
         self.files.result.unlink(missing_ok=True)  # ends a previous run, not this one
         self.chunks_dir.mkdir(parents=True, exist_ok=True)
+        info = os.stat(self.chunks_dir)
+        self._chunks_identity = (info.st_dev, info.st_ino)
         for stale in self.chunks_dir.glob(".*"):
             stale.unlink(missing_ok=True)  # temporary files of an interrupted write
         manifest = dict(manifest, created=old["created"] if old and resume else time.time())
@@ -718,7 +724,7 @@ class RunStore:
         """
         if not chunks:
             return []
-        self._check_still_there()
+        self.check_still_there()
         paths: list[Path] = []
         try:
             for chunk in chunks:
@@ -761,13 +767,33 @@ class RunStore:
             return False
         return (info.st_dev, info.st_ino) == self._identity
 
-    def _check_still_there(self) -> None:
-        """Raise if the locked folder was deleted, moved or replaced since the run began."""
+    def _chunks_still_there(self) -> bool:
+        """Whether ``chunks/`` is still the folder this run's commits went to."""
+        try:
+            info = os.stat(self.chunks_dir)
+        except FileNotFoundError:
+            return False
+        return (info.st_dev, info.st_ino) == self._chunks_identity
+
+    def check_still_there(self) -> None:
+        """Raise if the locked folder or its ``chunks/`` was removed or replaced since the start.
+
+        A chunk the ledger names must still be where it was committed: a run
+        whose earlier chunks were deleted under it has not stored its items,
+        whatever its later chunks say.
+        """
         if self._identity is not None and not self._still_there():
             raise StoreError(
                 f"the output directory {self.path} was deleted, moved or replaced while the run "
                 "wrote to it; the chunks it held are wherever it went: stop whatever removes "
                 "it, then run again (into it, if you moved it back, to resume)"
+            )
+        if self._chunks_identity is not None and not self._chunks_still_there():
+            raise StoreError(
+                f"{self.chunks_dir} was deleted, moved or replaced while the run wrote to it, "
+                "so the records stored before are gone from this run's folder: stop whatever "
+                f"removes it, then run again into {self.path} (the items whose chunks are "
+                "missing run again)"
             )
 
     def _commit(self, chunks: Sequence[ChunkResult], paths: Sequence[Path]) -> None:
@@ -849,6 +875,22 @@ class RunStore:
             for err in errors:
                 fh.write(json.dumps(err.to_dict()) + "\n")
 
+    def _completed_result(self) -> dict[str, Any] | None:
+        """Return the folder's ``result.json`` if it records a completed run, well formed."""
+        try:
+            data = json.loads(self.files.result.read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("status") != "completed":
+            return None
+        stats = data.get("stats")
+        counts = (
+            [stats.get(key) for key in ("items", "ok", "failed")] if isinstance(stats, dict) else []
+        )
+        if len(counts) != 3 or any(type(n) is not int for n in counts):
+            return None
+        return data if counts[1] + counts[2] == counts[0] else None
+
     def finish(self, result: RunResult, error: str | None = None) -> None:
         """Write ``result.json`` and the error file; let the writer merge a complete run.
 
@@ -857,6 +899,17 @@ class RunStore:
         if self._identity is not None and not self._still_there():
             return  # the folder went away: writing would make a new one holding only these
         self.write_errors(result.errors)
+        previous = self._previous
+        if (
+            previous is not None
+            and result.status == "completed"
+            and result.stats.resumed == result.stats.items
+            and previous["stats"]["items"] == result.stats.items
+        ):
+            # Nothing ran: the stored result, its workers and wall time, still says it all.
+            with atomic_file(self.files.result) as fh:
+                json.dump(previous, fh, indent=1, default=repr)
+            return
         summary = {
             "status": result.status,
             "stats": result.stats.to_dict(),

@@ -263,6 +263,35 @@ def test_a_disk_filling_at_a_random_point_loses_no_committed_record(
     assert kit.attach(out).status()["done"] == 300
 
 
+@pytest.mark.parametrize("when", ["mid-run", "after the last chunk"])
+def test_a_chunks_folder_deleted_under_a_run_fails_it_and_a_rerun_redoes_the_lost_items(
+    tmp_path: Path, when: str
+) -> None:
+    import shutil
+
+    from kit.events import ChunkFinished
+
+    out = tmp_path / "run"
+
+    def pull_the_rug(event: object) -> None:
+        last = event.start == 15 if isinstance(event, ChunkFinished) else False
+        first = event.start == 0 if isinstance(event, ChunkFinished) else False
+        if (when == "mid-run" and first) or (when != "mid-run" and last):
+            shutil.rmtree(out / "chunks")
+
+    runner = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5)
+    with pytest.raises(StoreError) as info:
+        runner.run(range(20), on_event=pull_the_rug)
+    assert str(info.value).startswith(
+        f"{out / 'chunks'} was deleted, moved or replaced while the run wrote to it, so the "
+        "records stored before are gone"
+    )
+    assert json.loads((out / "result.json").read_text())["status"] == "error"
+    with pytest.warns(StoreWarning, match="its items run again on resume"):
+        again = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(20))
+    assert again.records == expected(range(20)) and again.stats.ok == 20
+
+
 @pytest.mark.parametrize("how", ["deleted", "renamed"])
 def test_a_run_dir_that_vanishes_mid_run_ends_the_run(tmp_path: Path, how: str) -> None:
     import shutil

@@ -79,6 +79,27 @@ def test_a_complete_run_is_not_run_again(tmp_path: Path) -> None:
     assert calls(tmp_path) == Counter(range(30))
 
 
+def test_a_re_run_with_nothing_left_to_run_keeps_the_stored_result_json(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    Affine(ToyProvider(toy_config(sleep=0.01)), output_dir=out, chunk_size=5).run(range(20))
+    first = json.loads((out / "result.json").read_text())
+    assert first["stats"]["workers"] and first["stats"]["wall_seconds"] > 0
+    again = Affine(ToyProvider(toy_config(sleep=0.01)), output_dir=out, chunk_size=5).run(range(20))
+    assert again.stats.resumed == 20
+    # The folder is unchanged, so is what describes it: its workers, its wall time.
+    assert json.loads((out / "result.json").read_text()) == first
+
+
+def test_a_malformed_stored_result_json_is_not_given_back_by_a_re_run(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10))
+    first = json.loads((out / "result.json").read_text())
+    first["stats"]["items"] = "forged"
+    (out / "result.json").write_text(json.dumps(first))
+    Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10))
+    assert json.loads((out / "result.json").read_text())["stats"]["resumed"] == 10
+
+
 def test_another_config_in_the_same_directory_is_refused_with_the_diff(tmp_path: Path) -> None:
     out = tmp_path / "run"
     Affine(ToyProvider(toy_config(factor=2)), output_dir=out).run(range(5))

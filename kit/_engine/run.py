@@ -366,6 +366,8 @@ class Run:
                     # Else its client keeps trying to reconnect, and logging it, for 30 s.
                     session.close()
                 raise
+            if spec.store is not None:
+                spec.store.check_still_there()  # a run is not done if its chunks went away
             status = self.ledger.final_status()
             result = self._conclude(status)
             return result, self._stop_error(result)
