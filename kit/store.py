@@ -884,12 +884,12 @@ class RunStore:
         if not isinstance(data, dict) or data.get("status") != "completed":
             return None
         stats = data.get("stats")
-        counts = (
-            [stats.get(key) for key in ("items", "ok", "failed")] if isinstance(stats, dict) else []
-        )
-        if len(counts) != 3 or any(type(n) is not int for n in counts):
+        if not isinstance(stats, dict):
             return None
-        return data if counts[1] + counts[2] == counts[0] else None
+        items, ok, failed = (stats.get(key) for key in ("items", "ok", "failed"))
+        if not (type(items) is type(ok) is type(failed) is int):
+            return None
+        return data if ok + failed == items else None
 
     def finish(self, result: RunResult, error: str | None = None) -> None:
         """Write ``result.json`` and the error file; let the writer merge a complete run.
