@@ -671,16 +671,17 @@ class RunStore:
                 f"stores them as {new['record_format']}; set runner.record_format="
                 f"{old.get('record_format')} to resume it, or {how.split(', ', 1)[0]}"
             )
+        # batch_size first: a forward written for batches changes with it, so its code differs too.
+        if old.get("batch_size") != new["batch_size"]:
+            raise StoreError(
+                f"{self.path} holds a run with batch_size={old.get('batch_size')}, "
+                f"not {new['batch_size']}; {how}"
+            )
         changed = version_difference(old, new)
         if changed is not None:
             raise StoreError(
                 f"{self.path} holds records another version of this run made: {changed}; "
                 f"resuming would mix records of both versions; {how}"
-            )
-        if old.get("batch_size") != new["batch_size"]:
-            raise StoreError(
-                f"{self.path} holds a run with batch_size={old.get('batch_size')}, "
-                f"not {new['batch_size']}; {how}"
             )
 
     def _config_diff(self, current: DictConfig | None) -> str:

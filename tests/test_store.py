@@ -100,6 +100,20 @@ def test_a_malformed_stored_result_json_is_not_given_back_by_a_re_run(tmp_path: 
     assert json.loads((out / "result.json").read_text())["stats"]["resumed"] == 10
 
 
+def test_a_resume_with_another_batch_size_and_a_forward_for_batches_names_batch_size(
+    tmp_path: Path,
+) -> None:
+    def forward_batches(idx: list[int], model: object) -> list[dict]:
+        return [Affine.forward(i, model) for i in idx]
+
+    # The same runner, rewritten for batches: its forward changes with its batch_size.
+    batched = type("Affine", (Affine,), {"forward": staticmethod(forward_batches)})
+    batched.__module__, batched.__qualname__ = Affine.__module__, Affine.__qualname__
+    Affine(ToyProvider(toy_config()), output_dir=tmp_path / "run").run(range(8))
+    with pytest.raises(StoreError, match=r"holds a run with batch_size=None, not 4; pass resume"):
+        batched(ToyProvider(toy_config()), output_dir=tmp_path / "run", batch_size=4).run(range(8))
+
+
 def test_another_config_in_the_same_directory_is_refused_with_the_diff(tmp_path: Path) -> None:
     out = tmp_path / "run"
     Affine(ToyProvider(toy_config(factor=2)), output_dir=out).run(range(5))
