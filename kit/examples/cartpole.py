@@ -135,6 +135,8 @@ def train(cfg: DictConfig, log: TrainingLog | None = None, verbose: bool = True)
     )
     model = Model(t.seed)
     learner = Learner(lambda eps: reinforce_step(model, eps, t.lr, t.gamma), model=model)
+    if log is not None:
+        log.start()  # the dashboard's "took" and the summary's seconds count the same time
     began = time.perf_counter()
     result: EvalResult | None = None
     for iteration in range(t.max_iters):

@@ -36,10 +36,19 @@ class TrainingLog:
         self.done = 0
         self._started: float | None = None
 
-    def _elapsed(self) -> float:
+    def start(self) -> None:
+        """Start the training's clock now (the first :meth:`log` does, if this was not called).
+
+        A training that sets things up before its first logged value calls it
+        first, so the dashboard's "took" is the training's whole time.
+        """
         if self._started is None:
             self._started = time.perf_counter()
             self.events.emit(RunStarted(self.run_id, self.total, 0, 1, None, time.time()))
+
+    def _elapsed(self) -> float:
+        self.start()
+        assert self._started is not None
         return time.perf_counter() - self._started
 
     def log(self, step: int, **values: float) -> None:

@@ -30,6 +30,8 @@ def test_local_cluster_training_matches_inline_and_logs_curves(local: dict) -> N
     assert names[0] == "RunStarted" and names[-1] == "RunFinished"
     curves = {k for e in seen if type(e).__name__ == "Scalars" for k in e.values}
     assert curves == {"eval_return", "train_return"}
+    # The dashboard's "took" is the training's seconds (it used to start at the first eval).
+    assert seen[-1].elapsed >= on_cluster["seconds"]
 
 
 def test_the_policy_acts_row_by_row() -> None:
