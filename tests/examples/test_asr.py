@@ -65,6 +65,16 @@ def test_the_corpus_is_16k_mono_wav_with_a_speaker_per_line(corpus: Path) -> Non
         assert 0.5 < seconds < 10 and len(pcm) == int(seconds * 16000) * 2
 
 
+def test_the_corpus_command_runs_without_a_warning_and_says_its_usage(tmp_path: Path) -> None:
+    # `make lab` speaks the corpus this way; runpy used to warn that the package
+    # had imported the module before running it.
+    command = [sys.executable, "-W", "error", "-m", "kit.examples.asr.corpus", "--help"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith("usage: python -m kit.examples.asr.corpus [-h] [folder]")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_unknown_voice_is_named(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"unknown voice\(s\) alan; known: slt, rms"):
         build_corpus(tmp_path, voices=["slt", "alan"])

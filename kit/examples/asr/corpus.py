@@ -12,6 +12,7 @@ OUT_DIR`` builds it.
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import shutil
@@ -151,8 +152,13 @@ def build_corpus(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Build the corpus in the folder given (default ``runs/asr-data``)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    manifests = build_corpus(args[0] if args else "runs/asr-data")
+    parser = argparse.ArgumentParser(
+        prog="python -m kit.examples.asr.corpus",
+        description="Speak the decoding check's corpus with flite and espeak-ng (once).",
+    )
+    parser.add_argument("folder", nargs="?", default="runs/asr-data", help="where to write it")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    manifests = build_corpus(args.folder)
     for name, path in manifests.items():
         count = len(path.read_text().splitlines())
         print(f"{name}: {count} utterances in {path}")
