@@ -123,6 +123,24 @@ def is_sweep(overrides: Sequence[str]) -> bool:
     return any(override.is_sweep_override() for _, override in _parse(overrides))
 
 
+def split_sweep(overrides: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split ``overrides`` into the keys they sweep and the lines every trial gets as written.
+
+    Examples
+    --------
+    >>> split_sweep(["beam=1,5", "+seed=0", "lr=interval(0,1)", "~x"])
+    (['beam', 'lr'], ['+seed=0', '~x'])
+    """
+    swept: list[str] = []
+    fixed: list[str] = []
+    for line, override in _parse(overrides):
+        if override.is_sweep_override():
+            swept.append(override.key_or_group)
+        else:
+            fixed.append(line)
+    return swept, fixed
+
+
 def expand_sweep(overrides: Sequence[str]) -> list[list[str]]:
     """Expand a grid sweep into its trials, each a list of plain ``key=value`` overrides.
 

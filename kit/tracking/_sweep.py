@@ -110,7 +110,7 @@ class SweepTracker:
                 resume=self.resume,
             )
             if new:
-                log_values(self._client, run_id, {}, 0, flat_params(self.config))
+                log_values(self._client, run_id, {}, 0, self.shared_params())
         except Exception as exc:
             warn_stopped(
                 "MLflow export of the sweep",
@@ -120,6 +120,26 @@ class SweepTracker:
             self._parent.set_result(None)
             return
         self._parent.set_result(run_id)
+
+    def shared_params(self) -> dict[str, str]:
+        """Return the parent run's params: the config every trial shares.
+
+        The base config with the sweep's plain overrides applied; the keys it
+        sweeps are left out (each trial's own run has them).
+        """
+        from kit.config import load_config
+        from kit.config._sweeps import split_sweep
+        from kit.tracking._mlflow import flat_params
+
+        if self.config is None:
+            return {}
+        swept, fixed = split_sweep(self.overrides)
+        params = flat_params(load_config(self.config, fixed) if fixed else self.config)
+        return {
+            key: value
+            for key, value in params.items()
+            if not any(key == k or key.startswith(f"{k}.") for k in swept)
+        }
 
     def parent_id(self) -> str | None:
         """Return the parent run's id, once it exists (None if MLflow failed)."""

@@ -131,7 +131,7 @@ def test_a_sweep_is_a_parent_run_with_a_nested_run_per_trial_also_through_a_serv
     tmp_path: Path, local: dict[str, Any]
 ) -> None:
     cfg = graded_config(tmp_path, local, output_dir=str(tmp_path / "runs" / "offsets"))
-    result = kit.sweep(cfg, ["offset=0,1", "factor=2,3"], metric="mean_y")
+    result = kit.sweep(cfg, ["offset=0,1", "factor=2,3", "runner.chunk_size=3"], metric="mean_y")
     assert [str(r.status) for r in result.results if r is not None] == ["completed"] * 4
 
     client = client_of(tmp_path)
@@ -139,14 +139,18 @@ def test_a_sweep_is_a_parent_run_with_a_nested_run_per_trial_also_through_a_serv
     [parent] = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     trials = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     assert parent.info.run_name == "offsets" and parent.info.status == "FINISHED"
-    assert parent.data.tags["kit.sweep"] == "offset=0,1 factor=2,3"
+    assert parent.data.tags["kit.sweep"] == "offset=0,1 factor=2,3 runner.chunk_size=3"
+    # The parent's params are what every trial shares: a plain override, not the swept keys.
+    assert parent.data.params["runner.chunk_size"] == "3"
+    assert "offset" not in parent.data.params and "factor" not in parent.data.params
     assert parent.data.metrics["best/mean_y"] == pytest.approx(23.0)  # offset 0, factor 2
     assert parent.data.metrics["trials/completed"] == 4
     assert sorted(r.info.run_name for r in trials) == [f"offsets/trial-00{i}" for i in range(4)]
     for trial in trials:
         assert trial.info.status == "FINISHED"
         tag = trial.data.tags["kit.overrides"]  # e.g. "offset=1 factor=3", as its params say
-        assert tag == f"offset={trial.data.params['offset']} factor={trial.data.params['factor']}"
+        params = trial.data.params
+        assert tag == f"offset={params['offset']} factor={params['factor']} runner.chunk_size=3"
         assert "report.html" in {a.path for a in client.list_artifacts(trial.info.run_id)}
     # The sweep and each trial keep their MLflow run's id: a resumed sweep goes on in them.
     folder = tmp_path / "runs" / "offsets"

@@ -373,6 +373,8 @@ def test_the_scale_out_notebook_shows_no_log_noise(
     assert "on SLURM: {'wer'" in out or "No SLURM is reachable from here" in out
     assert "remote: {'wer'" in out
     no_error_outputs(page)
+    # The detached run is kept beside the notebook, with its others: no temporary folder.
+    assert (jupyter.folder / "runs" / "scale-out-detached" / "result.json").is_file()
     noise = [t for t in texts if re.search(r" - distributed(\.\w+)* - [A-Z]+ - ", t)]
     assert not noise, noise[:2]
     assert not [t for t in texts if "0/0 items" in t]
