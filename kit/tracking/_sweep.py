@@ -92,7 +92,7 @@ class SweepTracker:
         threading.Thread(target=self._open_parent, name="kit-mlflow-sweep", daemon=True).start()
 
     def _open_parent(self) -> None:
-        from kit.tracking._mlflow import client_for, flat_params, log_values, open_run
+        from kit.tracking._mlflow import client_for, log_values, open_run
 
         assert self.uri is not None
         try:
