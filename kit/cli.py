@@ -121,10 +121,12 @@ def _print_result(result: RunResult) -> int:
     return EXIT_OK if stats.failed == 0 and stats.not_run == 0 else EXIT_ITEMS_FAILED
 
 
-def _say_viewers(tracking: Tracking | None, folder: Path | None, indent: str = "") -> None:
+def _say_viewers(
+    tracking: Tracking | None, folder: Path | None, indent: str = "", *, sweep: bool = False
+) -> None:
     """Print the commands that open the trackers a run or sweep is exported to."""
     if tracking is not None:
-        for command in tracking.commands(folder):
+        for command in tracking.commands(folder, sweep=sweep):
             _say(f"{indent}{'watch:':<10} {command}")
 
 
@@ -221,7 +223,7 @@ def _sweep(args: argparse.Namespace) -> int:
             metric=args.metric,
             minimize=minimize,
         )
-    _say_viewers(handle.tracking, handle.folder)
+    _say_viewers(handle.tracking, handle.folder, sweep=True)
     result = handle.join()
     code = sweep_exit_code(result.rows())
     if args.metric is not None and result.trials:
@@ -314,7 +316,7 @@ def _submit_sweep(args: argparse.Namespace) -> int:
     _say(f"  progress:  kit status {folder}")
     _say(f"  stop:      kit cancel {folder}")
     _say(f"  in Python: kit.attach({str(folder)!r}).result()")
-    _say_viewers(sweep_tracking(None, prepared.base), folder, indent="  ")
+    _say_viewers(sweep_tracking(None, prepared.base), folder, indent="  ", sweep=True)
     return EXIT_OK
 
 
@@ -433,7 +435,7 @@ def _export_tracking(args: argparse.Namespace) -> int:
     where = tracking_of(folder, tracking)
     for line in send_folder(folder, where):
         _say(f"sent {line}")
-    _say_viewers(where, folder)
+    _say_viewers(where, folder, sweep=SweepDir(folder).holds_sweep())
     return EXIT_OK
 
 

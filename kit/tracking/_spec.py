@@ -186,18 +186,24 @@ class Tracking:
             )
         return out
 
-    def commands(self, folder: Path | None) -> list[str]:
+    def commands(self, folder: Path | None, *, sweep: bool = False) -> list[str]:
         """Return the commands that open the viewers on the run (or sweep) stored in ``folder``.
+
+        Runs are compared in their common log folder; a sweep's HParams view
+        is its own folder's (TensorBoard reads one HParams experiment per log
+        folder, so at the common one it shows a single sweep's columns).
 
         Examples
         --------
         >>> Tracking(tensorboard=True).commands(Path("runs/decode"))
         ['tensorboard --logdir runs/tensorboard']
+        >>> Tracking(tensorboard=True).commands(Path("runs/beams"), sweep=True)
+        ['tensorboard --logdir runs/tensorboard/beams']
         """
         out = []
         logdir = self.tensorboard_dir(folder)
         if logdir is not None:
-            out.append(f"tensorboard --logdir {shown(logdir.parent)}")
+            out.append(f"tensorboard --logdir {shown(logdir if sweep else logdir.parent)}")
         uri = self.mlflow_uri(folder)
         if uri is not None:
             if uri.startswith("sqlite:///"):

@@ -85,6 +85,32 @@ def test_a_sweep_is_an_hparams_experiment_with_a_session_per_trial(
     }
 
 
+def test_two_sweeps_beside_each_other_keep_their_hparams_in_their_own_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from omegaconf import OmegaConf
+
+    from kit.cli import main
+
+    cfg = tensorboard_config(tmp_path, {"env": "inline"})
+    kit.sweep(cfg, ["offset=0,1"], output_dir=tmp_path / "runs" / "offsets")
+    config = tmp_path / "graded.yaml"
+    OmegaConf.save(OmegaConf.create(cfg), config)
+    factors = tmp_path / "runs" / "factors"
+    assert main(["sweep", str(config), "factor=2,3", "-o", str(factors)]) == 0
+    # Where the sweep's HParams view is: its own folder (TensorBoard reads one
+    # experiment per log folder, so the common one would show one sweep's columns).
+    watch = f"watch:     tensorboard --logdir {tmp_path / 'runs' / 'tensorboard' / 'factors'}\n"
+    assert watch in capsys.readouterr().out
+    for sweep, key in (("offsets", "offset"), ("factors", "factor")):
+        folder = tmp_path / "runs" / "tensorboard" / sweep
+        data = hparams_data(EventMultiplexer().AddRunsFromDirectory(str(folder)).Reload())
+        experiment = data.pop(".").experiment
+        assert [h.name for h in experiment.hparam_infos] == [key], sweep
+        assert sorted(data) == ["trial-000", "trial-001"], sweep
+        assert all(list(d.session_start_info.hparams) == [key] for d in data.values()), sweep
+
+
 def test_tensorboard_shows_a_sweeps_trials_in_its_hparams_table(
     tmp_path: Path, local: dict[str, Any]
 ) -> None:
