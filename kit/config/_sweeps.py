@@ -168,6 +168,8 @@ def expand_sweep(overrides: Sequence[str]) -> list[list[str]]:
     [['lr=1'], ['lr=2'], ['lr=3']]
     >>> expand_sweep(["~x", "y=1,2"])  # as written, not Hydra's `~x=null`
     [['~x', 'y=1'], ['~x', 'y=2']]
+    >>> expand_sweep(["y=choice('1',2)"])  # text stays text
+    [["y='1'"], ['y=2']]
     """
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
@@ -205,7 +207,26 @@ def expand_sweep(overrides: Sequence[str]) -> list[list[str]]:
     # trial whose x is set.
     # Hydra keeps the last of a key's plain overrides: the line kept is that one.
     written = {o.key_or_group: line for line, o in parsed if not o.is_sweep_override()}
-    return [[written.get(_key_of(made), made) for made in trial] for trial in trials]
+    # And a swept value reads back as written: Hydra writes `choice('1',3)`'s first as `1`.
+    faithful = {
+        o.key_or_group: {
+            text: _faithful(value, text)
+            for value, text in zip(o.sweep_iterator(), o.sweep_string_iterator(), strict=True)
+        }
+        for _, o in parsed
+        if o.is_sweep_override() and _kind(o) == "choice"
+    }
+
+    def as_written(made: str) -> str:
+        key = _key_of(made)
+        if key in written:
+            return written[key]
+        if key in faithful:
+            head, text = made.split("=", 1)
+            return f"{head}={faithful[key].get(text, text)}"
+        return made
+
+    return [[as_written(made) for made in trial] for trial in trials]
 
 
 def _key_of(override: str) -> str:
