@@ -183,7 +183,10 @@ def job_queue_cluster(parallel: ParallelConfig, hook: SubmitHook | None = None) 
         ) from None
     cls = getattr(dask_jobqueue, JOB_QUEUES[parallel.env])
     options = dict(parallel.options)
-    _check_job_resources(parallel.env, getattr(cls.job_cls, "config_name", parallel.env), options)
+    # dask-jobqueue reads a job's defaults from jobqueue.<config_name>: the one the
+    # options name (a site's `slurm-gpu` section), else the queue's own.
+    config_name = options.get("config_name") or getattr(cls.job_cls, "config_name", parallel.env)
+    _check_job_resources(parallel.env, str(config_name), options)
     scheduler_options = dict(options.pop("scheduler_options", None) or {})
     # Kit's dashboards listen on 127.0.0.1 unless the config says otherwise.
     scheduler_options.setdefault("dashboard_address", "127.0.0.1:0")

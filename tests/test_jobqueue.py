@@ -159,6 +159,22 @@ def test_htcondor_job_script() -> None:
     assert "distributed.cli.dask_worker" in script
 
 
+def test_a_site_section_named_by_config_name_gives_the_job_its_resources() -> None:
+    import dask.config
+
+    # dask-jobqueue reads cores and memory from jobqueue.<config_name>; so does Kit's check.
+    # A site's section is a whole copy of the queue's, with its own values.
+    import kit._clusters
+
+    kit._clusters.import_dask_jobqueue()  # its defaults are in dask's config once imported
+    section = {**dask.config.get("jobqueue.slurm"), "cores": 3, "memory": "6GB", "queue": "gpu"}
+    site = {"jobqueue.slurm-gpu": section}
+    options = {"config_name": "slurm-gpu", "scheduler_options": {"host": "127.0.0.1"}}
+    with dask.config.set(site):
+        script = job_script(parallel_section({"env": "slurm", "options": options}))
+    assert "#SBATCH -p gpu" in script and "#SBATCH --cpus-per-task=3" in script
+
+
 def test_every_job_queue_env_is_covered() -> None:
     assert set(JOB_QUEUES) == {"slurm", "pbs", "sge", "lsf", "htcondor", "moab", "oar"}
 
