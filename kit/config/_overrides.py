@@ -161,11 +161,13 @@ def _apply_one(cfg: DictConfig, override: Any, line: str, provenance: Provenance
         # A mapping merges into an existing section and a list into an existing list
         # (its elements then take the list's type: `users=[{name: bond}]` on a
         # List[User]), as in Hydra; anything else replaces the old value.
+        # A typed list or mapping left `???` or null (List[User] = MISSING) takes
+        # the value by a merge too, so its elements get their type, as in Hydra.
         merge = exists and (
-            (isinstance(value, dict) and _is_section(cfg, key))
-            or (isinstance(value, list) and _is_list(cfg, key))
+            (isinstance(value, dict) and _is_container(cfg, key, DictConfig))
+            or (isinstance(value, list) and _is_container(cfg, key, ListConfig))
         )
-        if merge and isinstance(value, dict) and not adding:
+        if merge and isinstance(value, dict) and not adding and _is_section(cfg, key):
             # `s={typo: 2}` merges into s: each key it names must exist, as `s.typo=2`'s.
             for inner in _new_keys(cfg, key, value):
                 raise _no_such_key(cfg, inner, line, f"to add it, write `++{line}`")
@@ -223,9 +225,9 @@ def _is_section(cfg: DictConfig, key: str) -> bool:
     return isinstance(child, DictConfig) and not child._is_none() and not child._is_missing()
 
 
-def _is_list(cfg: DictConfig, key: str) -> bool:
-    child = _child(cfg, key)
-    return isinstance(child, ListConfig) and not child._is_none() and not child._is_missing()
+def _is_container(cfg: DictConfig, key: str, kind: type) -> bool:
+    """Whether ``key`` holds a ``kind`` node: set, or a typed one left ``???`` or null."""
+    return isinstance(_child(cfg, key), kind)
 
 
 def _no_such_key(cfg: DictConfig, key: str, line: str, fix: str) -> ConfigError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import omegaconf
 import pytest
 from omegaconf import OmegaConf
 
@@ -167,3 +168,30 @@ def test_a_list_of_mappings_on_a_typed_list_becomes_its_type_as_in_hydra() -> No
     assert OmegaConf.to_object(cfg).users == [User("bond", 7)]
     with pytest.raises(ConfigError, match="users"):
         load_config(OmegaConf.structured(Users), ["users=[{name:bond,age:old}]"])
+
+
+@dataclasses.dataclass
+class Unset:
+    users: list[User] = omegaconf.MISSING
+    by_name: dict[str, User] = omegaconf.MISSING
+    maybe: list[User] | None = None
+    one: User = omegaconf.MISSING
+
+
+@pytest.mark.parametrize(
+    ("override", "made"),
+    [
+        ("users=[{name:bond}]", {"users": [User("bond")]}),
+        ("by_name={q:{age:3}}", {"by_name": {"q": User(age=3)}}),
+        ("maybe=[{name:m}]", {"maybe": [User("m")]}),
+        ("one={name:z}", {"one": User("z")}),
+    ],
+)
+def test_a_typed_list_or_mapping_left_missing_or_null_takes_its_type_as_in_hydra(
+    override: str, made: dict
+) -> None:
+    cfg = load_config(OmegaConf.structured(Unset), [override])
+    key = next(iter(made))
+    assert OmegaConf.to_object(cfg[key]) == made[key]
+    with pytest.raises(ConfigError, match=r"Key 'agee' not in 'User'"):
+        load_config(OmegaConf.structured(Unset), ["users=[{name:bond,agee:3}]"])
