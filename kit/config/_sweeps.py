@@ -220,7 +220,7 @@ def expand_sweep(overrides: Sequence[str]) -> list[list[str]]:
     def as_written(made: str) -> str:
         key = _key_of(made)
         if key in written:
-            return written[key]
+            return str(written[key])
         if key in faithful:
             head, text = made.split("=", 1)
             return f"{head}={faithful[key].get(text, text)}"
