@@ -575,6 +575,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse ``argv``; overrides may come after options too (``kit run c.yaml -o out a=1``).
+
+    argparse alone takes a command's positionals in one stretch, so an override
+    after an option was an unrecognised argument.
+    """
+    args, extra = parser.parse_known_args(argv)
+    if extra and hasattr(args, "overrides") and not any(a.startswith("-") for a in extra):
+        args.overrides = [*args.overrides, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 @functools.cache
 def _parser() -> argparse.ArgumentParser:
     # Built once: building it costs 13 ms (argparse looks its words up in gettext's
@@ -595,7 +609,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     name: demo
     0
     """
-    args = _parser().parse_args(argv)
+    args = _parse(_parser(), argv)
     try:
         code: int = args.handler(args)
     except KeyboardInterrupt:

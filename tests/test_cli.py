@@ -92,3 +92,17 @@ def test_lines_said_from_many_threads_never_interleave(capsys: pytest.CaptureFix
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 8 * 300
     assert all(re.fullmatch(r"trial-\d{3} x{60}", line) for line in lines)
+
+
+def test_overrides_may_follow_options(tmp_path: Path) -> None:
+    quickstart = Path(__file__).parent.parent / "kit" / "examples" / "quickstart.yaml"
+    out = tmp_path / "out"
+    ran = kit("run", str(quickstart), "items.stop=9", "-o", str(out), "parallel.env=inline",
+              "items.stop=4")  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "4 ok, 0 failed" in ran.stdout  # the later override of a key wins, as in Hydra
+    wrong = kit("run", str(quickstart), "-o", str(out), "--bogus", "items.stop=4")
+    assert wrong.returncode == 2
+    assert "kit: error: unrecognized arguments: --bogus items.stop=4" in wrong.stderr
+    wrong = kit("status", str(out), "items.stop=4")  # a command that takes no overrides
+    assert wrong.returncode == 2 and "unrecognized arguments: items.stop=4" in wrong.stderr
