@@ -342,6 +342,15 @@ def _entry_problem(path: Path, entry: dict[str, Any]) -> str | None:
     return None
 
 
+def _is_folder(path: Path, identity: tuple[int, int] | None) -> bool:
+    """Whether ``path`` is the folder whose (device, inode) is ``identity``."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (info.st_dev, info.st_ino) == identity
+
+
 class RunStore:
     """Read and write one run's output directory."""
 
@@ -762,19 +771,11 @@ class RunStore:
 
     def _still_there(self) -> bool:
         """Whether the folder at ``path`` is still the one this store locked."""
-        try:
-            info = os.stat(self.path)
-        except FileNotFoundError:
-            return False
-        return (info.st_dev, info.st_ino) == self._identity
+        return _is_folder(self.path, self._identity)
 
     def _chunks_still_there(self) -> bool:
         """Whether ``chunks/`` is still the folder this run's commits went to."""
-        try:
-            info = os.stat(self.chunks_dir)
-        except FileNotFoundError:
-            return False
-        return (info.st_dev, info.st_ino) == self._chunks_identity
+        return _is_folder(self.chunks_dir, self._chunks_identity)
 
     def check_still_there(self) -> None:
         """Raise if the locked folder or its ``chunks/`` was removed or replaced since the start.
