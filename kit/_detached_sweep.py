@@ -21,12 +21,12 @@ from kit._files import read_json
 from kit._rundir import RunDir, SweepDir
 from kit._study import STUDY_NAME, journal_storage, require_optuna
 from kit._trials import SweepResult, Trial, TrialStatus
+from kit._waiting import WAIT_STEP
 from kit.detached import DriverIdentity, read_result, signal_driver
 from kit.result import RunResult
 from kit.store import RunStore
 
 #: How often result() and cancel() look at the folder again.
-WAIT_STEP = 0.2
 
 
 class DetachedSweep:

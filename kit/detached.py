@@ -30,6 +30,7 @@ from kit._errors import DriverLostError
 from kit._files import UnsafeFileError, open_file, open_private, read_json, write_json
 from kit._process import alive
 from kit._rundir import RunDir, SweepDir
+from kit._waiting import WAIT_STEP
 from kit.events import ChunkFinished, Event, EventStream, RunFinished, RunStarted
 from kit.result import (
     Index,
@@ -43,7 +44,6 @@ from kit.result import (
 )
 from kit.store import RecordWriter, RunStore, StoreError, indices_from_record
 
-WAIT_STEP = 0.2
 #: Seconds a new driver waits for the process that submitted it to let go of the directory.
 SUBMIT_GRACE = 30.0
 

@@ -94,8 +94,6 @@ class RecordWriter:
     ('0-2.jsonl', [{'y': 1}, 2])
     """
 
-    #: Endings of the chunk files this writer reads.
-    suffixes: tuple[str, ...] = (".jsonl", ".arrow", ".pkl")
     #: ``data`` or ``pickle`` (a class default too, for subclasses with their own ``__init__``).
     record_format: str = "data"
 
@@ -441,11 +439,6 @@ class RunStore:
             if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == device:
                 return int(fields[4])
         return None
-
-    @property
-    def locked(self) -> bool:
-        """Whether this process holds the directory's lock."""
-        return self._lock is not None
 
     def unlock(self) -> None:
         """Release the lock taken by :meth:`lock`."""

@@ -26,9 +26,9 @@ from kit._chunk import ChunkResult
 from kit._engine.spec import ChunkJob
 from kit._errors import NoWorkersError, SchedulerLostError
 from kit._plan import ChunkPlanner
+from kit._waiting import WAIT_STEP
 from kit.result import ItemError
 
-WAIT_STEP = 0.2  # seconds between checks for cancellation while waiting
 CAPACITY_CHECK = 0.2  # at most this often, ask the scheduler how many threads it has
 #: A backup copy gains at most the queued chunk's own time; below this it is not worth one.
 BACKUP_MIN_SECONDS = 0.02

@@ -30,14 +30,13 @@ from kit._engine.ledger import Ledger, StopPolicy
 from kit._engine.spec import ChunkJob, RunSpec
 from kit._errors import SchedulerLostError, StoreError
 from kit._plan import ChunkPlanner
+from kit._waiting import WAIT_STEP
 from kit.events import ChunkFinished, EventStream, RunFinished, RunStarted
 from kit.result import Index, Progress, RunError, RunResult, RunStatus
 from kit.session import Session, get_session, session_for_client
 
 if TYPE_CHECKING:
     from kit.store import RunStore
-
-WAIT_STEP = 0.2  # seconds between checks while waiting
 
 
 class RunHandle:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from kit import EnvironmentProvider, Runner
 from kit.examples.asr.recognizers import (
@@ -236,8 +236,3 @@ class DecodeRunner(Runner):
 
 
 CONFIG_PATH = Path(__file__).with_name("decode.yaml")
-
-
-def manifest_length(cfg: DictConfig) -> int:
-    """Return the number of utterances in ``cfg.data.manifest``."""
-    return len(read_manifest(cfg.data.manifest))
