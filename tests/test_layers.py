@@ -64,6 +64,12 @@ def test_no_client_is_taken_from_dasks_globals() -> None:
     assert taken == []
 
 
+def test_hydra_is_used_through_its_public_api_only() -> None:
+    # hydra._internal may change in any release; the grid is built from the parser's
+    # public Override API (tests/config/test_sweeps.py checks it against Hydra's multirun).
+    assert offenders(["kit", "widgets"], ("hydra._internal",)) == []
+
+
 def module_files() -> dict[str, Path]:
     """Every module of ``kit`` and ``widgets`` by dotted name (a package by its ``__init__``)."""
     found = {}

@@ -8,6 +8,7 @@ every refusal is a :class:`~kit.ConfigError` naming the override.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -171,8 +172,6 @@ def expand_sweep(overrides: Sequence[str]) -> list[list[str]]:
     >>> expand_sweep(["y=choice('1',2)"])  # text stays text
     [["y='1'"], ['y=2']]
     """
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-
     parsed = _parse(overrides)
     count = 1
     for line, override in parsed:
@@ -201,37 +200,30 @@ def expand_sweep(overrides: Sequence[str]) -> list[list[str]]:
                 full_key=key,
                 fix="sweep fewer values, or search the space with `--search optuna --trials N`",
             )
-    (trials,) = BasicSweeper.split_arguments([o for _, o in parsed], None)
-    # A plain override is given to every trial as the user wrote it: Hydra's sweeper
-    # writes `~x` back as `~x=null` (delete x only if it is null), which fails every
-    # trial whose x is set.
-    # Hydra keeps the last of a key's plain overrides: the line kept is that one.
-    written = {o.key_or_group: line for line, o in parsed if not o.is_sweep_override()}
-    # And a swept value reads back as written: Hydra writes `choice('1',3)`'s first as `1`.
-    faithful = {
-        o.key_or_group: {
-            text: _faithful(value, text)
-            for value, text in zip(o.sweep_iterator(), o.sweep_string_iterator(), strict=True)
-        }
-        for _, o in parsed
-        if o.is_sweep_override() and _kind(o) == "choice"
-    }
-
-    def as_written(made: str) -> str:
-        key = _key_of(made)
-        if key in written:
-            return str(written[key])
-        if key in faithful:
-            head, text = made.split("=", 1)
-            return f"{head}={faithful[key].get(text, text)}"
-        return made
-
-    return [[as_written(made) for made in trial] for trial in trials]
+    # The product Hydra's BasicSweeper makes, through the parser's public API: one
+    # list of lines per key in the order first given (a key given twice keeps its
+    # place and takes the last value), the last key varying fastest.
+    lines: dict[str, list[str]] = {}
+    for line, override in parsed:
+        key = override.get_key_element()
+        if override.is_sweep_override():
+            # Each value with its text from one pass: a shuffle() is drawn once.
+            pairs = override.sweep_iterator(transformer=_with_text)
+            # As written back, a value reads as itself: Hydra writes `choice('1',3)`'s
+            # first as `1`, a number.
+            lines[key] = [f"{key}={_faithful(value, text)}" for value, text in pairs]
+        else:
+            # As the user wrote it: Hydra writes `~x` back as `~x=null` (delete x only
+            # if it is null), which fails every trial whose x is set.
+            lines[key] = [line]
+    return [list(trial) for trial in itertools.product(*lines.values())]
 
 
-def _key_of(override: str) -> str:
-    """Return the key an override line sets (``+a.b=1``, ``~a.b``, ``~a.b=null``: ``a.b``)."""
-    return override.split("=", 1)[0].lstrip("+~")
+def _with_text(value: Any) -> tuple[Any, str]:
+    """Pair a swept value with the text Hydra writes for it."""
+    from hydra.core.override_parser.types import Transformer
+
+    return value, Transformer.str(value)
 
 
 def search_space(overrides: Sequence[str]) -> tuple[list[SearchDimension], list[str]]:

@@ -137,3 +137,12 @@ def test_a_grids_choices_keep_their_types_in_both_forms(written: str) -> None:
 
     read = [load_config({"a": 0}, trial).a for trial in expand_sweep([written])]
     assert [(type(v), v) for v in read] == [(str, "1"), (int, 3), (bool, False)]
+
+
+def test_a_shuffled_grid_pairs_each_value_with_its_own_text() -> None:
+    # Values and texts come from one draw: two draws would give '1' another's text.
+    from kit.config import load_config
+
+    for _ in range(5):
+        read = [load_config({"a": 0}, t).a for t in expand_sweep(["a=shuffle('1','2','3')"])]
+        assert sorted(read) == ["1", "2", "3"] and all(type(v) is str for v in read)
