@@ -24,7 +24,8 @@ from kit._bounded import SetupCancelled
 from kit._clusters import SubmitHook, job_states, submit_failures
 from kit._envs import EnvCache
 from kit._errors import ClusterError, NoWorkersError
-from kit.config import ParallelConfig, config_hash, parallel_section
+from kit.config import ParallelConfig, parallel_section
+from kit.config._api import plain_hash
 from kit.provider import Env, EnvironmentProvider
 
 __all__ = [
@@ -341,7 +342,7 @@ def get_session(
     (True, True)
     """
     section = parallel if isinstance(parallel, ParallelConfig) else parallel_section(parallel)
-    key = config_hash(asdict(section))
+    key = plain_hash(asdict(section))  # the section is checked: no loader, no parser
     global _ATEXIT_REGISTERED
     with _LOCK:
         session = _SESSIONS.get(key)
