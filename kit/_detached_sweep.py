@@ -18,11 +18,12 @@ from typing import Any
 
 from kit._errors import KitError, StoreError
 from kit._files import read_json
+from kit._results import read_result
 from kit._rundir import RunDir, SweepDir
 from kit._study import STUDY_NAME, journal_storage, require_optuna
 from kit._trials import SweepResult, Trial, TrialStatus
 from kit._waiting import WAIT_STEP
-from kit.detached import DriverIdentity, read_result, signal_driver
+from kit.detached import DriverIdentity, signal_driver
 from kit.result import RunResult
 from kit.store import RunStore
 

@@ -12,8 +12,9 @@ from typing import Any
 
 from kit._leave import leave
 from kit._rundir import RunDir
+from kit._status import StatusWriter
 from kit.cli import main
-from kit.detached import SUBMIT_GRACE, StatusWriter, load_job
+from kit.detached import SUBMIT_GRACE, load_job
 from kit.result import RunError
 from kit.session import shutdown
 from kit.store import RunStore, StoreError

@@ -26,6 +26,7 @@ from kit._errors import KitError
 from kit._files import UnsafeFileError, read_text
 from kit._format import first_line
 from kit._from_config import build_runner
+from kit._results import read_result
 from kit._rundir import RunDir, SweepDir
 from kit._trials import (
     BuildTrial,
@@ -42,7 +43,6 @@ from kit.config._errors import error
 from kit.config._sweeps import expand_sweep
 from kit.dashboard import write_sweep_report
 from kit.dashboard._report import ReportWriter, share_bokeh
-from kit.detached import read_result
 from kit.events import RunFinished, RunStarted
 from kit.result import RunError, RunResult, RunStatus
 from kit.store import RunStore

@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,20 +29,19 @@ from kit._atomic import atomic_file
 from kit._errors import DriverLostError
 from kit._files import UnsafeFileError, open_file, open_private, read_json, write_json
 from kit._process import alive
+from kit._results import ok_mask, read_result
 from kit._rundir import RunDir, SweepDir
+from kit._status import well_formed
 from kit._waiting import WAIT_STEP
-from kit.events import ChunkFinished, Event, EventStream, RunFinished, RunStarted
+from kit.events import EventStream
 from kit.result import (
     Index,
-    ItemError,
     Progress,
     RunError,
     RunResult,
-    RunStats,
     RunStatus,
-    WorkerStats,
 )
-from kit.store import RecordWriter, RunStore, StoreError, indices_from_record
+from kit.store import RunStore, StoreError
 
 #: Seconds a new driver waits for the process that submitted it to let go of the directory.
 SUBMIT_GRACE = 30.0
@@ -386,7 +385,7 @@ class DetachedRun:
                 else self._directory_status()
             )
         result = _fresh(read_json(self.files.result), "finished", driver)
-        status = _well_formed(status)
+        status = well_formed(status)
         status["driver"] = driver
         state = DetachedState.of(status["state"])
         if result is not None:
@@ -513,45 +512,13 @@ class DetachedRun:
     def __iter__(self) -> Iterator[tuple[Index, Any]]:
         """Yield ``(index, record)`` for successful items once the run has ended."""
         result = self.result()
-        for index, record, ok in zip(result.indices, result.records, _ok_mask(result), strict=True):
+        for index, record, ok in zip(result.indices, result.records, ok_mask(result), strict=True):
             if ok:
                 yield index, record
 
     def __repr__(self) -> str:
         p = self.progress
         return f"<DetachedRun {self.output_dir} {self.status()['state']}: {p.done}/{p.total} items>"
-
-
-def _well_formed(status: dict[str, Any]) -> dict[str, Any]:
-    """Return ``status`` with each field Kit reads of the type Kit writes (else a default).
-
-    ``status.json`` may have been edited, or written by another version: a
-    reader shows what it can instead of failing on a wrong type.
-
-    Examples
-    --------
-    >>> _well_formed({"state": 3, "done": "x", "total": 10, "recent_failures": 5})
-    {'state': '3', 'done': 0, 'total': 10, 'recent_failures': [], 'failed': 0, 'session': {}}
-    """
-    out = dict(status)
-    out["state"] = str(status.get("state", "unknown"))
-    for key in ("done", "total", "failed"):
-        value = status.get(key, 0)
-        out[key] = value if type(value) is int and value >= 0 else 0
-    rate = status.get("items_per_second")
-    if rate is not None:
-        out["items_per_second"] = float(rate) if type(rate) in (int, float) else None
-    failures = status.get("recent_failures")
-    out["recent_failures"] = (
-        [f for f in failures if isinstance(f, list) and len(f) == 2]
-        if isinstance(failures, list)
-        else []
-    )
-    session = status.get("session")
-    out["session"] = session if isinstance(session, dict) else {}
-    if not isinstance(out["session"].get("parallel", {}), dict):
-        out["session"] = dict(out["session"], parallel={})
-    return out
 
 
 def _fresh(
@@ -561,112 +528,6 @@ def _fresh(
     if data is None or not driver:
         return data
     return data if float(data.get(stamp) or 0) >= float(driver.get("started") or 0) else None
-
-
-def _ok_mask(result: RunResult) -> list[bool]:
-    failed = {err.position for err in result.errors}
-    return [pos not in failed for pos in range(len(result.records))]
-
-
-def read_result(output_dir: str | os.PathLike[str], *, allow_pickle: bool = False) -> RunResult:
-    """Rebuild a :class:`RunResult` from an output directory.
-
-    Records stored as pickle files are read only with ``allow_pickle``
-    (unpickling runs code; see :meth:`RecordWriter.read_chunk`). A run whose
-    stored chunks do not cover every item (a chunk file lost or damaged
-    since) is not ``completed``, whatever ``result.json`` says.
-    """
-    manifest = RunStore(output_dir).manifest()
-    if manifest is None:
-        raise FileNotFoundError(f"{output_dir} has no manifest.json")
-    if manifest.get("record_format") == "pickle" and not allow_pickle:
-        raise StoreError(
-            f"the records in {output_dir} are stored as pickle files, and reading them runs "
-            "code that whoever can write that folder may have put there; if you trust them, "
-            "read it with kit.attach(..., allow_pickle=True) (only your own files that nobody "
-            "else may change are read)"
-        )
-    store = RunStore(output_dir, RecordWriter("pickle" if allow_pickle else "data"))
-    indices = indices_from_record(manifest["indices"])
-    records: list[Any] = [None] * len(indices)
-    errors: list[ItemError] = []
-    covered = 0
-    for chunk in store.completed_chunks():
-        records[chunk.start : chunk.stop] = chunk.records
-        errors.extend(chunk.errors)
-        covered += chunk.stop - chunk.start
-    errors.sort(key=lambda e: e.position)
-    summary = read_json(RunDir(output_dir).result) or {}
-    raw = dict(summary.get("stats") or {})
-    raw.pop("items_per_second", None)
-    workers = {k: WorkerStats(**v) for k, v in (raw.pop("workers", None) or {}).items()}
-    stats = (
-        RunStats(**raw, workers=workers)
-        if raw
-        else RunStats(len(indices), 0, 0, len(indices), 0, 0.0, 0.0, 0)
-    )
-    status = RunStatus(summary.get("status", RunStatus.ERROR))
-    if status is RunStatus.COMPLETED and covered < len(indices):
-        status = RunStatus.ERROR  # what was stored is not all there (warned about above)
-    return RunResult(
-        indices=indices,
-        records=records,
-        errors=errors,
-        stats=stats,
-        # No result.json: the run did not end cleanly (its driver was killed, say).
-        status=status,
-        output_dir=Path(output_dir),
-        summary=summary.get("summary") or {},
-    )
-
-
-class StatusWriter:
-    """An event view that keeps ``status.json`` current (at most ~4 writes a second)."""
-
-    def __init__(
-        self,
-        output_dir: Path,
-        describe: Mapping[str, Any],
-        session: Callable[[], Mapping[str, Any] | None] = lambda: None,
-    ) -> None:
-        self.path = RunDir(output_dir).status
-        self.base = dict(describe)
-        self._session = session
-        self.state: dict[str, Any] = {"state": "starting", "done": 0, "failed": 0, "total": 0}
-        self._last = 0.0
-        self._started = time.monotonic()
-        self._recent_failures: list[tuple[Any, str]] = []
-
-    def __call__(self, event: Event) -> None:
-        """Fold ``event`` into the status and write it out."""
-        now = time.monotonic()
-        if isinstance(event, RunStarted):
-            self.base["session"] = self._session()
-            self.state.update(
-                state="running",
-                total=event.total,
-                done=event.resumed,
-                resumed=event.resumed,
-                workers=event.workers,
-                dashboard=event.dashboard,
-            )
-        elif isinstance(event, ChunkFinished):
-            self._recent_failures = (self._recent_failures + list(event.failures))[-10:]
-            ran = event.done - self.state.get("resumed", 0)
-            self.state.update(
-                done=event.done,
-                failed=event.failed_total,
-                items_per_second=ran / max(now - self._started, 1e-9),
-                recent_failures=self._recent_failures,
-            )
-            if now - self._last < 0.25:
-                return
-        elif isinstance(event, RunFinished):
-            self.state.update(
-                state=event.status.value, done=event.done, failed=event.failed, error=event.error
-            )
-        self._last = now
-        write_json(self.path, {**self.base, **self.state, "updated": time.time()})
 
 
 def load_job(path: Path) -> dict[str, Any]:

@@ -25,7 +25,7 @@ import pytest
 import kit
 from kit import StoreError, StoreWarning
 from kit._errors import KitError
-from kit.detached import read_result
+from kit._results import read_result
 from kit.store import LEDGER, RunStore
 from tests.workloads import Affine, ToyProvider, Tripwire, expected, reads_back, toy_config
 

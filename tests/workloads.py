@@ -33,7 +33,7 @@ def reads_back(result: Any, output_dir: Path) -> None:
     the run reported done, and never one the run did not.
     """
     import kit
-    from kit.detached import read_result
+    from kit._results import read_result
 
     for read in (read_result(output_dir), kit.attach(output_dir).result(timeout=60)):
         assert read.status == result.status, (read.status, result.status)

@@ -1,0 +1,75 @@
+"""A run folder read back: the :class:`~kit.result.RunResult` its chunks and ``result.json`` hold.
+
+What a detached run, a sweep's finished trials and :func:`kit.compare` read
+from a folder; the chunks are read through the ledger, never a file it does
+not name.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from kit._files import read_json
+from kit._rundir import RunDir
+from kit.result import ItemError, RunResult, RunStats, RunStatus, WorkerStats
+from kit.store import RecordWriter, RunStore, StoreError, indices_from_record
+
+
+def ok_mask(result: RunResult) -> list[bool]:
+    """Say, position by position, whether ``result``'s item succeeded."""
+    failed = {err.position for err in result.errors}
+    return [pos not in failed for pos in range(len(result.records))]
+
+
+def read_result(output_dir: str | os.PathLike[str], *, allow_pickle: bool = False) -> RunResult:
+    """Rebuild a :class:`RunResult` from an output directory.
+
+    Records stored as pickle files are read only with ``allow_pickle``
+    (unpickling runs code; see :meth:`RecordWriter.read_chunk`). A run whose
+    stored chunks do not cover every item (a chunk file lost or damaged
+    since) is not ``completed``, whatever ``result.json`` says.
+    """
+    manifest = RunStore(output_dir).manifest()
+    if manifest is None:
+        raise FileNotFoundError(f"{output_dir} has no manifest.json")
+    if manifest.get("record_format") == "pickle" and not allow_pickle:
+        raise StoreError(
+            f"the records in {output_dir} are stored as pickle files, and reading them runs "
+            "code that whoever can write that folder may have put there; if you trust them, "
+            "read it with kit.attach(..., allow_pickle=True) (only your own files that nobody "
+            "else may change are read)"
+        )
+    store = RunStore(output_dir, RecordWriter("pickle" if allow_pickle else "data"))
+    indices = indices_from_record(manifest["indices"])
+    records: list[Any] = [None] * len(indices)
+    errors: list[ItemError] = []
+    covered = 0
+    for chunk in store.completed_chunks():
+        records[chunk.start : chunk.stop] = chunk.records
+        errors.extend(chunk.errors)
+        covered += chunk.stop - chunk.start
+    errors.sort(key=lambda e: e.position)
+    summary = read_json(RunDir(output_dir).result) or {}
+    raw = dict(summary.get("stats") or {})
+    raw.pop("items_per_second", None)
+    workers = {k: WorkerStats(**v) for k, v in (raw.pop("workers", None) or {}).items()}
+    stats = (
+        RunStats(**raw, workers=workers)
+        if raw
+        else RunStats(len(indices), 0, 0, len(indices), 0, 0.0, 0.0, 0)
+    )
+    status = RunStatus(summary.get("status", RunStatus.ERROR))
+    if status is RunStatus.COMPLETED and covered < len(indices):
+        status = RunStatus.ERROR  # what was stored is not all there (warned about above)
+    return RunResult(
+        indices=indices,
+        records=records,
+        errors=errors,
+        stats=stats,
+        # No result.json: the run did not end cleanly (its driver was killed, say).
+        status=status,
+        output_dir=Path(output_dir),
+        summary=summary.get("summary") or {},
+    )
