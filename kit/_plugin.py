@@ -18,7 +18,8 @@ import cloudpickle
 from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from kit._chunk import BatchBy, ChunkResult, drop_unpicklable, execute_chunk
+from kit._chunk import BatchBy, execute_chunk
+from kit._chunk_result import ChunkResult, drop_unpicklable
 from kit._errors import KitError
 from kit._inject import ForwardSpec
 from kit.provider import ProviderSetupError, check_env

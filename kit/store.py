@@ -45,7 +45,7 @@ from omegaconf import DictConfig
 
 from kit import _records
 from kit._atomic import atomic_file, fsync_dir
-from kit._chunk import ChunkResult, drop_unpicklable, fail_records
+from kit._chunk_result import ChunkResult, drop_unpicklable, fail_records
 from kit._errors import StoreError as StoreError
 from kit._files import UnsafeFileError, open_file, open_private, refuse_links
 from kit._rundir import RunDir, SweepDir
@@ -86,7 +86,7 @@ class RecordWriter:
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> from kit._chunk import ChunkResult, drop_unpicklable, fail_records
+    >>> from kit._chunk_result import ChunkResult, drop_unpicklable, fail_records
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> chunk = ChunkResult(0, [{"y": 1}, 2], [], "0", 0.1)
     >>> path = RecordWriter().write_chunk(folder / "0-2", chunk)

@@ -12,7 +12,7 @@ import pytest
 
 import kit
 from kit import ItemError, RunError
-from kit._chunk import ChunkResult
+from kit._chunk_result import ChunkResult
 from kit._inject import ForwardSpec
 from kit._plugin import ProviderPlugin
 from tests.workloads import (

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kit._chunk import ChunkResult
+from kit._chunk_result import ChunkResult
 from kit._engine.spec import ChunkJob
 from kit._errors import NoWorkersError, SchedulerLostError
 from kit._plan import ChunkPlanner

@@ -6,7 +6,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kit._chunk import ChunkResult, execute_chunk
+from kit._chunk import execute_chunk
+from kit._chunk_result import ChunkResult
 from kit._engine.spec import ChunkJob
 from kit._plan import ChunkPlanner
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig
 
 from kit._bounded import SetupCancelled
-from kit._chunk import ChunkResult
+from kit._chunk_result import ChunkResult
 from kit._engine.dask import DaskDispatcher
 from kit._engine.inline import InlineDispatcher
 from kit._engine.ledger import Ledger, StopPolicy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from kit._chunk import ChunkResult
+from kit._chunk_result import ChunkResult
 from kit._engine.ledger import Ledger, StopPolicy
 from kit.result import ItemError, RunStatus
 
