@@ -10,7 +10,7 @@ import os
 import re
 import threading
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +18,8 @@ import cloudpickle
 from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from kit._chunk import BatchBy, execute_chunk
-from kit._chunk_result import ChunkResult, drop_unpicklable
 from kit._errors import KitError
-from kit._inject import ForwardSpec
 from kit.provider import ProviderSetupError, check_env
-from kit.result import Index
 
 #: Held while a worker process builds an env suspected of killing its last process.
 _SUSPECTS = threading.Lock()
@@ -226,46 +222,6 @@ def worker_env(name: str) -> Mapping[str, Any]:
             + (why or "its setup may have failed when the worker started: see the worker's log")
         )
     return plugin.env
-
-
-def run_chunk(
-    indices: Sequence[Index],
-    start: int,
-    budget: float | None = None,
-    *,
-    forward: Callable[..., Any],
-    env_name: str,
-    forward_spec: ForwardSpec,
-    explicit: Mapping[str, Any],
-    batch: int | None,
-    batch_by: BatchBy | None = None,
-    overdue_topic: str | None = None,
-) -> ChunkResult:
-    """Run positions ``start...`` on this worker with its env injected (the Dask task).
-
-    What varies between a run's chunks comes first, so that ``client.map``
-    sends many at once; the rest is keywords (``batch`` is the runner's
-    ``batch_size``: ``client.map`` keeps that name for itself). Past its
-    ``budget`` in seconds, the chunk hands back the items it has not started (see
-    :func:`~kit._chunk.execute_chunk`); the moment an item passes it, an event
-    on ``overdue_topic`` tells the driver, with this task's key and the
-    position where the chunk will end.
-    """
-    worker = get_worker()
-    env = worker_env(env_name)
-    kwargs = forward_spec.kwargs(env, explicit)
-    notice = None
-    if overdue_topic is not None and budget is not None:
-        notice = functools.partial(tell_overdue, worker, overdue_topic, worker.get_current_task())
-    chunk = execute_chunk(
-        forward, kwargs, indices, start, batch, str(worker.name), batch_by, env, budget, notice
-    )
-    return drop_unpicklable(chunk, indices)
-
-
-def tell_overdue(worker: Any, topic: str, key: Any, end: int) -> None:
-    """Tell the driver that the chunk task ``key`` will end at position ``end``."""
-    worker.log_event(topic, {"key": str(key), "end": end})
 
 
 def env_report(name: str, dask_worker: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ function                  module                   what it does
 ``DaskDispatcher.run``    :mod:`kit._engine.dask`  keeps chunks in flight, recovers lost ones
 ``DaskDispatcher._fill``  :mod:`kit._engine.dask`  plans the chunks there is room for
 ``launch_many``           :mod:`kit._engine.dask`  ``client.map(run_chunk, ...)``, 64 at a time
-``run_chunk``             :mod:`kit._plugin`       on a worker: takes its env
+``run_chunk``             :mod:`kit._engine.task`  on a worker: takes its env
 ``execute_chunk``         :mod:`kit._chunk`        calls ``forward`` on each item or batch
 ========================  =======================  ===========================================
 

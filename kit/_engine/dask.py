@@ -160,7 +160,7 @@ class DaskDispatcher:
         #: The event topic on which workers say a chunk will end early (see Overdue).
         self.overdue_topic = f"kit-overdue-{job.run_id}"
         # Here, not at the top: importing distributed would make `import kit` slow.
-        from kit._plugin import run_chunk
+        from kit._engine.task import run_chunk
 
         self._task = run_chunk
         # What every chunk task shares, as run_chunk's keywords.
