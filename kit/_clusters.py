@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kit._errors import SchedulerUnreachableError
+from kit._extras import install
 from kit.config import ConfigError, ParallelConfig
 from kit.config._errors import error
 
@@ -179,7 +180,7 @@ def job_queue_cluster(parallel: ParallelConfig, hook: SubmitHook | None = None) 
     except ImportError:
         raise ImportError(
             f"parallel.env: {parallel.env!r} needs dask-jobqueue; install it with "
-            "`pip install 'kit[jobqueue]'` (or `pip install dask-jobqueue`)"
+            f"`{install('jobqueue')}` (or `pip install dask-jobqueue`)"
         ) from None
     cls = getattr(dask_jobqueue, JOB_QUEUES[parallel.env])
     options = dict(parallel.options)
@@ -470,7 +471,7 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
 
 def _missing(env: str, package: str, extra: str) -> ImportError:
     return ImportError(
-        f"parallel.env: {env!r} needs {package}; install it with `pip install 'kit[{extra}]'` "
+        f"parallel.env: {env!r} needs {package}; install it with `{install(extra)}` "
         f"(or `pip install {package}`)"
     )
 

@@ -468,7 +468,7 @@ def submit_search(
     Raises
     ------
     ImportError
-        Without optuna (``pip install 'kit[search]'``).
+        Without optuna (``pip install 'kit-lab[search]'``).
     ConfigError
         For a bad override, a space with nothing to search, or a folder
         holding another sweep or search.

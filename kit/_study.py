@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kit._errors import KitError
+from kit._extras import install
 from kit._rundir import SweepDir
 
 #: The study's name in the journal (one study a sweep folder).
@@ -23,7 +24,7 @@ def require_optuna() -> Any:
         import optuna
     except ImportError:
         raise ImportError(
-            "a search needs optuna: pip install 'kit[search]' (or pip install optuna)"
+            f"a search needs optuna: {install('search')} (or pip install optuna)"
         ) from None
     return optuna
 

@@ -49,7 +49,7 @@ SCRIPT = textwrap.dedent(
         try:
             Tracking.of({{tracker: True}})
         except ImportError as exc:
-            assert f"pip install 'kit[{{tracker}}]'" in str(exc), exc
+            assert f"pip install 'kit-lab[{{tracker}}]'" in str(exc), exc
         else:
             raise AssertionError(f"{{tracker}}: no ImportError")
     leaked = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)

@@ -232,7 +232,7 @@ def test_without_dask_jobqueue_the_error_names_the_extra() -> None:
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == (
-        "parallel.env: 'pbs' needs dask-jobqueue; install it with `pip install 'kit[jobqueue]'`"
+        "parallel.env: 'pbs' needs dask-jobqueue; install it with `pip install 'kit-lab[jobqueue]'`"
         " (or `pip install dask-jobqueue`)"
     )
 

@@ -60,3 +60,29 @@ def test_widgets_use_only_kits_public_api() -> None:
                 if name.split(".")[0] == "kit" and any(p.startswith("_") for p in name.split("."))
             ]
     assert private == []
+
+
+def test_kit_installs_by_a_name_of_its_own_and_every_hint_uses_it() -> None:
+    import re
+    import tomllib
+
+    from kit._extras import DISTRIBUTION
+
+    root = Path(__file__).resolve().parents[1]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    # `kit` on the package index is an unrelated project: a hint naming it installs that.
+    assert project["name"] == DISTRIBUTION != "kit"
+    texts = [
+        *(root / "kit").rglob("*.py"),
+        *(root / "widgets").rglob("*.py"),
+        *(root / "docs").glob("*.md"),
+        root / "README.md",
+        root / "CONTRIBUTING.md",
+    ]
+    wrong = [
+        f"{path.relative_to(root)}: {line.strip()}"
+        for path in texts
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if re.search(r"pip install '?kit(\[|'|\s|$)", line)
+    ]
+    assert wrong == []

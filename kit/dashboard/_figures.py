@@ -6,6 +6,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from kit._extras import DISTRIBUTION, install
 from kit._format import duration
 from kit.dashboard._state import DashboardStatus, Snapshot
 from kit.views._html import FAILED_COLOR, failed_html, number, rows_table, status_html
@@ -32,8 +33,8 @@ def require_bokeh() -> None:
         import bokeh  # noqa: F401
     except ImportError:
         raise ImportError(
-            "Kit's dashboard and report need bokeh: pip install 'kit[dashboard]' "
-            "(or 'kit[notebook]' for the notebook widgets too)"
+            f"Kit's dashboard and report need bokeh: {install('dashboard')} "
+            f"(or '{DISTRIBUTION}[notebook]' for the notebook widgets too)"
         ) from None
 
 

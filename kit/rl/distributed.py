@@ -19,6 +19,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from kit._extras import install
 from kit.provider import EnvironmentProvider
 from kit.rl._seeding import TRAIN
 from kit.rl._types import Episode
@@ -41,7 +42,7 @@ def gym_env(env_id: str, **kwargs: Any) -> Any:
     try:
         import gymnasium
     except ImportError:
-        raise ImportError("kit.rl's gymnasium envs need gymnasium: pip install 'kit[rl]'") from None
+        raise ImportError(f"kit.rl's gymnasium envs need gymnasium: {install('rl')}") from None
     return gymnasium.make(env_id, **kwargs)
 
 

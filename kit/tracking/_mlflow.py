@@ -19,6 +19,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from kit._extras import install
 from kit._files import read_json, write_json
 from kit._rundir import RunDir
 from kit.events import RunFinished, RunStarted
@@ -30,7 +31,7 @@ from kit.tracking._exporter import (
     numbers,
 )
 
-EXTRA = "pip install 'kit[mlflow]'"
+EXTRA = install("mlflow")
 #: MLflow's status for each final :class:`kit.RunStatus`.
 STATUSES = {"completed": "FINISHED", "cancelled": "KILLED", "stopped": "FAILED", "error": "FAILED"}
 #: What MLflow keeps of a param's value, at most (its own limit).

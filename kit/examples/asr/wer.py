@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
+from kit._extras import install
+
 _DIGIT_WORDS = {
     "zero": "0",
     "one": "1",
@@ -36,7 +38,7 @@ def _normalizer() -> Any:
         from whisper_normalizer.english import EnglishTextNormalizer
     except ImportError:
         raise ImportError(
-            "the decoding example's WER needs whisper-normalizer: pip install 'kit[asr]'"
+            f"the decoding example's WER needs whisper-normalizer: {install('asr')}"
         ) from None
     return EnglishTextNormalizer()
 
