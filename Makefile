@@ -50,8 +50,8 @@ lab: $(STAMP)
 	  --config=.kit-lab/jupyter_server_config.py $(LAB_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check kit widgets tests benchmarks docs
-	$(BIN)/ruff format --check kit widgets tests benchmarks docs
+	$(BIN)/ruff check kit tests benchmarks docs
+	$(BIN)/ruff format --check kit tests benchmarks docs
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -78,8 +78,8 @@ numpydoc_class_members_toctree = False
 # modules and names, which the manual leaves out, and the collectors' shared base.
 nitpicky = True
 nitpick_ignore_regex = [
-    (r"py:.*", r"(?!kit\b|kit\.|widgets\b|widgets\.).*"),
-    (r"py:.*", r"(kit|widgets)(\.\w+)*\._\w+.*"),
+    (r"py:.*", r"(?!kit\b|kit\.).*"),
+    (r"py:.*", r"kit(\.\w+)*\._\w+.*"),
     (r"py:class", r"kit\.rl\.collect\.EnvUser"),
 ]
 
@@ -92,7 +92,7 @@ PACKAGES = {
     "kit.views": "kit.views: what the terminal and the widgets draw",
     "kit.history": "kit.history: the notebook's run history",
     "kit.rl": "kit.rl: reinforcement-learning workers",
-    "widgets": "widgets: the notebook panels",
+    "kit.widgets": "kit.widgets: the notebook panels",
 }
 
 

@@ -41,7 +41,7 @@ def test_views_read_the_event_stream_never_dask(folder: str) -> None:
 
 
 def test_the_engine_and_the_workers_never_draw_nor_track() -> None:
-    drawing = ("kit.dashboard", "kit.views", "kit.tracking", "bokeh", "ipywidgets", "widgets")
+    drawing = ("kit.dashboard", "kit.views", "kit.tracking", "kit.widgets", "bokeh", "ipywidgets")
     assert (
         offenders(
             ["kit/_engine", "kit/_plugin.py", "kit/_chunk.py", "kit/_chunk_result.py"], drawing
@@ -72,13 +72,23 @@ def test_no_client_is_taken_from_dasks_globals() -> None:
 def test_hydra_is_used_through_its_public_api_only() -> None:
     # hydra._internal may change in any release; the grid is built from the parser's
     # public Override API (tests/config/test_sweeps.py checks it against Hydra's multirun).
-    assert offenders(["kit", "widgets"], ("hydra._internal",)) == []
+    assert offenders(["kit"], ("hydra._internal",)) == []
+
+
+def test_the_core_never_imports_the_notebook_ui() -> None:
+    # kit.widgets imports kit; no other module of kit imports kit.widgets.
+    core = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "kit").rglob("*.py"))
+        if "widgets" not in path.relative_to(ROOT / "kit").parts
+    ]
+    assert offenders(core, ("kit.widgets",)) == []
 
 
 def module_files() -> dict[str, Path]:
-    """Every module of ``kit`` and ``widgets`` by dotted name (a package by its ``__init__``)."""
+    """Every module of ``kit`` by dotted name (a package by its ``__init__``)."""
     found = {}
-    for package in ("kit", "widgets"):
+    for package in ("kit",):
         for path in sorted((ROOT / package).rglob("*.py")):
             parts = list(path.relative_to(ROOT).with_suffix("").parts)
             if parts[-1] == "__init__":

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from widgets.workshop import blanks
+from kit.widgets.workshop import blanks
 
 nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")

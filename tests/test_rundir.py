@@ -16,8 +16,8 @@ FILE_NAMES = {name for name in (*RunDir.NAMES, *SweepDir.NAMES) if "." in name[1
 #: its scale-out command (a default argument), not a run folder's.
 OTHER_FILES = {
     ("kit/_scale_out.py", "config.yaml"),
-    ("widgets/_experiment.py", "config.yaml"),
-    ("widgets/_run_panel.py", "config.yaml"),
+    ("kit/widgets/_experiment.py", "config.yaml"),
+    ("kit/widgets/_run_panel.py", "config.yaml"),
 }
 
 
@@ -41,8 +41,7 @@ def literals(path: Path) -> list[tuple[int, str]]:
 def test_no_module_but_rundir_spells_a_run_or_sweep_folder_file_name() -> None:
     spelled = [
         f"{path.relative_to(ROOT)}:{line}: {value!r}"
-        for package in ("kit", "widgets")
-        for path in sorted((ROOT / package).rglob("*.py"))
+        for path in sorted((ROOT / "kit").rglob("*.py"))
         if path.name != "_rundir.py"
         for line, value in literals(path)
         if value in FILE_NAMES and (str(path.relative_to(ROOT)), value) not in OTHER_FILES

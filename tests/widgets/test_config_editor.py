@@ -9,8 +9,8 @@ import ipywidgets as w
 import pytest
 
 from kit import load_config
-from widgets import ConfigEditor
-from widgets._config_editor import NumberText
+from kit.widgets import ConfigEditor
+from kit.widgets._config_editor import NumberText
 
 CONFIG = {
     "lr": 0.1,

@@ -30,7 +30,7 @@ from tests.jupyter import (
 pytestmark = pytest.mark.slow
 
 APP = (
-    "import widgets\n"
+    "from kit import widgets\n"
     "from tests.workloads import {provider}, {runner}, toy_config\n"
     "app = widgets.Experiment(\n"
     "    toy_config({config}), {provider}, {runner}, indices=range({items}),\n"
@@ -500,7 +500,8 @@ def test_an_exercise_filled_in_runs_and_its_solution_stays_out_of_the_way(
 
 
 NUMBERS = (
-    "import kit, widgets\n"
+    "import kit\n"
+    "from kit import widgets\n"
     "from kit.examples.asr import DecodeProvider, DecodeRunner\n"
     "from kit.examples.asr.decode import CONFIG_PATH\n"
     "app = widgets.Experiment(kit.load_config(CONFIG_PATH), DecodeProvider, DecodeRunner,\n"

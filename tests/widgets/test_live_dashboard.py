@@ -24,7 +24,7 @@ START = textwrap.dedent(
     sys.path.insert(0, {root!r})
     from IPython.display import display
 
-    import widgets
+    from kit import widgets
     from kit.dashboard import Dashboard
     from tests.workloads import Affine, ToyProvider, toy_config
 
@@ -105,7 +105,7 @@ def test_redraws_go_whole_until_a_view_has_spoken_then_as_patches() -> None:
     patch shifted by one and stays on an old picture ("running" under a completed run)."""
     from kit.dashboard import Dashboard
     from kit.events import ChunkFinished, RunFinished, RunStarted
-    from widgets._dashboard import DashboardWidget
+    from kit.widgets._dashboard import DashboardWidget
 
     dash = Dashboard(interval=0.0)
     widget = DashboardWidget(dash)
@@ -135,7 +135,7 @@ def test_a_page_asking_for_the_state_gets_the_current_picture_drawn_only_when_st
 
     from kit.dashboard import Dashboard
     from kit.events import ChunkFinished, RunFinished, RunStarted
-    from widgets._dashboard import DashboardWidget
+    from kit.widgets._dashboard import DashboardWidget
 
     dash = Dashboard(interval=0.0)
     widget = DashboardWidget(dash)
@@ -163,7 +163,7 @@ def test_where_the_widget_cannot_be_drawn_it_reads_as_one_line_on_the_run() -> N
     """A static page (the manual's notebooks) or a console shows the repr, not the document."""
     from kit.dashboard import Dashboard
     from kit.events import ChunkFinished, RunStarted
-    from widgets._dashboard import DashboardWidget
+    from kit.widgets._dashboard import DashboardWidget
 
     dash = Dashboard(interval=0.0)
     widget = DashboardWidget(dash)

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 
 ITEMS = 20
 APP = (
-    "import widgets\n"
+    "from kit import widgets\n"
     "from tests.workloads import Scored, ToyProvider, toy_config\n"
     "app = widgets.Experiment(\n"
     "    toy_config(sleep=0.01, parallel={{'env': 'local', 'n_workers': 2}}),\n"
@@ -192,7 +192,7 @@ def test_button_runs_each_end_completed_with_every_metric_drawn_and_no_traceback
     if view_wait is not None:
         cells.insert(
             0,
-            "from widgets._dashboard import DashboardWidget\n"
+            "from kit.widgets._dashboard import DashboardWidget\n"
             f"DashboardWidget.view_wait = {view_wait}",
         )
     name = jupyter.write(f"live-{runs}-{view_wait}.ipynb", cells)
@@ -342,7 +342,7 @@ def test_the_workshop_dashboard_shows_the_run_it_follows(
 
 DETACHED = (
     "import kit\n"
-    "import widgets\n"
+    "from kit import widgets\n"
     "from tests.workloads import Scored, ToyProvider, toy_config\n"
     "runner = Scored(ToyProvider(toy_config(sleep=0.05)), output_dir='runs/detached')\n"
     f"runner.submit(range({ITEMS}), detached=True)\n"

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import kit
+from kit.widgets import ClusterPanel, Experiment, RunPanel
 from tests.workloads import Affine, Decodes, MistypedProvider, ToyProvider, toy_config
-from widgets import ClusterPanel, Experiment, RunPanel
 
 pytestmark = pytest.mark.slow
 

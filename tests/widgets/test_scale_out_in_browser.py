@@ -24,7 +24,8 @@ from tests.jupyter import (
 pytestmark = pytest.mark.slow
 
 APP = (
-    "import kit, widgets\n"
+    "import kit\n"
+    "from kit import widgets\n"
     "from kit.examples.asr import DecodeProvider, DecodeRunner\n"
     "from kit.examples.asr.decode import CONFIG_PATH\n"
     "cfg = kit.load_config(CONFIG_PATH, ['data.root=data', 'decoder.engine=pocketsphinx',\n"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import kit
+from kit.widgets import Experiment, SweepView
 from tests.workloads import KeyedProvider, Shifted, lines, toy_config
-from widgets import Experiment, SweepView
 
 
 def test_an_experiment_sweeps_the_edited_config_on_the_panel_items_and_cluster(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from mlflow import MlflowClient
 
+from kit.widgets import Experiment
 from tests.workloads import KeyedProvider, Shifted, toy_config
-from widgets import Experiment
 
 
 def test_the_track_box_exports_the_experiments_runs_and_sweeps(tmp_path: Path) -> None:

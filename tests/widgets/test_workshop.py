@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from widgets.workshop import ExerciseFailed, ExerciseNotDone, Workshop
+from kit.widgets.workshop import ExerciseFailed, ExerciseNotDone, Workshop
 
 InteractiveShell = pytest.importorskip("IPython.core.interactiveshell").InteractiveShell
 
@@ -16,7 +16,7 @@ InteractiveShell = pytest.importorskip("IPython.core.interactiveshell").Interact
 def shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.delenv("KIT_WORKSHOP_SOLUTIONS", raising=False)
     ipython = InteractiveShell.instance()
-    ipython.run_line_magic("load_ext", "widgets.workshop")
+    ipython.run_line_magic("load_ext", "kit.widgets.workshop")
     ipython.user_ns.pop("double", None)
     yield ipython
     ipython.user_ns["_kit_workshop"].finished.clear()

@@ -26,11 +26,11 @@ from kit.config import parallel_section
 from kit.history import new_run_dir, read_history, record_experiment, record_unstarted
 from kit.tracking import Tracking
 from kit.views import number, status_html
-from widgets._cluster_panel import ClusterPanel
-from widgets._config_editor import ConfigEditor
-from widgets._run_panel import RunPanel
-from widgets._style import TABLE_STYLE, error_html, scrolling
-from widgets._sweep_view import SweepView
+from kit.widgets._cluster_panel import ClusterPanel
+from kit.widgets._config_editor import ConfigEditor
+from kit.widgets._run_panel import RunPanel
+from kit.widgets._style import TABLE_STYLE, error_html, scrolling
+from kit.widgets._sweep_view import SweepView
 
 SWEEP_TIP = (
     "Run a trial per combination of the values in the field, side by side on the cluster, "

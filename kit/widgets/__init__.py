@@ -4,12 +4,12 @@ Built from core ipywidgets and jupyter_bokeh only (no custom JavaScript), so
 it works in JupyterLab 4, Notebook 7 and VS Code, offline too.
 """
 
-from widgets._cluster_panel import ClusterPanel
-from widgets._config_editor import ConfigEditor
-from widgets._dashboard import dashboard_widget, show_dashboard
-from widgets._experiment import Experiment
-from widgets._run_panel import RunPanel
-from widgets._sweep_view import SweepView
+from kit.widgets._cluster_panel import ClusterPanel
+from kit.widgets._config_editor import ConfigEditor
+from kit.widgets._dashboard import dashboard_widget, show_dashboard
+from kit.widgets._experiment import Experiment
+from kit.widgets._run_panel import RunPanel
+from kit.widgets._sweep_view import SweepView
 
 __all__ = [
     "ClusterPanel",

@@ -10,7 +10,7 @@ from bokeh.core.json_encoder import serialize_json
 from jupyter_bokeh.widgets import BokehModel
 
 from kit.dashboard import Dashboard
-from widgets._kernel import Painter
+from kit.widgets._kernel import Painter
 
 
 def load_bokehjs() -> None:
@@ -30,7 +30,7 @@ def load_bokehjs() -> None:
 class DashboardWidget(BokehModel):  # type: ignore[misc]
     """A notebook widget showing a live :class:`~kit.dashboard.Dashboard`.
 
-    Redraws run on the kernel's thread only (see ``widgets._kernel``), at
+    Redraws run on the kernel's thread only (see ``kit.widgets._kernel``), at
     most once per the dashboard's ``interval``, as events come from any
     thread; the kernel stays free. Once a view on the page has spoken
     (BokehJS reports its layout once rendered), redraws go to it as patches.

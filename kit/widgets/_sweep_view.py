@@ -11,8 +11,8 @@ import ipywidgets as w
 
 from kit import SweepHandle, SweepResult
 from kit.views import rows_table, status_html
-from widgets._kernel import Painter
-from widgets._style import TABLE_STYLE, scrolling
+from kit.widgets._kernel import Painter
+from kit.widgets._style import TABLE_STYLE, scrolling
 
 #: Columns left out of the live table (in the result's rows, for pandas).
 LEFT_OUT = ("ok",)

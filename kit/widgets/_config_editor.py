@@ -21,7 +21,7 @@ from kit.config import (
     load_config,
     to_overrides,
 )
-from widgets._style import error_html
+from kit.widgets._style import error_html
 
 #: Keys edited with a dropdown: the schema choices of Kit's own sections.
 CHOICES: dict[str, tuple[str, ...]] = {

@@ -12,8 +12,8 @@ import ipywidgets as w
 
 import kit
 from kit.config import PARALLEL_ENVS, ParallelConfig, parallel_section
-from widgets._kernel import on_kernel_thread
-from widgets._style import TABLE_STYLE, error_html
+from kit.widgets._kernel import on_kernel_thread
+from kit.widgets._style import TABLE_STYLE, error_html
 
 
 def _memory(n: float | None) -> str:

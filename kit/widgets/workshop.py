@@ -1,6 +1,6 @@
 r"""Exercises with blanks for workshop notebooks: ``%%exercise`` and ``%%solution`` cells.
 
-Load it in a notebook with ``%load_ext widgets.workshop``. An exercise cell holds
+Load it in a notebook with ``%load_ext kit.widgets.workshop``. An exercise cell holds
 code with blanks (``...``, usually followed by ``# your code here``)::
 
     %%exercise 1
@@ -149,7 +149,7 @@ def _number(line: str, magic: str) -> str:
 
 
 def load_ipython_extension(shell: Any) -> None:
-    """Register ``%%exercise`` and ``%%solution`` (``%load_ext widgets.workshop``)."""
+    """Register ``%%exercise`` and ``%%solution`` (``%load_ext kit.widgets.workshop``)."""
     workshop = Workshop(shell)
     shell.register_magic_function(workshop.exercise, "cell", "exercise")
     shell.register_magic_function(workshop.solution, "cell", "solution")
