@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.kit-installed
 EXTRAS ?= dev,docs,jobqueue,notebook,asr,rl,search,mlflow,tensorboard
 
-.PHONY: demo quickstart lab test system-deps lint typecheck unit docs notebook-outputs screenshots bench clean
+.PHONY: demo quickstart lab test system-deps lint typecheck unit docs notebook-outputs screenshots bench dist clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -102,5 +102,12 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_tls.py
 	$(BIN)/python benchmarks/reliability.py
 
+# The sdist and the wheel of kit-lab in dist/, checked as the package index would
+# (twine check --strict); tests/test_dist.py installs the wheel outside the checkout.
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis docs/_build docs/_api
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis docs/_build docs/_api dist
