@@ -66,12 +66,18 @@ def sweep_exit_code(rows: Sequence[dict[str, Any]]) -> int:
     """
     if not any(row.get("ok") is not None for row in rows):
         return EXIT_NO_TRIALS
-    statuses = {str(row["status"]) for row in rows}
-    if statuses & {"error", "stopped"}:
+    from kit._trials import TrialStatus
+
+    statuses = {TrialStatus.read(row["status"]) for row in rows}
+    if statuses & {TrialStatus.ERROR, TrialStatus.STOPPED}:
         return EXIT_TRIALS_FAILED
-    if "cancelled" in statuses or "pending" in statuses or "running" in statuses:
+    if statuses & {TrialStatus.CANCELLED, TrialStatus.PENDING, TrialStatus.RUNNING}:
         return EXIT_ITEMS_FAILED
-    complete = all(not row.get("failed") for row in rows if row["status"] == "completed")
+    complete = all(
+        not row.get("failed")
+        for row in rows
+        if TrialStatus.read(row["status"]) is TrialStatus.COMPLETED
+    )
     return EXIT_OK if complete else EXIT_ITEMS_FAILED
 
 

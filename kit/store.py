@@ -50,7 +50,7 @@ from kit._errors import StoreError as StoreError
 from kit._files import UnsafeFileError, open_file, open_private, refuse_links
 from kit._rundir import RunDir, SweepDir
 from kit._version import version_difference
-from kit.result import Index, ItemError, RunResult
+from kit.result import Index, ItemError, RunResult, RunStatus
 
 FORMAT_VERSION = 2
 
@@ -876,7 +876,7 @@ class RunStore:
             data = json.loads(self.files.result.read_text())
         except (OSError, ValueError):
             return None
-        if not isinstance(data, dict) or data.get("status") != "completed":
+        if not isinstance(data, dict) or data.get("status") != RunStatus.COMPLETED.value:
             return None
         stats = data.get("stats")
         if not isinstance(stats, dict):
@@ -897,7 +897,7 @@ class RunStore:
         previous = self._previous
         if (
             previous is not None
-            and result.status == "completed"
+            and result.status == RunStatus.COMPLETED
             and result.stats.resumed == result.stats.items
             and previous["stats"]["items"] == result.stats.items
         ):
@@ -914,5 +914,5 @@ class RunStore:
         }
         with atomic_file(self.files.result) as fh:
             json.dump(summary, fh, indent=1, default=repr)
-        if result.status == "completed":
+        if result.status == RunStatus.COMPLETED:
             self.writer.merge(self.path, result)

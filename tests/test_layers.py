@@ -85,6 +85,31 @@ def test_the_core_never_imports_the_notebook_ui() -> None:
     assert offenders(core, ("kit.widgets",)) == []
 
 
+def test_no_run_or_trial_state_is_compared_as_a_string() -> None:
+    # The enums spell them (RunStatus, TrialStatus, DetachedState): a typo in a string
+    # compares false silently. "running" and "error" are left out: Dask's own clients
+    # and futures report those as strings.
+    states = {"completed", "cancelled", "stopped", "pruned", "pending", "died", "incomplete"}
+    found = []
+    for path in sorted((ROOT / "kit").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                parts = [node.left, *node.comparators]
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "count":
+                parts = list(node.args)
+            else:
+                continue
+            literals = [
+                c.value
+                for part in parts
+                for c in ast.walk(part)
+                if isinstance(c, ast.Constant) and isinstance(c.value, str)
+            ]
+            if states & set(literals):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
+
+
 def module_files() -> dict[str, Path]:
     """Every module of ``kit`` by dotted name (a package by its ``__init__``)."""
     found = {}

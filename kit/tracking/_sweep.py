@@ -201,8 +201,11 @@ class SweepTracker:
 
         run_id = self.parent_id()
         assert run_id is not None
-        statuses = [str(row["status"]) for row in result.rows()]
-        completed, pruned = statuses.count("completed"), statuses.count("pruned")
+        from kit._trials import TrialStatus
+
+        statuses = [TrialStatus.read(row["status"]) for row in result.rows()]
+        completed = statuses.count(TrialStatus.COMPLETED)
+        pruned = statuses.count(TrialStatus.PRUNED)
         values = {
             "trials/completed": float(completed),
             "trials/pruned": float(pruned),
@@ -212,7 +215,7 @@ class SweepTracker:
         scored = (
             run_metric(r, metric)
             for r, status in zip(result.results, statuses, strict=True)
-            if r is not None and status == "completed" and metric is not None
+            if r is not None and status is TrialStatus.COMPLETED and metric is not None
         )
         known = [value for value in scored if value is not None]
         if known:

@@ -13,7 +13,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from kit import RunError, RunHandle, Runner, RunResult, scale_out_command
+from kit import RunError, RunHandle, Runner, RunResult, RunStatus, scale_out_command
 from kit.config import ParallelConfig
 from kit.dashboard import Dashboard
 from kit.events import RunStarted
@@ -52,7 +52,7 @@ def results_table(result: RunResult, max_rows: int = MAX_ROWS) -> str:
     # Items a cancelled or stopped run never ran: one line at the end, not rows of None.
     skipped = (
         {pos for pos, rec in enumerate(result.records) if rec is None and pos not in errors}
-        if result.status != "completed"
+        if result.status != RunStatus.COMPLETED
         else set()
     )
     columns: list[str] = []

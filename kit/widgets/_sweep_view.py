@@ -9,7 +9,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from kit import SweepHandle, SweepResult
+from kit import SweepHandle, SweepResult, TrialStatus
 from kit.views import rows_table, status_html
 from kit.widgets._kernel import Painter
 from kit.widgets._style import TABLE_STYLE, scrolling
@@ -114,7 +114,7 @@ class SweepView(w.VBox):  # type: ignore[misc]
         self.table.value = trials_table(rows)
         self.cancel_button.disabled = ended
         self.cancel_button.layout.display = "none" if ended else None
-        finished = sum(row["status"] not in ("running", "pending") for row in rows)
+        finished = sum(TrialStatus.read(row["status"]).final for row in rows)
         if self.metric is not None and finished != self._plotted:
             self._plotted = finished
             self._draw_plots(self.metric)
