@@ -417,6 +417,15 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _notebooks(args: argparse.Namespace) -> int:
+    from kit._notebooks import copy_notebooks
+
+    for path in copy_notebooks(args.folder):
+        _say(f"copied {path}")
+    _say(f"open them: jupyter lab {args.folder}")
+    return EXIT_OK
+
+
 def _positive(text: str) -> int:
     """Return an option's whole number of 1 or more (argparse makes the error a usage one)."""
     try:
@@ -571,6 +580,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     again.add_argument("--experiment", help="the MLflow experiment (default: kit)")
     again.set_defaults(handler=_export_tracking)
+    notebooks = commands.add_parser(
+        "notebooks",
+        help="copy the notebooks Kit ships (quickstart, decoding, workshop...) into DIR",
+    )
+    notebooks.add_argument("folder", metavar="DIR")
+    notebooks.set_defaults(handler=_notebooks)
     cluster = commands.add_parser("cluster", help="job-queue clusters")
     cluster_commands = cluster.add_subparsers(dest="cluster_command", required=True)
     script = cluster_commands.add_parser(

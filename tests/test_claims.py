@@ -19,6 +19,10 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "no other module of `kit` imports it": [
+        "tests/test_layers.py::test_the_core_never_imports_the_notebook_ui",
+        "tests/test_public_api.py::test_widgets_use_only_kits_public_api",
+    ],
     "`make demo` needs no server": [
         "tests/examples/test_asr.py::test_the_demo_prints_both_engines_and_a_wer_table"
     ],

@@ -52,10 +52,13 @@ def test_the_wheel_holds_kit_and_its_data_and_no_other_top_level_name(
     (wheel,) = (where / "wheel").glob("*.whl")
     assert wheel.name.startswith(DISTRIBUTION.replace("-", "_") + "-")
     names = zipfile.ZipFile(wheel).namelist()
-    tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
-    assert tops == {"kit"}  # no top-level `widgets` for a widgets.py to shadow
+    tops = {name.split("/")[0] for name in names}
+    packages = {top for top in tops if not top.endswith((".dist-info", ".data"))}
+    assert packages == {"kit"}  # no top-level `widgets` for a widgets.py to shadow
     for data in ("kit/py.typed", "kit/examples/quickstart.yaml", "kit/examples/asr/decode.yaml"):
         assert data in names, data
+    shipped = [name for name in names if name.endswith(".ipynb")]
+    assert len(shipped) == len(list((ROOT / "notebooks").glob("*.ipynb"))), shipped
 
 
 def test_the_installed_kit_runs_the_quickstart_and_reads_the_decoding_config(
@@ -78,6 +81,24 @@ def test_the_installed_kit_runs_the_quickstart_and_reads_the_decoding_config(
     shown = sh(kit, "config", "show", package / "examples" / "asr" / "decode.yaml", cwd=outside)
     assert shown.returncode == 0, shown.stderr
     assert "kit.examples.asr.decode.DecodeProvider" in shown.stdout
+
+
+def test_the_installed_kit_copies_out_the_notebooks_it_ships(
+    installed: tuple[Path, Path],
+) -> None:
+    python, where = installed
+    copied = sh(python.parent / "kit", "notebooks", where / "mine", cwd=where)
+    assert copied.returncode == 0, copied.stderr
+    names = sorted(p.name for p in (where / "mine").glob("*.ipynb"))
+    assert names == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    assert (
+        str(where / "venv" / "share" / DISTRIBUTION / "notebooks")
+        in sh(
+            python, "-c", "from kit._notebooks import shipped; print(shipped())", cwd=where
+        ).stdout
+    )
+    again = sh(python.parent / "kit", "notebooks", where / "mine", cwd=where)
+    assert again.returncode == 2 and "nothing was copied" in again.stderr
 
 
 def test_the_installed_workshop_magics_load(installed: tuple[Path, Path]) -> None:
