@@ -58,7 +58,7 @@ def test_deployments_name_the_extra_to_install(env: str, package: str, extra: st
     else:
         pytest.skip(f"{package} is installed here")
     runner = Affine(ToyProvider(toy_config()), parallel={"env": env})
-    with pytest.raises(ImportError, match=rf"needs {package}; .*pip install 'kit\[{extra}\]'"):
+    with pytest.raises(ImportError, match=rf"needs {package}; .*pip install 'kit-lab\[{extra}\]'"):
         runner.run(range(2))
 
 

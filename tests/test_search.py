@@ -264,7 +264,9 @@ def test_without_optuna_a_search_names_the_extra_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "optuna", None)  # as if it were not installed
-    with pytest.raises(ImportError, match=r"a search needs optuna: pip install 'kit\[search\]'"):
+    with pytest.raises(
+        ImportError, match=r"a search needs optuna: pip install 'kit-lab\[search\]'"
+    ):
         kit.submit_search(
             search_config(tmp_path, {"env": "inline"}),
             ["x=interval(0,1)"],
