@@ -6,12 +6,14 @@ in a checkout they are the repository's ``notebooks/``.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sysconfig
 from pathlib import Path
 
 from kit._errors import KitError
 from kit._extras import DISTRIBUTION
+from kit._files import open_file
 
 
 def shipped() -> Path:
@@ -49,7 +51,8 @@ def copy_notebooks(into: str | Path) -> list[Path]:
     if target.exists() and not target.is_dir():
         raise KitError(f"{target} is a file: give a folder to copy the notebooks into")
     sources = sorted(shipped().glob("*.ipynb"))
-    taken = [target / s.name for s in sources if (target / s.name).exists()]
+    # lexists: a link planted under a notebook's name counts too (never written through).
+    taken = [target / s.name for s in sources if os.path.lexists(target / s.name)]
     if taken:
         names = ", ".join(p.name for p in taken)
         raise KitError(
@@ -59,6 +62,8 @@ def copy_notebooks(into: str | Path) -> list[Path]:
     target.mkdir(parents=True, exist_ok=True)
     written = []
     for source in sources:
-        shutil.copyfile(source, target / source.name)
+        # "x" with O_NOFOLLOW: a name planted since the check above is refused, not followed.
+        with source.open("rb") as src, open_file(target / source.name, "xb") as dst:
+            shutil.copyfileobj(src, dst)
         written.append(target / source.name)
     return written

@@ -118,3 +118,19 @@ def test_05_rl_cartpole(site: Path) -> None:
     assert summary["best_eval_return"] > 195
     assert "application/vnd.jupyter.widget-view+json" in str(summary_cell.outputs)  # dashboard
     assert "greedy return over 20 episodes" in out
+
+
+def test_copying_the_notebooks_out_never_writes_through_a_planted_link(tmp_path: Path) -> None:
+    from kit import KitError
+    from kit._notebooks import copy_notebooks
+
+    victim = tmp_path / "victim.ipynb"
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    (folder / "01_quickstart.ipynb").symlink_to(victim)  # dangling: exists() says no
+    with pytest.raises(KitError, match=r"already holds 01_quickstart\.ipynb: nothing was copied"):
+        copy_notebooks(folder)
+    assert not victim.exists() and sorted(p.name for p in folder.iterdir()) == [
+        "01_quickstart.ipynb"
+    ]
+    assert len(copy_notebooks(tmp_path / "mine")) == len(list(NOTEBOOKS.glob("*.ipynb")))
