@@ -361,7 +361,7 @@ class RunStore:
         self._lock: IO[str] | None = None
         self._identity: tuple[int, int] | None = None  # (device, inode) of the locked folder
         self._chunks_identity: tuple[int, int] | None = None  # and of its chunks/, once begun
-        self._previous: dict[str, Any] | None = None  # the completed result.json a resume found
+        self._previous: dict[str, Any] | None = None  # timings of the run a resume found
 
     # -------------------------------------------------------------- locking
     def lock(self) -> None:
@@ -619,7 +619,7 @@ class RunStore:
                 path.unlink(missing_ok=True)
             done = []
         # A resume that finds nothing left to run gives this back: the folder is unchanged.
-        self._previous = self._completed_result() if resume else None
+        self._previous = self._stored_timings() if resume else None
         self.files.result.unlink(missing_ok=True)  # ends a previous run, not this one
         self.chunks_dir.mkdir(parents=True, exist_ok=True)
         info = os.stat(self.chunks_dir)
@@ -870,21 +870,37 @@ class RunStore:
             for err in errors:
                 fh.write(json.dumps(err.to_dict()) + "\n")
 
-    def _completed_result(self) -> dict[str, Any] | None:
-        """Return the folder's ``result.json`` if it records a completed run, well formed."""
+    def _stored_timings(self) -> dict[str, Any] | None:
+        """Return the timings the folder's ``result.json`` holds for its items, checked.
+
+        Only a completed run's wall and setup time, chunk count and per-worker
+        figures, each of the type Kit writes: the counts, status and summary
+        a run writes are always its own.
+        """
         try:
             data = json.loads(self.files.result.read_text())
         except (OSError, ValueError):
             return None
-        if not isinstance(data, dict) or data.get("status") != RunStatus.COMPLETED.value:
+        stats = data.get("stats") if isinstance(data, dict) else None
+        if data.get("status") != RunStatus.COMPLETED.value or not isinstance(stats, dict):
             return None
-        stats = data.get("stats")
-        if not isinstance(stats, dict):
+        numbers = (int, float)
+        workers = stats.get("workers")
+        if not (
+            all(type(stats.get(k)) in numbers for k in ("wall_seconds", "setup_seconds"))
+            and all(type(stats.get(k)) is int for k in ("items", "ok", "failed", "chunks"))
+            and isinstance(workers, dict)
+            and all(
+                isinstance(w, dict)
+                and type(w.get("items")) is int
+                and type(w.get("chunks")) is int
+                and type(w.get("busy_seconds")) in numbers
+                for w in workers.values()
+            )
+        ):
             return None
-        items, ok, failed = (stats.get(key) for key in ("items", "ok", "failed"))
-        if not (type(items) is type(ok) is type(failed) is int):
-            return None
-        return data if ok + failed == items else None
+        kept = ("items", "ok", "failed", "wall_seconds", "setup_seconds", "chunks", "workers")
+        return {key: stats[key] for key in kept}
 
     def finish(self, result: RunResult, error: str | None = None) -> None:
         """Write ``result.json`` and the error file; let the writer merge a complete run.
@@ -894,20 +910,28 @@ class RunStore:
         if self._identity is not None and not self._still_there():
             return  # the folder went away: writing would make a new one holding only these
         self.write_errors(result.errors)
+        stats = result.stats.to_dict()
         previous = self._previous
         if (
             previous is not None
             and result.status == RunStatus.COMPLETED
             and result.stats.resumed == result.stats.items
-            and previous["stats"]["items"] == result.stats.items
+            and (previous["items"], previous["ok"], previous["failed"])
+            == (result.stats.items, result.stats.ok, result.stats.failed)
         ):
-            # Nothing ran: the stored result, its workers and wall time, still says it all.
-            with atomic_file(self.files.result) as fh:
-                json.dump(previous, fh, indent=1, default=repr)
-            return
+            # Nothing ran: the timings of the run that made these records still hold.
+            ran = previous["ok"] + previous["failed"]
+            stats.update(
+                {key: previous[key] for key in ("wall_seconds", "setup_seconds", "chunks")},
+                workers=previous["workers"],
+                resumed=0,
+                items_per_second=ran / previous["wall_seconds"]
+                if previous["wall_seconds"] > 0
+                else 0.0,
+            )
         summary = {
             "status": result.status,
-            "stats": result.stats.to_dict(),
+            "stats": stats,
             "summary": result.summary,
             "finished": time.time(),
             "error": error,

@@ -87,7 +87,22 @@ def test_a_re_run_with_nothing_left_to_run_keeps_the_stored_result_json(tmp_path
     again = Affine(ToyProvider(toy_config(sleep=0.01)), output_dir=out, chunk_size=5).run(range(20))
     assert again.stats.resumed == 20
     # The folder is unchanged, so is what describes it: its workers, its wall time.
-    assert json.loads((out / "result.json").read_text()) == first
+    kept = json.loads((out / "result.json").read_text())
+    assert kept["stats"] == first["stats"] and kept["summary"] == first["summary"]
+    assert kept["status"] == first["status"] == "completed"
+
+
+def test_a_re_run_gives_back_stored_timings_only_never_a_planted_summary(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10))
+    stored = json.loads((out / "result.json").read_text())
+    # A co-user who can write the folder plants a summary and counts.
+    planted = dict(stored, summary={"mean_y": -1.0}, stats={**stored["stats"], "ok": 99})
+    (out / "result.json").write_text(json.dumps(planted))
+    again = Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=5).run(range(10))
+    written = json.loads((out / "result.json").read_text())
+    assert written["summary"] == again.summary != {"mean_y": -1.0}
+    assert written["stats"]["ok"] == 10 and written["stats"]["resumed"] == 10
 
 
 def test_a_malformed_stored_result_json_is_not_given_back_by_a_re_run(tmp_path: Path) -> None:
