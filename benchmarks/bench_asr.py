@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import kit
-from kit._plugin import env_report
+from kit.cluster._plugin import env_report
 from kit.examples.asr import DecodeProvider, DecodeRunner, build_corpus, read_manifest
 from kit.examples.asr.corpus import FLITE_VOICES
 from kit.examples.asr.decode import CONFIG_PATH

@@ -43,7 +43,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 import kit
-from kit._plugin import env_report
+from kit.cluster._plugin import env_report
 from kit.examples.asr import DecodeProvider, DecodeRunner, build_corpus, read_manifest
 from kit.examples.asr.corpus import FLITE_VOICES
 from kit.examples.asr.decode import CONFIG_PATH, build_env

@@ -1,7 +1,7 @@
 """What closing a local cluster to other users costs: TLS against plain TCP, side by side.
 
 Kit's LocalCluster speaks TLS with temporary credentials (see
-``kit._clusters.local_tls``). Each mode, alternated three times: the time to
+``kit.cluster._builders.local_tls``). Each mode, alternated three times: the time to
 start a 2-worker LocalCluster with its client, 2,000 tiny tasks through
 ``client.map`` (per task), and 100 submit-and-wait round trips.
 Results go to benchmarks/results/tls.json (the manual's performance page is made from it).
@@ -32,7 +32,7 @@ def inc(x: int) -> int:
 def measure(tls: bool) -> dict[str, float]:
     from distributed import Client, LocalCluster
 
-    from kit._clusters import local_tls
+    from kit.cluster._builders import local_tls
 
     began = time.perf_counter()
     options: dict[str, Any] = local_tls() if tls else {}

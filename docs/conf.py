@@ -87,6 +87,9 @@ nitpick_ignore_regex = [
 PACKAGES = {
     "kit": "kit: configs, providers, runners, sweeps",
     "kit.config": "kit.config: loading, checking and saving configs",
+    "kit.cluster": "kit.cluster: sessions, cluster builders, the env plugin",
+    "kit.store": "kit.store: the run folder",
+    "kit.detached": "kit.detached: runs and sweeps that outlive the notebook",
     "kit.tracking": "kit.tracking: MLflow and TensorBoard",
     "kit.dashboard": "kit.dashboard: live dashboards and reports",
     "kit.views": "kit.views: what the terminal and the widgets draw",

@@ -11,11 +11,7 @@ Examples
 3
 """
 
-from kit._attach import attach
-from kit._bounded import SetupCancelled
-from kit._clusters import JOB_QUEUES, job_script
 from kit._compare import Comparison, compare
-from kit._detached_sweep import DetachedSweep
 from kit._engine import RunHandle
 from kit._errors import (
     ClusterError,
@@ -29,11 +25,20 @@ from kit._errors import (
     speak_as as _speak_as,
 )
 from kit._from_config import items_of
-from kit._rundir import RunDir, SweepDir
-from kit._scale_out import scale_out_command
-from kit._search import search, submit_search
-from kit._sweep import SweepHandle, submit_sweep, sweep
+from kit._sweeps.search import search, submit_search
+from kit._sweeps.sweep import SweepHandle, submit_sweep, sweep
 from kit._trials import SweepResult, Trial, TrialPruned, TrialStatus
+from kit.cluster import (
+    JOB_QUEUES,
+    Session,
+    SessionState,
+    SetupCancelled,
+    get_session,
+    job_script,
+    scale_out_command,
+    sessions,
+    shutdown,
+)
 from kit.config import (
     ConfigError,
     config_hash,
@@ -42,12 +47,11 @@ from kit.config import (
     save_config,
     to_overrides,
 )
-from kit.detached import DetachedRun, DetachedState
+from kit.detached import DetachedRun, DetachedSweep, attach
 from kit.provider import EnvironmentProvider, ProviderSetupError
 from kit.result import ItemError, Progress, RunError, RunResult, RunStats, RunStatus, WorkerStats
 from kit.runner import Runner
-from kit.session import Session, SessionState, get_session, sessions, shutdown
-from kit.store import RecordWriter, StoreError, StoreWarning
+from kit.store import RecordWriter, RunDir, StoreError, StoreWarning, SweepDir
 
 __version__ = "0.1.0"
 
@@ -57,7 +61,6 @@ __all__ = [
     "Comparison",
     "ConfigError",
     "DetachedRun",
-    "DetachedState",
     "DetachedSweep",
     "DriverLostError",
     "EnvironmentProvider",

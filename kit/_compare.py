@@ -204,7 +204,7 @@ def compare(
 def _run(run: Any, name: str) -> RunResult:
     """Return ``run`` as a result: a :class:`~kit.RunResult`, or a run folder's (read, not run)."""
     if isinstance(run, str | os.PathLike):
-        from kit._results import read_result
+        from kit.store._results import read_result
 
         return read_result(Path(run))  # JSON and JSON lines: reading runs no code
     if not (hasattr(run, "indices") and hasattr(run, "records")):

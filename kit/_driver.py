@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kit._leave import leave
-from kit._rundir import RunDir
-from kit._status import StatusWriter
 from kit.cli import main
-from kit.detached import SUBMIT_GRACE, load_job
+from kit.cluster._session import shutdown
+from kit.detached._leave import leave
+from kit.detached._run import SUBMIT_GRACE, load_job
+from kit.detached._status import StatusWriter
 from kit.result import RunError
-from kit.session import shutdown
-from kit.store import RunStore, StoreError
+from kit.store._rundir import RunDir
+from kit.store._store import RunStore, StoreError
 
 
 def run_detached(output_dir: Path) -> int:

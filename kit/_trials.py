@@ -1,6 +1,6 @@
 """A sweep's trials and their results: what a sweep returns and what a sweep folder reads as.
 
-Plain data, apart from the running of trials (:mod:`kit._sweep`): a sweep
+Plain data, apart from the running of trials (:mod:`kit._sweeps.sweep`): a sweep
 folder read back (:class:`~kit.DetachedSweep`) and the reports build the same
 :class:`SweepResult` a running sweep returns.
 """
@@ -137,7 +137,7 @@ class SweepResult:
     --------
     >>> import tempfile, kit
     >>> slopes = ["model.coefficients=[0,1],[0,2]"]
-    >>> result = kit.sweep(kit._sweep.EXAMPLE, slopes, output_dir=tempfile.mkdtemp())
+    >>> result = kit.sweep(kit._sweeps.sweep.EXAMPLE, slopes, output_dir=tempfile.mkdtemp())
     >>> [(row["model.coefficients"], row["status"], row["max_y"]) for row in result.rows()]
     [('[0,1]', 'completed', 0.9), ('[0,2]', 'completed', 1.8)]
     >>> trial, best = result.best("max_y", minimize=False)
@@ -229,7 +229,7 @@ class SweepResult:
         --------
         >>> import tempfile, kit
         >>> slopes = ["model.coefficients=[0,1],[0,2]"]
-        >>> result = kit.sweep(kit._sweep.EXAMPLE, slopes, output_dir=tempfile.mkdtemp())
+        >>> result = kit.sweep(kit._sweeps.sweep.EXAMPLE, slopes, output_dir=tempfile.mkdtemp())
         >>> [row["max_y vs best"] for row in result.against_best("max_y", minimize=False)]
         ['-0.90 [-0.90, -0.60]', 'best']
         """
@@ -278,7 +278,7 @@ class SweepResult:
         --------
         >>> import tempfile, kit
         >>> stops = ["items.stop=2,4,3"]
-        >>> result = kit.sweep(kit._sweep.EXAMPLE, stops, output_dir=tempfile.mkdtemp())
+        >>> result = kit.sweep(kit._sweeps.sweep.EXAMPLE, stops, output_dir=tempfile.mkdtemp())
         >>> [trial.name for trial, _ in result.ranked("max_y", minimize=False)]
         ['trial-001', 'trial-002', 'trial-000']
         """

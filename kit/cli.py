@@ -19,11 +19,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from kit._errors import ClusterError, DriverLostError, KitError
 from kit._format import first_line, printable
-from kit._leave import leave
-from kit._rundir import SweepDir
 from kit.config import load_config, resolve_config, to_overrides
+from kit.detached._leave import leave
 from kit.provider import ProviderSetupError
 from kit.result import RunError, RunResult
+from kit.store._rundir import SweepDir
 
 if TYPE_CHECKING:
     from kit.runner import Runner
@@ -138,7 +138,7 @@ def _say_viewers(
 
 def _tracked(runner: Runner, overrides: list[str]) -> Runner:
     """Return ``runner`` with its overrides noted for the trackers (MLflow's kit.overrides tag)."""
-    from kit._sweep import split_watching
+    from kit._sweeps.sweep import split_watching
 
     made = split_watching(overrides)[1]
     if runner.tracking is not None and made:
@@ -175,7 +175,7 @@ def _check_search_args(args: argparse.Namespace) -> None:
 
 
 def _search(args: argparse.Namespace, minimize: bool, ended: Any) -> Any:
-    from kit._search import pruner_named, submit_search
+    from kit._sweeps.search import pruner_named, submit_search
 
     _check_search_args(args)
     # The command line speaks for itself; Optuna's log lines would interleave with it.
@@ -197,7 +197,7 @@ def _search(args: argparse.Namespace, minimize: bool, ended: Any) -> Any:
 
 def _sweep(args: argparse.Namespace) -> int:
     from kit._compare import run_metric
-    from kit._sweep import submit_sweep
+    from kit._sweeps.sweep import submit_sweep
     from kit._trials import Trial, TrialPruned, TrialStatus
 
     def ended(trial: Trial, result: RunResult | None, error: BaseException | None) -> None:
@@ -279,7 +279,7 @@ def _submit(args: argparse.Namespace) -> int:
         args.overrides = [*args.overrides, f"++output_dir={args.output_dir}"]
     runner, indices = build_runner(_load(args))
     run = _tracked(runner, args.overrides).submit(indices, detached=True)
-    pid = run.status()["driver"].get("pid")
+    pid = run.snapshot().driver.get("pid")
     _say(f"submitted {len(indices)} items: driver pid {pid}, output {run.output_dir}")
     _say(f"  progress:  kit status {run.output_dir}")
     _say(f"  stop:      kit cancel {run.output_dir}")
@@ -292,9 +292,9 @@ def _submit_sweep(args: argparse.Namespace) -> int:
     """Check the sweep here, then hand it to a detached driver running ``kit sweep``."""
     import os
 
-    from kit._search import prepare_search
-    from kit._sweep import prepare_grid, sweep_tracking
-    from kit.detached import start_sweep_driver
+    from kit._sweeps.search import prepare_search
+    from kit._sweeps.sweep import prepare_grid, sweep_tracking
+    from kit.detached._run import start_sweep_driver
 
     minimize = _minimize(args)
     if args.search is not None:
@@ -336,18 +336,16 @@ def _sweep_status(sweep: Any) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from kit._attach import attach
-    from kit._detached_sweep import DetachedSweep
+    from kit.detached._attach import attach
+    from kit.detached._sweep import DetachedSweep
 
     run = attach(args.output_dir)
     if isinstance(run, DetachedSweep):
         return _sweep_status(run)
-    status = run.status()
-    done, total, failed = status.get("done", 0), status.get("total", 0), status.get("failed", 0)
-    _say(f"{args.output_dir}: {status['state']}")
-    if not all(isinstance(n, int) and n >= 0 for n in (done, total, failed)) or (
-        total and max(done, failed) > total
-    ):
+    status = run.snapshot()
+    done, total, failed = status.done, status.total, status.failed
+    _say(f"{args.output_dir}: {status.describe()}")
+    if total and max(done, failed) > total:
         # What a status file says is data to check: this one was not written by a run.
         _say(
             f"  items:   the status file says {done!r} done and {failed!r} failed of "
@@ -356,27 +354,27 @@ def _status(args: argparse.Namespace) -> int:
     else:
         percent = f" ({100 * done // total}%)" if total else ""
         _say(f"  items:   {done}/{total}{percent} done, {failed} failed")
-    if status.get("items_per_second"):
-        _say(f"  rate:    {status['items_per_second']:.1f} items/s")
-    session = status.get("session") or {}
+    if status.items_per_second:
+        _say(f"  rate:    {status.items_per_second:.1f} items/s")
+    session = status.session
     if session:
         parallel = session.get("parallel", {})
         where = session.get("cluster") or parallel.get("env")
         _say(f"  cluster: {where} ({parallel.get('env')}), scheduler {session.get('scheduler')}")
-        if session.get("dashboard") and status["state"] in ("starting", "running"):
+        if session.get("dashboard") and not status.status.final:
             # Only while the run goes on: its cluster, and the page, end with it.
             _say(f"  dashboard: {session['dashboard']}")
-    driver = status.get("driver") or {}
+    driver = status.driver
     if driver:
         _say(f"  driver:  pid {driver.get('pid')} on {driver.get('host')}")
-    for index, message in status.get("recent_failures") or []:
+    for index, message in status.recent_failures:
         _say(f"  failed:  item {index!r}: {message}")
     return EXIT_OK
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    from kit._attach import attach
-    from kit._detached_sweep import DetachedSweep
+    from kit.detached._attach import attach
+    from kit.detached._sweep import DetachedSweep
 
     run = attach(args.output_dir)
     if isinstance(run, DetachedSweep):
@@ -387,16 +385,16 @@ def _cancel(args: argparse.Namespace) -> int:
         _say(f"{args.output_dir}: cancelled, {run.progress}; run the sweep again to resume")
         return EXIT_OK
     if run.done():
-        _say(f"{args.output_dir}: nothing to cancel ({run.status()['state']})")
+        _say(f"{args.output_dir}: nothing to cancel ({run.snapshot().describe()})")
         return EXIT_OK
     run.cancel()
-    state = run.status()["state"]
+    state = run.snapshot().describe()
     _say(f"{args.output_dir}: {state}; completed chunks are kept, run again to resume")
     return EXIT_OK
 
 
 def _cluster_script(args: argparse.Namespace) -> int:
-    from kit._clusters import job_script
+    from kit.cluster._builders import job_script
     from kit.config import parallel_section
 
     cfg = _load(args)

@@ -11,24 +11,24 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit._chunk import BatchBy
 from kit._engine import ChunkJob, RunHandle, RunSpec
-from kit._inject import ForwardSpec
+from kit._engine.chunk import BatchBy
+from kit._engine.inject import ForwardSpec
+from kit.cluster._session import check_client
 from kit.config import ParallelConfig, RunnerConfig, parallel_section
 from kit.config._errors import closest, error
 from kit.config._schema import check_section
 from kit.dashboard import ReportWriter
-from kit.detached import start_driver
+from kit.detached._run import start_driver
 from kit.events import EventLog, EventStream, Subscriber
 from kit.provider import EnvironmentProvider
 from kit.result import Index, RunResult
-from kit.session import check_client
-from kit.store import RecordWriter, RunStore
+from kit.store._store import RecordWriter, RunStore
 from kit.tracking import Tracking
 from kit.tracking._exporter import Exporters
 
 if TYPE_CHECKING:
-    from kit.detached import DetachedRun
+    from kit.detached._run import DetachedRun
 
 
 class Runner:
@@ -265,7 +265,7 @@ class Runner:
         freezes the kernel. With ``detached=True`` the run is handed to a driver process that
         outlives this one (closing the notebook or restarting the kernel does
         not stop it); it needs ``output_dir``, and the returned
-        :class:`kit.detached.DetachedRun` (also from ``kit.attach(output_dir)``)
+        :class:`kit.DetachedRun` (also from ``kit.attach(output_dir)``)
         reads its progress and result from there.
         """
         if detached:

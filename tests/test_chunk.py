@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import kit._chunk
-from kit._chunk import SIZE_SPREAD, BatchBy, execute_chunk, size_batches
-from kit._inject import ForwardSpec
+import kit._engine.chunk
+from kit._engine.chunk import SIZE_SPREAD, BatchBy, execute_chunk, size_batches
+from kit._engine.inject import ForwardSpec
 
 SIZES = st.lists(st.floats(min_value=0.1, max_value=30.0), max_size=60)
 
@@ -27,7 +27,7 @@ def test_each_item_lands_in_one_batch_of_similar_sizes_under_the_budget(
 
 
 class FakeClock:
-    """``time`` for kit._chunk: ``forward`` moves it on by each item's duration."""
+    """``time`` for kit._engine.chunk: ``forward`` moves it on by each item's duration."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -40,7 +40,7 @@ def test_an_item_over_its_budget_ends_its_chunk_which_hands_back_the_rest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = FakeClock()
-    monkeypatch.setattr(kit._chunk, "time", clock)
+    monkeypatch.setattr(kit._engine.chunk, "time", clock)
     calls: list[int] = []
 
     def forward(idx: int) -> int:
@@ -58,7 +58,7 @@ def test_items_each_a_little_slower_than_expected_do_not_cut_their_chunk(
 ) -> None:
     # A corpus sorted by length: every item is slower than the last, none is an outlier.
     clock = FakeClock()
-    monkeypatch.setattr(kit._chunk, "time", clock)
+    monkeypatch.setattr(kit._engine.chunk, "time", clock)
 
     def forward(idx: int) -> int:
         clock.now += 0.2 * idx
@@ -72,7 +72,7 @@ def test_a_budget_cuts_fixed_batches_whole_and_never_batches_made_by_size(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = FakeClock()
-    monkeypatch.setattr(kit._chunk, "time", clock)
+    monkeypatch.setattr(kit._engine.chunk, "time", clock)
 
     def forward(items: list[int]) -> list[int]:
         clock.now += 5.0

@@ -319,7 +319,7 @@ CLAIMS: dict[str, list[str]] = {
         "tests/test_jobqueue.py::test_job_output_files_land_in_the_runs_output_directory",
         "tests/test_jobqueue.py::test_where_job_output_files_go_when_no_run_says",
     ],
-    "is a `kit.DetachedState`": [
+    "is a `kit.detached.DetachedStatus`": [
         "tests/test_detached.py::test_a_driver_that_dies_is_reported_with_its_log",
         "tests/test_store.py::test_a_killed_driver_loses_and_duplicates_nothing",
     ],

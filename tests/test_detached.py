@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import kit
-from kit._process import alive
+from kit.cluster._process import alive
 from tests.kernels import start_kernel
 from tests.workloads import Affine, ToyProvider, expected, reads_back, toy_config
 
@@ -44,7 +44,7 @@ KERNEL_CODE = textwrap.dedent(
     runner = Times(Slow(OmegaConf.create({{"step": 0.02}})),
                    parallel={{"env": "local", "n_workers": 2}}, output_dir={out!r})
     run = runner.submit(range(300), detached=True)
-    print("KERNEL", os.getpid(), "DRIVER", run.status()["driver"]["pid"])
+    print("KERNEL", os.getpid(), "DRIVER", run.snapshot().driver["pid"])
     print("PROGRESS", run.progress.total)
     """
 )
@@ -146,4 +146,4 @@ def test_a_driver_that_dies_is_reported_with_its_log(tmp_path: Path) -> None:
     os.kill(int(json.loads((out / "driver.json").read_text())["pid"]), signal.SIGKILL)
     with pytest.raises(kit.DriverLostError, match="ended without finishing; run again to resume"):
         run.result(timeout=30)
-    assert kit.attach(out).status()["state"] is kit.DetachedState.DIED
+    assert kit.attach(out).snapshot().lost is kit.detached.Lost.DIED

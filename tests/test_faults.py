@@ -15,8 +15,8 @@ import psutil
 import pytest
 
 import kit
-from kit._nanny import restarting
-from kit._process import alive
+from kit.cluster._nanny import restarting
+from kit.cluster._process import alive
 from tests.workloads import Affine, Crashy, ToyProvider, expected, lines, reads_back, toy_config
 
 pytestmark = pytest.mark.slow

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import kit
-from kit._follow import follow_events
 from kit.dashboard import Dashboard
 from kit.dashboard._state import Snapshot
+from kit.detached._follow import follow_events
 from kit.events import EventLog, RunFinished, RunStarted, event_to_dict
 from tests.workloads import Scored, ToyProvider, toy_config
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import kit
-from kit._clusters import JOB_QUEUES, job_script
+from kit.cluster._builders import JOB_QUEUES, job_script
 from kit.config import parallel_section
 from tests.slurm import slurm_parallel
 from tests.workloads import Affine, ToyProvider, expected, lines, toy_config
@@ -122,7 +122,7 @@ def test_the_submit_hook_can_be_named_in_the_config(
 
 
 def test_a_bad_submit_hook_path_is_a_config_error(tmp_path: Path) -> None:
-    from kit._clusters import resolve_hook
+    from kit.cluster._builders import resolve_hook
 
     with pytest.raises(
         kit.ConfigError, match=r"parallel\.submit_hook: cannot import 'nowhere\.hook'"
@@ -164,9 +164,9 @@ def test_a_site_section_named_by_config_name_gives_the_job_its_resources() -> No
 
     # dask-jobqueue reads cores and memory from jobqueue.<config_name>; so does Kit's check.
     # A site's section is a whole copy of the queue's, with its own values.
-    import kit._clusters
+    import kit.cluster._builders
 
-    kit._clusters.import_dask_jobqueue()  # its defaults are in dask's config once imported
+    kit.cluster._builders.import_dask_jobqueue()  # its defaults are in dask's config once imported
     section = {**dask.config.get("jobqueue.slurm"), "cores": 3, "memory": "6GB", "queue": "gpu"}
     site = {"jobqueue.slurm-gpu": section}
     options = {"config_name": "slurm-gpu", "scheduler_options": {"host": "127.0.0.1"}}
@@ -223,7 +223,7 @@ def test_without_dask_jobqueue_the_error_names_the_extra() -> None:
     script = (
         "import sys\n"
         "sys.modules['dask_jobqueue'] = None\n"
-        "from kit._clusters import job_queue_cluster\n"
+        "from kit.cluster._builders import job_queue_cluster\n"
         "from kit.config import parallel_section\n"
         "try:\n"
         "    job_queue_cluster(parallel_section({'env': 'pbs'}))\n"
@@ -283,7 +283,7 @@ def test_where_job_output_files_go_when_no_run_says(
 ) -> None:
     import dask.config
 
-    from kit._clusters import job_log_directory
+    from kit.cluster._builders import job_log_directory
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     section = parallel_section({"env": "slurm", "options": {"cores": 1}})

@@ -11,7 +11,7 @@ pytest.importorskip("dask_jobqueue")
 
 ON_A_THREAD = """
 import signal, threading
-from kit._clusters import import_dask_jobqueue
+from kit.cluster._builders import import_dask_jobqueue
 before = signal.getsignal(signal.SIGINT)
 errors = []
 def load():

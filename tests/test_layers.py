@@ -44,7 +44,13 @@ def test_the_engine_and_the_workers_never_draw_nor_track() -> None:
     drawing = ("kit.dashboard", "kit.views", "kit.tracking", "kit.widgets", "bokeh", "ipywidgets")
     assert (
         offenders(
-            ["kit/_engine", "kit/_plugin.py", "kit/_chunk.py", "kit/_chunk_result.py"], drawing
+            [
+                "kit/_engine",
+                "kit/cluster/_plugin.py",
+                "kit/_engine/chunk.py",
+                "kit/store/_chunk_result.py",
+            ],
+            drawing,
         )
         == []
     )
@@ -214,3 +220,65 @@ def test_kit_imports_in_one_direction_lazy_imports_included() -> None:
 def test_the_cycle_finder_finds_a_lazy_cycle() -> None:
     graph = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 9}, "d": {"a": 3}}
     assert cycles(graph) == [["a", "b", "c"]]
+
+
+def wing_of(module: str) -> str:
+    """A module's wing: the folder it sits in under ``kit`` (``kit._engine``, ``kit.store``...),
+    or the module itself for a file at the top (``kit.runner``)."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def wing_graph(graph: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """The import graph with each wing drawn as one node; ``kit`` itself (the face) left out."""
+    wings: dict[str, dict[str, int]] = {}
+    for module, edges in graph.items():
+        if module == "kit":
+            continue
+        own = wings.setdefault(wing_of(module), {})
+        for target in edges:
+            if target != "kit" and wing_of(target) != wing_of(module):
+                own.setdefault(f"{wing_of(target)}", 0)
+                own[wing_of(target)] += 1
+    for targets in list(wings.values()):
+        for target in targets:
+            wings.setdefault(target, {})
+    return wings
+
+
+def test_the_wings_import_in_one_direction_lazy_imports_included() -> None:
+    # A wing is a folder of kit; moving a file between wings must not make two wings
+    # lean on each other (docs/architecture.md draws the order).
+    graph = import_graph()
+    wings = wing_graph(graph)
+    assert {"kit._engine", "kit.cluster", "kit.store", "kit.detached", "kit._sweeps"} <= set(wings)
+    explained = [
+        sorted(
+            f"{a} -> {b}: "
+            + ", ".join(
+                f"{m} -> {t}"
+                for m in graph
+                for t in graph[m]
+                if wing_of(m) == a and wing_of(t) == b
+            )
+            for a in component
+            for b in component
+            if b in wings[a]
+        )
+        for component in cycles(wings)
+    ]
+    assert explained == []
+
+
+@pytest.mark.parametrize(
+    ("wing", "below"),
+    [
+        ("kit.store", ("kit._engine", "kit.cluster", "kit.detached", "kit._sweeps", "kit.runner")),
+        ("kit.cluster", ("kit._engine", "kit.detached", "kit._sweeps", "kit.runner")),
+        ("kit._engine", ("kit.detached", "kit._sweeps", "kit.runner", "kit.cli")),
+        ("kit.detached", ("kit._sweeps", "kit.runner", "kit.cli")),
+    ],
+)
+def test_each_wing_stands_below_the_ones_that_use_it(wing: str, below: tuple[str, ...]) -> None:
+    wings = wing_graph(import_graph())
+    assert sorted(set(wings[wing]) & set(below)) == []

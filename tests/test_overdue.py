@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from kit._chunk import execute_chunk
-from kit._overdue import WATCH
+from kit._engine.chunk import execute_chunk
+from kit._engine.overdue import WATCH
 
 
 class BlocksUntilTold:

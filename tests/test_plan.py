@@ -7,7 +7,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kit._plan import ChunkPlanner
+from kit._engine.plan import ChunkPlanner
 
 
 def drain(planner: ChunkPlanner, per_item: float | None = None) -> list[tuple[int, int]]:

@@ -139,7 +139,7 @@ def test_a_killed_scheduler_ends_the_run_and_a_resume_finishes_it(tmp_path: Path
             handle.result(timeout=120)
         handle.cancel()  # a no-op now, not distributed's ClosedClientError
     assert str(info.value).startswith(f"the scheduler at {address} went away during the run")
-    kept = kit.attach(out).status()["done"]
+    kept = kit.attach(out).snapshot().done
     assert kept >= 4
     with dask_cluster(tmp_path / "second") as address:
         parallel = {"env": "remote", "address": address}

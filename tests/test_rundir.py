@@ -15,7 +15,7 @@ FILE_NAMES = {name for name in (*RunDir.NAMES, *SweepDir.NAMES) if "." in name[1
 #: The same words naming other files: the config a notebook saves beside itself for
 #: its scale-out command (a default argument), not a run folder's.
 OTHER_FILES = {
-    ("kit/_scale_out.py", "config.yaml"),
+    ("kit/cluster/_scale_out.py", "config.yaml"),
     ("kit/widgets/_experiment.py", "config.yaml"),
     ("kit/widgets/_run_panel.py", "config.yaml"),
 }
@@ -61,7 +61,7 @@ def test_a_run_and_its_detached_driver_write_only_the_files_rundir_names(tmp_pat
 
 def test_a_sweep_writes_its_record_and_trial_folders_where_sweepdir_says(tmp_path: Path) -> None:
     folder = SweepDir(tmp_path / "sweep")
-    kit.sweep(kit._sweep.EXAMPLE, ["items.stop=2,3"], output_dir=folder.path)
+    kit.sweep(kit._sweeps.sweep.EXAMPLE, ["items.stop=2,3"], output_dir=folder.path)
     assert folder.holds_sweep() and folder.report.is_file()
     assert [folder.trial(n).result.is_file() for n in (0, 1)] == [True, True]
     assert {path.name for path in folder.path.iterdir()} <= SweepDir.NAMES | {

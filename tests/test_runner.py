@@ -12,9 +12,9 @@ import pytest
 
 import kit
 from kit import ItemError, RunError
-from kit._chunk_result import ChunkResult
-from kit._inject import ForwardSpec
-from kit._plugin import ProviderPlugin
+from kit._engine.inject import ForwardSpec
+from kit.cluster._plugin import ProviderPlugin
+from kit.store._chunk_result import ChunkResult
 from tests.workloads import (
     Affine,
     Batched,

@@ -248,7 +248,7 @@ def test_a_trial_asked_of_optuna_but_not_yet_in_sweep_json_is_not_left_running(
     tmp_path: Path,
 ) -> None:
     # A driver killed between asking Optuna for a trial and writing sweep.json.
-    from kit._study import open_study
+    from kit.store._study import open_study
 
     config = search_config(tmp_path, {"env": "inline"}, items={"start": 0, "stop": 2}, sleep=0)
     folder = tmp_path / "search"

@@ -10,7 +10,7 @@ import pytest
 from distributed import Client
 
 import kit
-from kit.session import SessionState, session_for_client
+from kit.cluster._session import SessionState, session_for_client
 from tests.workloads import Affine, ToyProvider, lines, mark_then_sleep, toy_config
 
 

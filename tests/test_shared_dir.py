@@ -25,8 +25,8 @@ import pytest
 import kit
 from kit import StoreError, StoreWarning
 from kit._errors import KitError
-from kit._results import read_result
-from kit.store import LEDGER, RunStore
+from kit.store._results import read_result
+from kit.store._store import LEDGER, RunStore
 from tests.workloads import Affine, ToyProvider, Tripwire, expected, reads_back, toy_config
 
 
@@ -58,7 +58,7 @@ def test_a_directory_switched_to_pickle_is_read_without_running_its_code(tmp_pat
     completed_run(out)
     plant_pickle(out, marker)
     run = kit.attach(out)
-    assert run.status()["state"] == "completed"
+    assert run.status is kit.RunStatus.COMPLETED
     for read in (run.result, lambda: list(run), lambda: read_result(out)):
         with pytest.raises(StoreError) as info:
             read()
@@ -260,7 +260,7 @@ def test_a_disk_filling_at_a_random_point_loses_no_committed_record(
     assert again.status == "completed" and again.stats.ok == 300, ok_first
     assert again.records == Padded.expected(range(300))
     reads_back(again, out)
-    assert kit.attach(out).status()["done"] == 300
+    assert kit.attach(out).snapshot().done == 300
 
 
 @pytest.mark.parametrize("when", ["mid-run", "after the last chunk"])

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kit import DetachedState, DriverLostError, RecordWriter, RunResult, StoreError, attach
+from kit import DriverLostError, RecordWriter, RunResult, RunStatus, StoreError, attach
+from kit.detached import Lost
 from tests.workloads import Affine, Opaque, OpaqueRecords, ToyProvider, expected, lines, toy_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -244,9 +245,9 @@ def test_a_killed_driver_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     # A chunk is committed once its ledger line is written (the file comes first).
     committed = len((out / "ledger.jsonl").read_text().splitlines())
     assert 4 <= committed < 60
-    status = attach(out).status()
-    assert (status["state"], status["done"], status["total"]) == ("incomplete", 5 * committed, 300)
-    assert status["state"] is DetachedState.INCOMPLETE and status["state"].ended
+    status = attach(out).snapshot()
+    assert (status.lost, status.done, status.total) == (Lost.INCOMPLETE, 5 * committed, 300)
+    assert status.status is RunStatus.ERROR and status.ended
     with pytest.raises(DriverLostError, match=r"ended without finishing .* run again to resume"):
         attach(out).result(timeout=10)
 

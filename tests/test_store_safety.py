@@ -22,7 +22,7 @@ import pytest
 from kit import RecordWriter, Runner, StoreError, StoreWarning
 from kit._atomic import current_umask
 from kit.events import ChunkFinished
-from kit.store import RunStore
+from kit.store._store import RunStore
 from tests.workloads import (
     Affine,
     EmptyEnv,
@@ -190,7 +190,7 @@ def test_cancel_leaves_an_unrelated_process_with_the_recorded_pid_alone(tmp_path
         run = attach(out)
         run.cancel(timeout=1)
         assert bystander.poll() is None, "an unrelated process was signalled"
-        assert run.status()["state"] == "died"
+        assert run.snapshot().describe() == "died"
     finally:
         bystander.kill()
         bystander.wait()
@@ -206,7 +206,7 @@ def test_cancel_names_the_host_a_driver_runs_on(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mode", [0o666, 0o620])
 def test_a_job_others_may_edit_is_not_run(tmp_path: Path, mode: int) -> None:
-    from kit.detached import load_job
+    from kit.detached._run import load_job
 
     marker = tmp_path / "executed"
     job = tmp_path / "job.pkl"
@@ -219,7 +219,7 @@ def test_a_job_others_may_edit_is_not_run(tmp_path: Path, mode: int) -> None:
 
 @pytest.mark.skipif(os.getuid() != 0, reason="giving a file to another user needs root")
 def test_a_job_another_user_owns_is_not_run(tmp_path: Path) -> None:
-    from kit.detached import load_job
+    from kit.detached._run import load_job
 
     marker = tmp_path / "executed"
     job = tmp_path / "job.pkl"

@@ -292,8 +292,10 @@ def test_a_trials_end_never_waits_for_its_report(
 def test_a_shuffled_grid_is_resumed_in_its_folder(tmp_path: Path) -> None:
     # Hydra's shuffle() draws another order each time: once "another sweep", refused.
     folder = tmp_path / "s"
-    first = kit.sweep(kit._sweep.EXAMPLE, ["items.stop=shuffle(2,3,4,5)"], output_dir=folder)
-    again = kit.submit_sweep(kit._sweep.EXAMPLE, ["items.stop=shuffle(2,3,4,5)"], output_dir=folder)
+    first = kit.sweep(kit._sweeps.sweep.EXAMPLE, ["items.stop=shuffle(2,3,4,5)"], output_dir=folder)
+    again = kit.submit_sweep(
+        kit._sweeps.sweep.EXAMPLE, ["items.stop=shuffle(2,3,4,5)"], output_dir=folder
+    )
     result = again.result(timeout=60)
     assert again.handles == {}  # every trial read back, none run
     assert [t.overrides for t in result.trials] == [t.overrides for t in first.trials]

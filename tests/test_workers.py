@@ -15,7 +15,7 @@ import pytest
 
 import kit
 from kit import ProviderSetupError
-from kit._plugin import scheduler_state
+from kit.cluster._plugin import scheduler_state
 from tests.workloads import (
     Affine,
     KeyedProvider,
@@ -165,7 +165,7 @@ def test_dashboards_listen_on_localhost_by_default(local: dict) -> None:
 
 def test_job_queue_dashboards_listen_on_localhost_unless_told(tmp_path: Path) -> None:
     pytest.importorskip("dask_jobqueue")
-    from kit._clusters import job_queue_cluster
+    from kit.cluster._builders import job_queue_cluster
     from kit.config import parallel_section
 
     options = {"cores": 1, "memory": "1GB", "scheduler_options": {"host": "127.0.0.1"}}
@@ -186,7 +186,7 @@ def test_job_queue_dashboards_listen_on_localhost_unless_told(tmp_path: Path) ->
 def test_local_workers_keep_glibcs_malloc_defaults_unless_told(
     tmp_path: Path, given: str | None, seen: str
 ) -> None:
-    # Dask's nanny would start them with MALLOC_TRIM_THRESHOLD_=65536 (see kit/_nanny.py);
+    # Dask's nanny would start them with MALLOC_TRIM_THRESHOLD_=65536 (see kit/cluster/_nanny.py);
     # one set in the environment is the user's choice. A fresh process: the test
     # process's environment may hold the one a plain LocalCluster's nanny left there.
     script = (
@@ -218,7 +218,7 @@ def test_local_workers_keep_glibcs_malloc_defaults_unless_told(
 
 
 def test_local_clusters_sample_lightly_unless_told(local: dict) -> None:
-    # Dask's profiler and 20 ms ticks would take CPU from the items (see kit/_nanny.py).
+    # Dask's profiler and 20 ms ticks would take CPU from the items (see kit/cluster/_nanny.py).
     client = kit.get_session(local).client
     assert set(client.run(sampling).values()) == {(False, 0.5)}
     assert client.run_on_scheduler(sampling)[1] == 0.5

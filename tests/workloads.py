@@ -33,7 +33,7 @@ def reads_back(result: Any, output_dir: Path) -> None:
     the run reported done, and never one the run did not.
     """
     import kit
-    from kit._results import read_result
+    from kit.store._results import read_result
 
     for read in (read_result(output_dir), kit.attach(output_dir).result(timeout=60)):
         assert read.status == result.status, (read.status, result.status)
@@ -45,9 +45,9 @@ def reads_back(result: Any, output_dir: Path) -> None:
 def outliving(pids: list[int], seconds: float) -> list[int]:
     """Return those of ``pids`` still running after ``seconds`` (at once when all ended).
 
-    A zombie counts as ended (see :func:`kit._process.alive`).
+    A zombie counts as ended (see :func:`kit.cluster._process.alive`).
     """
-    from kit._process import alive
+    from kit.cluster._process import alive
 
     deadline = time.monotonic() + seconds
     while any(alive(pid) for pid in pids) and time.monotonic() < deadline:

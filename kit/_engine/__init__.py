@@ -12,7 +12,7 @@ function                  module                   what it does
 ``DaskDispatcher._fill``  :mod:`kit._engine.dask`  plans the chunks there is room for
 ``launch_many``           :mod:`kit._engine.dask`  ``client.map(run_chunk, ...)``, 64 at a time
 ``run_chunk``             :mod:`kit._engine.task`  on a worker: takes its env
-``execute_chunk``         :mod:`kit._chunk`        calls ``forward`` on each item or batch
+``execute_chunk``         :mod:`kit._engine.chunk`        calls ``forward`` on each item or batch
 ========================  =======================  ===========================================
 
 And back: the chunk's future wakes ``DaskDispatcher.run``, which gathers the

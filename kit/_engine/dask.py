@@ -22,12 +22,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kit._chunk_result import ChunkResult
+from kit._engine.plan import ChunkPlanner
 from kit._engine.spec import ChunkJob
 from kit._errors import NoWorkersError, SchedulerLostError
-from kit._plan import ChunkPlanner
 from kit._waiting import WAIT_STEP
 from kit.result import ItemError
+from kit.store._chunk_result import ChunkResult
 
 CAPACITY_CHECK = 0.2  # at most this often, ask the scheduler how many threads it has
 #: A backup copy gains at most the queued chunk's own time; below this it is not worth one.

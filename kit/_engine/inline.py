@@ -6,10 +6,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kit._chunk import execute_chunk
-from kit._chunk_result import ChunkResult
+from kit._engine.chunk import execute_chunk
+from kit._engine.plan import ChunkPlanner
 from kit._engine.spec import ChunkJob
-from kit._plan import ChunkPlanner
+from kit.store._chunk_result import ChunkResult
 
 #: Chunks that finish within this many seconds of the first one not yet stored are
 #: stored together, in one commit: each commit waits for the disk (fsync) a few

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kit._chunk_result import ChunkResult
 from kit.result import Index, ItemError, Progress, RunResult, RunStats, RunStatus, WorkerStats
+from kit.store._chunk_result import ChunkResult
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Ledger:
 
     Examples
     --------
-    >>> from kit._chunk_result import ChunkResult
+    >>> from kit.store._chunk_result import ChunkResult
     >>> ledger = Ledger(range(4), StopPolicy())
     >>> ledger.accept(ChunkResult(0, [10, 11], [], "w0", 0.2))
     2

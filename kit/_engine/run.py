@@ -22,21 +22,21 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
-from kit._bounded import SetupCancelled
-from kit._chunk_result import ChunkResult
 from kit._engine.dask import DaskDispatcher
 from kit._engine.inline import InlineDispatcher
 from kit._engine.ledger import Ledger, StopPolicy
+from kit._engine.plan import ChunkPlanner
 from kit._engine.spec import ChunkJob, RunSpec
 from kit._errors import SchedulerLostError, StoreError
-from kit._plan import ChunkPlanner
 from kit._waiting import WAIT_STEP
+from kit.cluster._bounded import SetupCancelled
+from kit.cluster._session import Session, get_session, session_for_client
 from kit.events import ChunkFinished, EventStream, RunFinished, RunStarted
 from kit.result import Index, Progress, RunError, RunResult, RunStatus
-from kit.session import Session, get_session, session_for_client
+from kit.store._chunk_result import ChunkResult
 
 if TYPE_CHECKING:
-    from kit.store import RunStore
+    from kit.store._store import RunStore
 
 
 class RunHandle:

@@ -8,13 +8,13 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from kit._chunk import BatchBy
-from kit._inject import ForwardSpec
-from kit._version import code_digest, keyword_digests
+from kit._engine.chunk import BatchBy
+from kit._engine.inject import ForwardSpec
 from kit.config import ParallelConfig, RunnerConfig
 from kit.provider import EnvironmentProvider
 from kit.result import Index
-from kit.store import RunStore
+from kit.store._store import RunStore
+from kit.store._version import code_digest, keyword_digests
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The Dask task of a run's chunk: on a worker, take its env and run the chunk's items.
 
 The engine's side of the worker; the env it injects is the cluster's (the
-provider plugin, :mod:`kit._plugin`).
+provider plugin, :mod:`kit.cluster._plugin`).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any
 
 from distributed import get_worker
 
-from kit._chunk import BatchBy, execute_chunk
-from kit._chunk_result import ChunkResult, drop_unpicklable
-from kit._inject import ForwardSpec
-from kit._plugin import worker_env
+from kit._engine.chunk import BatchBy, execute_chunk
+from kit._engine.inject import ForwardSpec
+from kit.cluster._plugin import worker_env
 from kit.result import Index
+from kit.store._chunk_result import ChunkResult, drop_unpicklable
 
 
 def run_chunk(
@@ -38,7 +38,7 @@ def run_chunk(
     sends many at once; the rest is keywords (``batch`` is the runner's
     ``batch_size``: ``client.map`` keeps that name for itself). Past its
     ``budget`` in seconds, the chunk hands back the items it has not started (see
-    :func:`~kit._chunk.execute_chunk`); the moment an item passes it, an event
+    :func:`~kit._engine.chunk.execute_chunk`); the moment an item passes it, an event
     on ``overdue_topic`` tells the driver, with this task's key and the
     position where the chunk will end.
     """

@@ -9,13 +9,12 @@ says what to install.
 
 from kit.dashboard._live import Dashboard
 from kit.dashboard._report import ReportWriter, write_report
-from kit.dashboard._state import DashboardState, DashboardStatus, Series, Snapshot
+from kit.dashboard._state import DashboardState, Series, Snapshot
 from kit.dashboard._sweep_report import sweep_plots, write_sweep_report
 
 __all__ = [
     "Dashboard",
     "DashboardState",
-    "DashboardStatus",
     "ReportWriter",
     "Series",
     "Snapshot",

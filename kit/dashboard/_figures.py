@@ -8,7 +8,8 @@ from typing import Any
 
 from kit._extras import DISTRIBUTION, install
 from kit._format import duration
-from kit.dashboard._state import DashboardStatus, Snapshot
+from kit.dashboard._state import Snapshot
+from kit.result import RunStatus
 from kit.views._html import FAILED_COLOR, failed_html, number, rows_table, status_html
 
 OK_COLOR = "#2b8a3e"
@@ -50,22 +51,22 @@ def header_html(snap: Snapshot, title: str) -> str:
     True
     """
     parts = [f"<b>{html.escape(title)}</b>", status_html(snap.status)]
-    if snap.status in (DashboardStatus.WAITING, DashboardStatus.STARTING) and not snap.run_id:
+    if snap.status in (None, RunStatus.STARTING) and not snap.run_id:
         parts.append("<i>the plots fill in when the first items finish</i>")
         return f"<div class='kit-header' style='font-size:13px'>{' · '.join(parts)}</div>"
     percent = f"{100 * snap.done / snap.total:.0f}%" if snap.total else "-"
     parts.append(f"<b>{snap.done:,}/{snap.total:,}</b> items ({percent})")
     parts.append(failed_html(snap.failed))
-    if snap.status is DashboardStatus.RUNNING:
+    if snap.status is RunStatus.RUNNING:
         parts.append(f"{snap.items_per_second:,.1f} items/s")
         parts.append(f"ETA {duration(snap.eta_seconds)}")
     else:
-        if snap.status is not DashboardStatus.COMPLETED and snap.done < snap.total:
+        if snap.status is not RunStatus.COMPLETED and snap.done < snap.total:
             parts.append(f"{snap.total - snap.done:,} not run")
         parts.append(f"took {duration(snap.elapsed)}")
     if snap.resumed:
         parts.append(f"{snap.resumed:,} resumed from disk")
-    if snap.dask_dashboard and snap.status is DashboardStatus.RUNNING:
+    if snap.dask_dashboard and snap.status is RunStatus.RUNNING:
         # Only while the run goes on: its cluster, and that page, may end with it.
         link = html.escape(snap.dask_dashboard, quote=True)
         parts.append(f"<a href='{link}' target='_blank'>Dask dashboard</a>")

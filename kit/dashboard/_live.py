@@ -106,7 +106,7 @@ class Dashboard:
     @property
     def finished(self) -> bool:
         """Whether the run shown has ended."""
-        return self.state.status.final
+        return self.state.status is not None and self.state.status.final
 
     def refresh(self) -> Dashboard:
         """Redraw now if anything changed."""

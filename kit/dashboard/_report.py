@@ -12,10 +12,10 @@ from typing import Any
 
 from kit._atomic import atomic_file
 from kit._files import UnsafeFileError, read_text
-from kit._rundir import RunDir, SweepDir
 from kit.dashboard._figures import DashboardView, require_bokeh
 from kit.dashboard._state import DashboardState
 from kit.events import Event, RunFinished, RunStarted, read_events
+from kit.store._rundir import RunDir, SweepDir
 
 
 def _stats_html(result: dict[str, Any]) -> str:

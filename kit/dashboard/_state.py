@@ -5,51 +5,10 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from kit.events import ChunkFinished, Event, RunFinished, RunStarted, Scalars
 from kit.result import RunStatus
-
-
-class DashboardStatus(StrEnum):
-    """What a dashboard says of its run: the run's :class:`kit.RunStatus`, or waiting for one.
-
-    A ``str`` enum, like ``RunStatus``: the views' colours and words are keyed
-    by its values, and ``status == "running"`` holds.
-
-    Examples
-    --------
-    >>> DashboardStatus.of(RunStatus.COMPLETED), DashboardStatus.WAITING.final
-    (<DashboardStatus.COMPLETED: 'completed'>, False)
-    >>> DashboardStatus.STARTING.describe(), DashboardStatus.ERROR.final
-    ('starting cluster', True)
-    """
-
-    #: No run seen yet: the dashboard was opened before its run began.
-    WAITING = "waiting"
-    STARTING = RunStatus.STARTING.value
-    RUNNING = RunStatus.RUNNING.value
-    COMPLETED = RunStatus.COMPLETED.value
-    CANCELLED = RunStatus.CANCELLED.value
-    STOPPED = RunStatus.STOPPED.value
-    ERROR = RunStatus.ERROR.value
-
-    @classmethod
-    def of(cls, status: RunStatus) -> DashboardStatus:
-        """Return the dashboard's word for a run's status."""
-        return cls(status.value)
-
-    @property
-    def final(self) -> bool:
-        """Whether the run shown has ended (not while waiting for one)."""
-        return self is not DashboardStatus.WAITING and RunStatus(self.value).final
-
-    def describe(self) -> str:
-        """Say the status in a few words for people, as ``RunStatus.describe`` does."""
-        if self is DashboardStatus.WAITING:
-            return self.value
-        return RunStatus(self.value).describe()
 
 
 class Series:
@@ -114,12 +73,13 @@ class Snapshot:
 
     Examples
     --------
-    >>> DashboardState().snapshot().status
-    <DashboardStatus.WAITING: 'waiting'>
+    >>> print(DashboardState().snapshot().status)
+    None
     """
 
     run_id: str
-    status: DashboardStatus
+    #: The run's status; ``None`` while no run has been seen (views say "waiting").
+    status: RunStatus | None
     total: int
     done: int
     failed: int
@@ -171,7 +131,7 @@ class DashboardState:
 
     def _reset(self, run_id: str, total: int, resumed: int, dashboard: str | None) -> None:
         self.run_id = run_id
-        self.status = DashboardStatus.RUNNING if run_id else DashboardStatus.WAITING
+        self.status: RunStatus | None = RunStatus.RUNNING if run_id else None
         self.total = total
         self.done = resumed
         self.failed = 0
@@ -198,7 +158,7 @@ class DashboardState:
         the other; the time axis continues from where the last one stopped.
         """
         self._offset = self.elapsed
-        self.run_id, self.status, self.total = event.run_id, DashboardStatus.RUNNING, event.total
+        self.run_id, self.status, self.total = event.run_id, RunStatus.RUNNING, event.total
         self.done = self.resumed = event.resumed
         self.dask_dashboard = event.dashboard
         self._window.clear()
@@ -224,7 +184,7 @@ class DashboardState:
                     )
                     self._latest[name] = float(value)
             elif isinstance(event, RunFinished):
-                self.status = DashboardStatus.of(event.status)
+                self.status = event.status
                 self.error = event.error
                 self.done, self.failed = event.done, event.failed
                 self.elapsed = self._offset + event.elapsed
@@ -273,7 +233,7 @@ class DashboardState:
         """Say the run is starting (its cluster, its env): nothing to plot yet."""
         with self._lock:
             if not self.run_id:
-                self.status = DashboardStatus.STARTING
+                self.status = RunStatus.STARTING
                 self.version += 1
 
     def snapshot(self) -> Snapshot:
@@ -283,7 +243,7 @@ class DashboardState:
             spent = self.elapsed - self._offset  # this session's: its items are `ran`
             rate = ran / spent if spent > 0 else 0.0
             left = self.total - self.done
-            eta = left / rate if rate > 0 and self.status is DashboardStatus.RUNNING else None
+            eta = left / rate if rate > 0 and self.status is RunStatus.RUNNING else None
             return Snapshot(
                 run_id=self.run_id,
                 status=self.status,

@@ -16,9 +16,9 @@ from typing import Any
 
 from kit._atomic import atomic_file
 from kit._compare import run_metric
-from kit._detached_sweep import DetachedSweep
-from kit._rundir import SweepDir
 from kit.dashboard._figures import PALETTE, require_bokeh
+from kit.detached._sweep import DetachedSweep
+from kit.store._rundir import SweepDir
 from kit.views._html import rows_table
 
 #: Columns of the trials' table shown as they are (the swept values come first).
@@ -78,8 +78,9 @@ def write_sweep_report(
     Examples
     --------
     >>> import tempfile, kit
+    >>> from kit._sweeps.sweep import EXAMPLE
     >>> folder = tempfile.mkdtemp()
-    >>> _ = kit.sweep(kit._sweep.EXAMPLE, ["model.coefficients=[0,1],[0,2]", "items.stop=2,4"],
+    >>> _ = kit.sweep(EXAMPLE, ["model.coefficients=[0,1],[0,2]", "items.stop=2,4"],
     ...               output_dir=folder)
     >>> write_sweep_report(folder, "max_y", minimize=False).name
     'report.html'
@@ -138,7 +139,8 @@ def sweep_plots(result: Any, metric: str) -> Any:
     Examples
     --------
     >>> import tempfile, kit
-    >>> result = kit.sweep(kit._sweep.EXAMPLE, ["items.stop=2,4"], output_dir=tempfile.mkdtemp())
+    >>> from kit._sweeps.sweep import EXAMPLE
+    >>> result = kit.sweep(EXAMPLE, ["items.stop=2,4"], output_dir=tempfile.mkdtemp())
     >>> sorted(plot.name for plot in sweep_plots(result, "max_y").children[1].children)
     ['kit-sweep-items.stop']
     """

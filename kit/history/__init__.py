@@ -6,7 +6,7 @@ restart, or in a colleague's notebook opened on the same folder. The
 notebook's Experiment keeps its runs this way; a script can too.
 """
 
-from kit._history import (
+from kit.history._history import (
     describe_items,
     items_digest,
     new_run_dir,

@@ -20,6 +20,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from kit._extras import install
+from kit.cluster import get_session
 from kit.provider import EnvironmentProvider
 from kit.rl._seeding import TRAIN
 from kit.rl._types import Episode
@@ -28,7 +29,6 @@ from kit.rl.collect import EnvLoop, Policy
 from kit.rl.pool import WorkerPool
 from kit.rl.workers import EnvFn
 from kit.runner import Runner
-from kit.session import get_session
 
 
 def gym_env(env_id: str, **kwargs: Any) -> Any:

@@ -15,8 +15,8 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from kit._errors import KitError
-from kit._rundir import RunDir, SweepDir
 from kit.events import Event, RunFinished, RunStarted, read_events
+from kit.store._rundir import RunDir, SweepDir
 from kit.tracking._exporter import Exporter, Exporters
 from kit.tracking._spec import Tracking
 
@@ -116,7 +116,7 @@ def send_folder(folder: Path, tracking: Tracking | None = None) -> list[str]:
     --------
     >>> import pathlib, tempfile, kit
     >>> runs = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = kit.sweep(kit._sweep.EXAMPLE, ["items.stop=2,3"], output_dir=runs / "s")
+    >>> _ = kit.sweep(kit._sweeps.sweep.EXAMPLE, ["items.stop=2,3"], output_dir=runs / "s")
     >>> store = f"sqlite:///{runs}/mlflow.db"
     >>> send_folder(runs / "s", Tracking(mlflow=store))
     ['.../s/trial-000: completed, 2 items (0 failed)', '.../s/trial-001: completed, 3 items ...']
@@ -132,7 +132,7 @@ def send_folder(folder: Path, tracking: Tracking | None = None) -> list[str]:
 
 
 def _send_sweep(folder: Path, tracking: Tracking) -> list[str]:
-    from kit._detached_sweep import DetachedSweep
+    from kit.detached._sweep import DetachedSweep
     from kit.tracking._sweep import SweepTracker
 
     sweep = DetachedSweep(folder)

@@ -21,8 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from kit._extras import install
 from kit._files import read_json, write_json
-from kit._rundir import RunDir
 from kit.events import RunFinished, RunStarted
+from kit.store._rundir import RunDir
 from kit.tracking._exporter import (
     INTERVAL,
     REMOTE_FINISH_WAIT,

@@ -12,9 +12,12 @@ from typing import Any
 
 from kit.result import RunStatus
 
+#: What a view says before it has seen its run (a dashboard opened before the run began).
+WAITING = "waiting"
+
 #: One colour per run status, for every view (panels, dashboard, report, history).
 STATUS_COLORS = {
-    "waiting": "#868e96",
+    WAITING: "#868e96",
     "starting": "#868e96",
     "running": "#1c7ed6",
     "completed": "#2b8a3e",
@@ -24,28 +27,33 @@ STATUS_COLORS = {
 }
 
 
-def status_words(status: str) -> str:
-    """Say a run status for people (``starting`` reads "starting cluster").
+def status_words(status: str | None) -> str:
+    """Say a run status for people (``starting`` reads "starting cluster"; no status, "waiting").
 
     Examples
     --------
-    >>> status_words("starting"), status_words("completed"), status_words("waiting")
+    >>> status_words("starting"), status_words("completed"), status_words(None)
     ('starting cluster', 'completed', 'waiting')
     """
+    if status is None:
+        return WAITING
     try:
         return RunStatus(status).describe()
     except ValueError:
         return str(status)
 
 
-def status_html(status: str) -> str:
+def status_html(status: str | None) -> str:
     """Return the status as a bold, coloured word: the one way every view shows it.
+
+    ``None`` (no run seen yet) reads "waiting".
 
     Examples
     --------
     >>> status_html("error")
     "<b class='kit-status' data-status='error' style='color:#c92a2a'>error</b>"
     """
+    status = WAITING if status is None else status
     color = STATUS_COLORS.get(str(status), "#212529")
     return (
         f"<b class='kit-status' data-status='{html.escape(str(status))}' "

@@ -10,6 +10,7 @@ from bokeh.core.json_encoder import serialize_json
 from jupyter_bokeh.widgets import BokehModel
 
 from kit.dashboard import Dashboard
+from kit.views import status_words
 from kit.widgets._kernel import Painter
 
 
@@ -62,7 +63,7 @@ class DashboardWidget(BokehModel):  # type: ignore[misc]
         """
         snap = self.dashboard.state.snapshot()
         return (
-            f"<Kit dashboard: {snap.status.value}, {snap.done}/{snap.total} items,"
+            f"<Kit dashboard: {status_words(snap.status)}, {snap.done}/{snap.total} items,"
             f" {snap.failed} failed; live in Jupyter>"
         )
 

@@ -53,7 +53,7 @@ class SweepView(w.VBox):  # type: ignore[misc]
     Examples
     --------
     >>> import tempfile, kit
-    >>> handle = kit.submit_sweep(kit._sweep.EXAMPLE, ["items.stop=2,4"],
+    >>> handle = kit.submit_sweep(kit._sweeps.sweep.EXAMPLE, ["items.stop=2,4"],
     ...                           output_dir=tempfile.mkdtemp())
     >>> view = SweepView(handle)
     >>> view.result(timeout=60)

@@ -98,7 +98,7 @@ def test_a_sweep_json_of_thousands_of_trials_gives_a_bounded_page(tmp_path: Path
     from kit.dashboard._sweep_report import TABLE_ROWS
 
     folder = tmp_path / "s"
-    kit.sweep(kit._sweep.EXAMPLE, ["items.stop=2,3"], output_dir=folder)
+    kit.sweep(kit._sweeps.sweep.EXAMPLE, ["items.stop=2,3"], output_dir=folder)
     record = json.loads((folder / "sweep.json").read_text())
     record["trials"] = [
         {"name": f"trial-{i:03d}", "overrides": [f"items.stop={i}"], "status": "completed"}

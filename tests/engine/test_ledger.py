@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from kit._chunk_result import ChunkResult
 from kit._engine.ledger import Ledger, StopPolicy
 from kit.result import ItemError, RunStatus
+from kit.store._chunk_result import ChunkResult
 
 
 def error(pos: int) -> ItemError:

@@ -58,7 +58,7 @@ def test_an_inline_run_reaches_forward_through_six_functions_in_four_modules() -
         ("kit/_engine/run.py", "execute"),
         ("kit/_engine/inline.py", "run"),
         ("kit/_engine/inline.py", "_execute"),
-        ("kit/_chunk.py", "execute_chunk"),
+        ("kit/_engine/chunk.py", "execute_chunk"),
     ]
 
 
@@ -78,7 +78,10 @@ def test_a_dask_run_reaches_forward_through_nine_functions_in_five_modules(
         ("kit/_engine/dask.py", "_fill"),
         ("kit/_engine/dask.py", "launch_many"),
     ]
-    assert records[0] == [("kit/_engine/task.py", "run_chunk"), ("kit/_chunk.py", "execute_chunk")]
+    assert records[0] == [
+        ("kit/_engine/task.py", "run_chunk"),
+        ("kit/_engine/chunk.py", "execute_chunk"),
+    ]
     path = [("kit/runner.py", "run"), ("kit/_engine/run.py", "start"), *driver, *records[0]]
     assert len(path) == 9
     assert len({module for module, _ in path}) == 5

@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent(
         # The run's thread registers its session under the registry's lock: held here,
         # the snapshot is of what submit itself did, however the two threads are timed
         # (a cluster started on this thread would still be seen: the lock is reentrant).
-        with sys.modules["kit.session"]._LOCK:
+        with sys.modules["kit.cluster._session"]._LOCK:
             began = time.perf_counter()
             handle = runner.submit(range(10))
             latency = time.perf_counter() - began

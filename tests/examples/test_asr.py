@@ -15,7 +15,7 @@ import pytest
 from omegaconf import DictConfig
 
 import kit
-from kit._plugin import env_report
+from kit.cluster._plugin import env_report
 
 pytest.importorskip("pocketsphinx")
 pytest.importorskip("faster_whisper")

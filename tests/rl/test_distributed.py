@@ -42,7 +42,7 @@ def test_inline_and_local_cluster_give_the_same_episodes(local: dict[str, Any]) 
 
 
 def test_the_env_pool_is_built_once_per_worker_across_collections(local: dict[str, Any]) -> None:
-    from kit._plugin import env_report
+    from kit.cluster._plugin import env_report
 
     shared = provider(length_mod=4)
     collector = DistributedCollector(shared, random_policy, parallel=local)

@@ -76,7 +76,9 @@ def test_a_sweep_view_follows_any_handle_and_cancels_it(tmp_path: Path) -> None:
 
 
 def test_a_sweep_view_with_a_metric_draws_the_plots_under_the_table(tmp_path: Path) -> None:
-    handle = kit.submit_sweep(kit._sweep.EXAMPLE, ["items.stop=2,5"], output_dir=tmp_path / "s")
+    handle = kit.submit_sweep(
+        kit._sweeps.sweep.EXAMPLE, ["items.stop=2,5"], output_dir=tmp_path / "s"
+    )
     view = SweepView(handle, metric="max_y")
     view.result(timeout=60)
     (plot,) = view.plots.children
@@ -86,7 +88,9 @@ def test_a_sweep_view_with_a_metric_draws_the_plots_under_the_table(tmp_path: Pa
 def test_result_returns_with_the_plots_another_thread_was_drawing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    handle = kit.submit_sweep(kit._sweep.EXAMPLE, ["items.stop=2,5"], output_dir=tmp_path / "s")
+    handle = kit.submit_sweep(
+        kit._sweeps.sweep.EXAMPLE, ["items.stop=2,5"], output_dir=tmp_path / "s"
+    )
     handle.result(timeout=60)
     started, release = threading.Event(), threading.Event()
     draw_plots = kit.dashboard.sweep_plots

@@ -26,8 +26,6 @@ from kit._errors import KitError
 from kit._files import UnsafeFileError, read_text
 from kit._format import first_line
 from kit._from_config import build_runner
-from kit._results import read_result
-from kit._rundir import RunDir, SweepDir
 from kit._trials import (
     BuildTrial,
     SweepResult,
@@ -45,7 +43,9 @@ from kit.dashboard import write_sweep_report
 from kit.dashboard._report import ReportWriter, share_bokeh
 from kit.events import RunFinished, RunStarted
 from kit.result import RunError, RunResult, RunStatus
-from kit.store import RunStore
+from kit.store._results import read_result
+from kit.store._rundir import RunDir, SweepDir
+from kit.store._store import RunStore
 from kit.tracking import Tracking
 from kit.tracking._exporter import Exporters
 from kit.tracking._sweep import SweepTracker

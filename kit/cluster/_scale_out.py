@@ -10,7 +10,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit._clusters import EXTRA_RESOURCES, JOB_QUEUES, JOB_RESOURCES
+from kit.cluster._builders import EXTRA_RESOURCES, JOB_QUEUES, JOB_RESOURCES
 from kit.config import config_hash, to_overrides
 
 _ABSENT = object()

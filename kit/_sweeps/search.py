@@ -22,9 +22,7 @@ from omegaconf import DictConfig
 
 from kit._compare import item_metric, metric_of, run_metric
 from kit._from_config import build_runner
-from kit._rundir import SweepDir
-from kit._study import open_study, require_optuna
-from kit._sweep import (
+from kit._sweeps.sweep import (
     CONCURRENCY,
     EXAMPLE,  # noqa: F401  (the examples below run it)
     Prepared,
@@ -43,6 +41,8 @@ from kit.config._errors import error as config_error
 from kit.config._sweeps import SearchDimension, search_space
 from kit.events import ChunkFinished
 from kit.result import RunResult, RunStatus
+from kit.store._rundir import SweepDir
+from kit.store._study import open_study, require_optuna
 from kit.tracking import Tracking
 
 DIRECTIONS = ("minimize", "maximize")

@@ -410,7 +410,7 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
     if env == "local":
         from distributed import LocalCluster
 
-        from kit._nanny import KitNanny, light_sampling
+        from kit.cluster._nanny import KitNanny, light_sampling
 
         kwargs: dict[str, Any] = {
             "worker_class": KitNanny,

@@ -9,11 +9,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kit._chunk_result import ChunkResult
-from kit._exit_guard import ProcessExitCalled, exit_guard
-from kit._inject import ForwardSpec
-from kit._overdue import WATCH
+from kit._engine.exit_guard import ProcessExitCalled, exit_guard
+from kit._engine.inject import ForwardSpec
+from kit._engine.overdue import WATCH
 from kit.result import Index, ItemError
+from kit.store._chunk_result import ChunkResult
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def size_batches(
 
 
 #: What ``forward`` may raise and fail only its items: ``sys.exit()`` and
-#: ``os._exit()`` (see :mod:`kit._exit_guard`) in forward must not end the worker
+#: ``os._exit()`` (see :mod:`kit._engine.exit_guard`) in forward must not end the worker
 #: or the notebook's kernel that runs it.
 ITEM_FAILURES = (Exception, SystemExit, ProcessExitCalled)
 
@@ -118,11 +118,11 @@ def execute_chunk(
     item holds back none of the items behind it, which the driver plans
     again for other workers. Items that are each a little slower than
     expected (a corpus sorted by length) do not cut it. ``notice(end)`` is
-    called (from another thread, see :mod:`kit._overdue`) as soon as such an
+    called (from another thread, see :mod:`kit._engine.overdue`) as soon as such an
     item passes the budget, while it still runs: the chunk will end at
     position ``end``, so the driver need not wait for the slow item to plan
     the rest. ``os._exit`` in ``forward`` fails its item (see
-    :mod:`kit._exit_guard`).
+    :mod:`kit._engine.exit_guard`).
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """A search's Optuna study: a journal file in the sweep folder, opened without Optuna's lock.
 
-Shared by the search that writes it (:mod:`kit._search`) and the readers of a
+Shared by the search that writes it (:mod:`kit._sweeps.search`) and the readers of a
 sweep folder (:class:`~kit.DetachedSweep`); Optuna is an optional extra,
 imported when a study is opened.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 from kit._errors import KitError
 from kit._extras import install
-from kit._rundir import SweepDir
+from kit.store._rundir import SweepDir
 
 #: The study's name in the journal (one study a sweep folder).
 STUDY_NAME = "kit"

@@ -20,8 +20,8 @@ from typing import Any
 
 import cloudpickle
 
-from kit._bounded import SetupCancelled, bounded
 from kit._errors import KitError
+from kit.cluster._bounded import SetupCancelled, bounded
 from kit.provider import (
     Env,
     EnvironmentProvider,
@@ -106,7 +106,7 @@ class EnvCache:
 
         The caller holds the env until it calls :meth:`release` with its
         name. With ``should_stop`` or ``timeout``, the build is waited for
-        in steps: :class:`~kit._bounded.SetupCancelled` once ``should_stop()``
+        in steps: :class:`~kit.cluster._bounded.SetupCancelled` once ``should_stop()``
         is true, :class:`~kit.ProviderSetupError` after ``timeout`` seconds.
         """
         name = provider.env_name()
@@ -215,7 +215,7 @@ class EnvCache:
         should_stop: Callable[[], bool] | None,
         timeout: float | None,
     ) -> list[str]:
-        from kit._plugin import scheduler_state
+        from kit.cluster._plugin import scheduler_state
 
         state = self.client.run_on_scheduler(scheduler_state)
         if state["threads"] == 0:
@@ -291,7 +291,7 @@ def _built_keys(client: Any, name: str, label: str) -> list[str]:
         killed its worker says memory and the limit), or after
         :data:`LOST_WORKER_WAIT` seconds without a worker that built it.
     """
-    from kit._plugin import env_report, scheduler_state
+    from kit.cluster._plugin import env_report, scheduler_state
 
     deadline = time.monotonic() + LOST_WORKER_WAIT
     failures: list[str] = []
@@ -324,7 +324,7 @@ def drop_plugin(client: Any, name: str) -> None:
     Unregistering one it does not have makes the scheduler log an ERROR with
     a traceback, beside the clear error the run already gives.
     """
-    from kit._plugin import scheduler_state
+    from kit.cluster._plugin import scheduler_state
 
     with contextlib.suppress(Exception):
         if name in client.run_on_scheduler(scheduler_state)["plugins"]:
@@ -336,7 +336,7 @@ def _attach_to_cluster(
 ) -> list[str]:
     from distributed.comm.core import CommClosedError
 
-    from kit._plugin import ProviderPlugin
+    from kit.cluster._plugin import ProviderPlugin
 
     for old in stale:
         try:

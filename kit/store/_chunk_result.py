@@ -53,7 +53,7 @@ def drop_unpicklable(chunk: ChunkResult, indices: Sequence[Index]) -> ChunkResul
 def _pickle_problem(record: Any) -> str | None:
     import cloudpickle
 
-    from kit._records import unstorable
+    from kit.store._records import unstorable
 
     what = unstorable(record)  # plain values, numpy values and bytes always pickle
     if what is None:
@@ -73,7 +73,7 @@ def fail_records(
     ``indices`` are the chunk's own; ``problem(record)`` returns the message,
     or None for a good record. Plain JSON records are never asked about.
     """
-    from kit._records import is_plain
+    from kit.store._records import is_plain
 
     failed = {e.position for e in chunk.errors}
     records, errors = list(chunk.records), list(chunk.errors)

@@ -13,8 +13,8 @@ from omegaconf import DictConfig, OmegaConf
 from kit._atomic import atomic_file
 from kit._files import UnsafeFileError, read_json, read_text
 from kit._format import first_line
-from kit._rundir import RunDir
 from kit.config import to_overrides
+from kit.store._rundir import RunDir
 
 
 def new_run_dir(runs_dir: Path, prefix: str = "") -> Path:

@@ -18,7 +18,7 @@ Layout::
 A ``.jsonl`` chunk file starts with a header line, then one line per
 position: ``{"p": position, "r": record}`` or ``{"p": position, "e": error}``.
 Records holding numpy values, bytes or tuples make it an Arrow file
-(``.arrow``: columns ``p``, ``r``, ``e``, ``blobs``; see :mod:`kit._records`);
+(``.arrow``: columns ``p``, ``r``, ``e``, ``blobs``; see :mod:`kit.store._records`);
 ``record_format="pickle"`` makes it a cloudpickle file (``.pkl``). Only files
 the ledger names, unchanged, are ever read. A custom :class:`RecordWriter`
 can store chunks in any format.
@@ -43,14 +43,14 @@ from typing import IO, Any
 import cloudpickle
 from omegaconf import DictConfig
 
-from kit import _records
 from kit._atomic import atomic_file, fsync_dir
-from kit._chunk_result import ChunkResult, drop_unpicklable, fail_records
 from kit._errors import StoreError as StoreError
 from kit._files import UnsafeFileError, open_file, open_private, refuse_links
-from kit._rundir import RunDir, SweepDir
-from kit._version import version_difference
 from kit.result import Index, ItemError, RunResult, RunStatus
+from kit.store import _records
+from kit.store._chunk_result import ChunkResult, drop_unpicklable, fail_records
+from kit.store._rundir import RunDir, SweepDir
+from kit.store._version import version_difference
 
 FORMAT_VERSION = 2
 
@@ -72,7 +72,7 @@ class RecordWriter:
     With ``record_format="data"`` (the default) nothing stored is ever
     executed on reading: plain JSON records go to JSON lines (``.jsonl``),
     records holding numpy arrays and scalars, bytes or tuples to an Arrow
-    file (``.arrow``, see :mod:`kit._records` for the mapping), and a record
+    file (``.arrow``, see :mod:`kit.store._records` for the mapping), and a record
     that is neither fails as an item error naming what it holds. With
     ``"pickle"`` every chunk is a cloudpickle file (``.pkl``): any record
     works, but reading a chunk runs code, so Kit reads only the files its
@@ -86,7 +86,7 @@ class RecordWriter:
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> from kit._chunk_result import ChunkResult, drop_unpicklable, fail_records
+    >>> from kit.store._chunk_result import ChunkResult, drop_unpicklable, fail_records
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> chunk = ChunkResult(0, [{"y": 1}, 2], [], "0", 0.1)
     >>> path = RecordWriter().write_chunk(folder / "0-2", chunk)
@@ -320,7 +320,7 @@ class StoreWarning(UserWarning):
 
 #: Attempts at the directory's lock when its holder lets go in between.
 LOCK_TRIES = 3
-#: The committed chunk files (the name :class:`kit._rundir.RunDir` gives them).
+#: The committed chunk files (the name :class:`kit.store._rundir.RunDir` gives them).
 LEDGER = RunDir.LEDGER
 #: What Kit writes in a run directory: none of these may be a symbolic link.
 KIT_NAMES = RunDir.NAMES
@@ -539,7 +539,7 @@ class RunStore:
         """Return the manifest of a run: what was asked, so a resume does only the same work.
 
         ``version`` holds digests of the code and keywords that make the
-        records (see :mod:`kit._version`).
+        records (see :mod:`kit.store._version`).
         """
         return {
             **(version or {}),

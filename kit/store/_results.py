@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from kit._files import read_json
-from kit._rundir import RunDir
 from kit.result import ItemError, RunResult, RunStats, RunStatus, WorkerStats
-from kit.store import RecordWriter, RunStore, StoreError, indices_from_record
+from kit.store._rundir import RunDir
+from kit.store._store import RecordWriter, RunStore, StoreError, indices_from_record
 
 
 def ok_mask(result: RunResult) -> list[bool]:

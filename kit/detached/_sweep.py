@@ -18,14 +18,14 @@ from typing import Any
 
 from kit._errors import KitError, StoreError
 from kit._files import read_json
-from kit._results import read_result
-from kit._rundir import RunDir, SweepDir
-from kit._study import STUDY_NAME, journal_storage, require_optuna
 from kit._trials import SweepResult, Trial, TrialStatus
 from kit._waiting import WAIT_STEP
-from kit.detached import DriverIdentity, signal_driver
+from kit.detached._run import DriverIdentity, signal_driver
 from kit.result import RunResult
-from kit.store import RunStore
+from kit.store._results import read_result
+from kit.store._rundir import RunDir, SweepDir
+from kit.store._store import RunStore
+from kit.store._study import STUDY_NAME, journal_storage, require_optuna
 
 #: How often result() and cancel() look at the folder again.
 
@@ -37,7 +37,7 @@ class DetachedSweep:
     --------
     >>> import tempfile, kit
     >>> folder = tempfile.mkdtemp()
-    >>> _ = kit.sweep(kit._sweep.EXAMPLE, ["items.stop=2,4"], output_dir=folder)
+    >>> _ = kit.sweep(kit._sweeps.sweep.EXAMPLE, ["items.stop=2,4"], output_dir=folder)
     >>> sweep = kit.attach(folder)
     >>> sweep.progress, sweep.done()
     ('2/2 trials done, 0 running', True)

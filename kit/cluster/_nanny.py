@@ -18,7 +18,7 @@ import dask.config
 from distributed import Nanny
 from distributed.core import Status
 
-from kit._process import alive
+from kit.cluster._process import alive
 
 #: Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536`` so freed memory
 #: goes back to the system sooner. Setting it also turns off glibc's dynamic mmap

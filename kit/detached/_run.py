@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,11 +29,9 @@ import cloudpickle
 from kit._atomic import atomic_file
 from kit._errors import DriverLostError
 from kit._files import UnsafeFileError, open_file, open_private, read_json, write_json
-from kit._process import alive
-from kit._results import ok_mask, read_result
-from kit._rundir import RunDir, SweepDir
-from kit._status import well_formed
 from kit._waiting import WAIT_STEP
+from kit.cluster._process import alive
+from kit.detached._status import well_formed
 from kit.events import EventStream
 from kit.result import (
     Index,
@@ -41,32 +40,21 @@ from kit.result import (
     RunResult,
     RunStatus,
 )
-from kit.store import RunStore, StoreError
+from kit.store._results import ok_mask, read_result
+from kit.store._rundir import RunDir, SweepDir
+from kit.store._store import RunStore, StoreError
 
 #: Seconds a new driver waits for the process that submitted it to let go of the directory.
 SUBMIT_GRACE = 30.0
 
 
-class DetachedState(StrEnum):
-    """Where a run stands, read from its folder: a RunStatus, or how it ended without one.
+class Lost(StrEnum):
+    """Why a run read from its folder has no status of its own to give.
 
-    It is what ``DetachedRun.status()["state"]`` holds, a ``str`` enum like
-    ``RunStatus`` (``state == "died"`` holds, and JSON has its value).
-
-    Examples
-    --------
-    >>> DetachedState.of("died"), DetachedState.of("died").ended, DetachedState.of("died").phase
-    (<DetachedState.DIED: 'died'>, True, <RunStatus.ERROR: 'error'>)
-    >>> DetachedState.of("completed").phase, DetachedState.of(3)
-    (<RunStatus.COMPLETED: 'completed'>, <DetachedState.UNKNOWN: 'unknown'>)
+    It is :attr:`DetachedStatus.lost`; the run's :class:`kit.RunStatus` is then
+    ``error``, the phase a progress line shows for a run that is not going on.
     """
 
-    STARTING = RunStatus.STARTING.value
-    RUNNING = RunStatus.RUNNING.value
-    COMPLETED = RunStatus.COMPLETED.value
-    CANCELLED = RunStatus.CANCELLED.value
-    STOPPED = RunStatus.STOPPED.value
-    ERROR = RunStatus.ERROR.value
     #: Its driver's process is gone and wrote no result (killed, crashed): run again to resume.
     DIED = "died"
     #: A run in a process of its own (no driver) ended without a result: run again to resume.
@@ -74,32 +62,78 @@ class DetachedState(StrEnum):
     #: ``status.json`` says something this Kit does not know (edited, or another version).
     UNKNOWN = "unknown"
 
-    @classmethod
-    def of(cls, value: object) -> DetachedState:
-        """Return the state ``value`` names, or UNKNOWN."""
-        try:
-            return cls(str(value))
-        except ValueError:
-            return cls.UNKNOWN
+
+@dataclass(frozen=True)
+class DetachedStatus:
+    """Where a run stands, read from its folder: what :meth:`DetachedRun.snapshot` gives.
+
+    Examples
+    --------
+    >>> died = DetachedStatus(RunStatus.ERROR, Lost.DIED, done=3, total=10)
+    >>> died.ended, died.describe(), died.progress
+    (True, 'died', Progress(done=3, failed=0, total=10, status=<RunStatus.ERROR: 'error'>))
+    >>> DetachedStatus(RunStatus.RUNNING).ended
+    False
+    """
+
+    #: The run's lifecycle; ``error`` when it has none to give (see :attr:`lost`).
+    status: RunStatus
+    #: Why it has no status of its own (its process died...), or ``None``.
+    lost: Lost | None = None
+    #: Items finished (ok or failed), failed, and in all, as last written.
+    done: int = 0
+    failed: int = 0
+    total: int = 0
+    #: The driver's throughput over its recent chunks, when it has one.
+    items_per_second: float | None = None
+    #: ``(index, message)`` of the latest failures.
+    recent_failures: tuple[tuple[Any, str], ...] = ()
+    #: The cluster the run uses: ``parallel``, ``cluster``, ``scheduler``, ``dashboard``.
+    session: Mapping[str, Any] = field(default_factory=dict)
+    #: The driver's identity (``pid``, ``host``, ``started``...); empty without one.
+    driver: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def ended(self) -> bool:
         """Whether the run is not going on: a final status, or its process gone."""
-        return self in _ENDED
+        if self.lost is None:
+            return self.status.final
+        return self.lost is not Lost.UNKNOWN
 
     @property
-    def phase(self) -> RunStatus:
-        """The :class:`kit.RunStatus` a progress line shows: ``error`` for a run that is not."""
+    def progress(self) -> Progress:
+        """The counts and the status as a :class:`kit.Progress`."""
+        return Progress(self.done, self.failed, self.total, self.status)
+
+    def describe(self) -> str:
+        """Say where the run stands in a word: its status, or why it has none (``died``)."""
+        return self.lost.value if self.lost is not None else self.status.value
+
+
+_FINAL = frozenset(status.value for status in RunStatus if status.final)
+
+
+def _read_status(raw: Mapping[str, Any], state: object) -> DetachedStatus:
+    """Build a :class:`DetachedStatus` from a checked ``status.json`` and a state word."""
+    try:
+        status, lost = RunStatus(str(state)), None
+    except ValueError:
         try:
-            return RunStatus(self.value)
+            status, lost = RunStatus.ERROR, Lost(str(state))
         except ValueError:
-            return RunStatus.ERROR
-
-
-FINAL = tuple(status.value for status in RunStatus if status.final)
-_ENDED = frozenset(
-    {*(DetachedState(value) for value in FINAL), DetachedState.DIED, DetachedState.INCOMPLETE}
-)
+            status, lost = RunStatus.ERROR, Lost.UNKNOWN
+    rate = raw.get("items_per_second")
+    return DetachedStatus(
+        status,
+        lost,
+        done=raw["done"],
+        failed=raw["failed"],
+        total=raw["total"],
+        items_per_second=rate,
+        recent_failures=tuple((index, str(message)) for index, message in raw["recent_failures"]),
+        session=raw["session"],
+        driver=raw["driver"],
+    )
 
 
 class Preparable(Protocol):
@@ -374,33 +408,37 @@ class DetachedRun:
             )
 
     # ------------------------------------------------------------ reading
-    def status(self) -> dict[str, Any]:
-        """Return the latest status: state, progress, throughput, cluster, driver pid."""
+    def snapshot(self) -> DetachedStatus:
+        """Return where the run stands: status, progress, throughput, cluster, driver."""
         driver = read_json(self.files.driver) or {}
         status = _fresh(read_json(self.files.status), "updated", driver)
         if status is None:
             status = (
-                {"state": DetachedState.STARTING, "total": driver.get("total", 0)}
+                {"state": RunStatus.STARTING, "total": driver.get("total", 0)}
                 if driver
                 else self._directory_status()
             )
         result = _fresh(read_json(self.files.result), "finished", driver)
-        status = well_formed(status)
-        status["driver"] = driver
-        state = DetachedState.of(status["state"])
+        raw = well_formed(status)
+        raw["driver"] = driver
+        state: object = raw["state"]
         if result is not None:
-            state = DetachedState.of(result.get("status"))
-        elif not driver and state is DetachedState.RUNNING and not RunStore(self.output_dir).busy():
-            state = DetachedState.INCOMPLETE  # its process ended without writing result.json
+            state = result.get("status")
+        elif not driver and state == RunStatus.RUNNING and not RunStore(self.output_dir).busy():
+            state = Lost.INCOMPLETE  # its process ended without writing result.json
         elif (
             driver
             and DriverIdentity(driver).here
             and not DriverIdentity(driver).running()
-            and state.value not in FINAL
+            and state not in _FINAL
         ):
-            state = DetachedState.DIED
-        status["state"] = state
-        return status
+            state = Lost.DIED
+        return _read_status(raw, state)
+
+    @property
+    def status(self) -> RunStatus:
+        """The run's status: ``error`` for a run whose process ended without one."""
+        return self.snapshot().status
 
     def _directory_status(self) -> dict[str, Any]:
         """Progress of a run started in a process of its own (no driver), from the ledger."""
@@ -415,7 +453,7 @@ class DetachedRun:
         except (FileNotFoundError, UnsafeFileError):
             failed = 0
         return {
-            "state": DetachedState.RUNNING,
+            "state": RunStatus.RUNNING,
             "total": manifest.get("n_items", 0),
             "done": done,
             "failed": failed,
@@ -429,7 +467,7 @@ class DetachedRun:
         ``widgets.show_dashboard(kit.attach(out))``. Each access starts a new
         reader, which ends with the run (or when its driver is gone).
         """
-        from kit._follow import follow_events
+        from kit.detached._follow import follow_events
 
         return follow_events(self.files.events, live=lambda: not self.done())
 
@@ -440,11 +478,7 @@ class DetachedRun:
         A run whose process ended without finishing (``died`` or
         ``incomplete``) has the phase ``error``: it is not going on.
         """
-        status = self.status()
-        phase = status["state"].phase
-        return Progress(
-            status.get("done", 0), status.get("failed", 0), status.get("total", 0), phase
-        )
+        return self.snapshot().progress
 
     def done(self) -> bool:
         """Whether the driver has ended (or died) and let go of the directory.
@@ -452,7 +486,7 @@ class DetachedRun:
         A run is done only once its driver released the directory's lock, so
         an immediate resume into the same directory is not refused.
         """
-        return self.status()["state"].ended and not RunStore(self.output_dir).busy()
+        return self.snapshot().ended and not RunStore(self.output_dir).busy()
 
     def cancel(self, timeout: float = 60) -> None:
         """Ask the driver to stop; completed chunks are kept and a later run resumes.
@@ -490,17 +524,17 @@ class DetachedRun:
                     f"the run in {self.output_dir} has not finished after {timeout} s"
                 )
             time.sleep(WAIT_STEP)
-        status = self.status()
-        if status["state"] is DetachedState.INCOMPLETE:
+        status = self.snapshot()
+        if status.lost is Lost.INCOMPLETE:
             raise DriverLostError(
                 f"the run in {self.output_dir} ended without finishing (its process was "
                 "killed or crashed before writing result.json); run again to resume"
             )
-        if status["state"] is DetachedState.DIED:
+        if status.lost is Lost.DIED:
             log = self.files.driver_log
             tail = log.read_text()[-3000:] if log.exists() else ""
             raise DriverLostError(
-                f"the driver (pid {status['driver'].get('pid')}) of {self.output_dir} ended "
+                f"the driver (pid {status.driver.get('pid')}) of {self.output_dir} ended "
                 f"without finishing; run again to resume. End of driver.log:\n{tail}"
             )
         result = read_result(self.output_dir, allow_pickle=self.allow_pickle)
@@ -517,8 +551,8 @@ class DetachedRun:
                 yield index, record
 
     def __repr__(self) -> str:
-        p = self.progress
-        return f"<DetachedRun {self.output_dir} {self.status()['state']}: {p.done}/{p.total} items>"
+        now = self.snapshot()
+        return f"<DetachedRun {self.output_dir} {now.describe()}: {now.done}/{now.total} items>"
 
 
 def _fresh(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kit._detached_sweep import DetachedSweep
-from kit._rundir import SweepDir
-from kit.detached import DetachedRun
+from kit.detached._run import DetachedRun
+from kit.detached._sweep import DetachedSweep
+from kit.store._rundir import SweepDir
 
 
 def attach(

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from kit._files import write_json
-from kit._rundir import RunDir
 from kit.events import ChunkFinished, Event, RunFinished, RunStarted
+from kit.store._rundir import RunDir
 
 
 class StatusWriter:

@@ -1,7 +1,7 @@
 """Say, while an item still runs, that it ran past its budget: its chunk will end with it.
 
 A chunk ends after an item that alone ran longer than its budget, and hands
-back the items behind it (see :func:`kit._chunk.execute_chunk`). Told only
+back the items behind it (see :func:`kit._engine.chunk.execute_chunk`). Told only
 when the chunk returns, the driver would plan those items again after the
 slow item finished: they would wait for it, on a worker that cannot run them,
 while other workers idle at the end of a run. One daemon thread per process

@@ -1,0 +1,33 @@
+"""The cluster: sessions, cluster builders, and the envs each worker builds once.
+
+A :class:`Session` is one cluster and client per distinct ``parallel``
+config, kept in an explicit registry (:func:`sessions`, :func:`shutdown`).
+The builders make local, remote and job-queue clusters (:data:`JOB_QUEUES`,
+:func:`job_script`, :func:`scale_out_command`); the env plugin makes each
+worker build a provider's env once.
+
+Examples
+--------
+>>> from kit.cluster import JOB_QUEUES, sessions
+>>> "slurm" in JOB_QUEUES
+True
+>>> isinstance(sessions(), list)
+True
+"""
+
+from kit.cluster._bounded import SetupCancelled
+from kit.cluster._builders import JOB_QUEUES, job_script
+from kit.cluster._scale_out import scale_out_command
+from kit.cluster._session import Session, SessionState, get_session, sessions, shutdown
+
+__all__ = [
+    "JOB_QUEUES",
+    "Session",
+    "SessionState",
+    "SetupCancelled",
+    "get_session",
+    "job_script",
+    "scale_out_command",
+    "sessions",
+    "shutdown",
+]
