@@ -25,9 +25,10 @@ from kit._errors import (
     speak_as as _speak_as,
 )
 from kit._from_config import items_of
+from kit._futures import RunFuture, SweepFuture
 from kit._sweeps.search import search, submit_search
 from kit._sweeps.sweep import SweepHandle, submit_sweep, sweep
-from kit._trials import SweepResult, Trial, TrialPruned, TrialStatus
+from kit._trials import SweepResult, Trial, TrialPruned, TrialState
 from kit.cluster import (
     JOB_QUEUES,
     Session,
@@ -72,6 +73,7 @@ __all__ = [
     "RecordWriter",
     "RunDir",
     "RunError",
+    "RunFuture",
     "RunHandle",
     "RunResult",
     "RunStats",
@@ -85,11 +87,12 @@ __all__ = [
     "StoreError",
     "StoreWarning",
     "SweepDir",
+    "SweepFuture",
     "SweepHandle",
     "SweepResult",
     "Trial",
     "TrialPruned",
-    "TrialStatus",
+    "TrialState",
     "WorkerStats",
     "attach",
     "compare",

@@ -7,9 +7,9 @@ folder read back (:class:`~kit.DetachedSweep`) and the reports build the same
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -18,68 +18,74 @@ from omegaconf import DictConfig
 from kit._compare import compare, run_metric
 from kit._errors import KitError
 from kit._format import first_line
+from kit._waiting import WAIT_STEP
 from kit.result import RunResult, RunStatus
 
+#: What ``sweep.json`` and the rows say of a trial that has not started.
+PENDING = "pending"
+#: What they say of a trial a search's pruner stopped.
+PRUNED = "pruned"
 
-class TrialStatus(StrEnum):
-    """Where one trial of a sweep stands, in ``sweep.json`` and the sweep's rows.
 
-    ``pending`` until it starts (and again when a stopped sweep resumes it),
-    ``running``, then its run's final :class:`~kit.RunStatus`, or ``pruned``
-    when a search's pruner stopped it. A ``str`` enum, like ``RunStatus``:
-    ``status == "pruned"`` holds and JSON holds its value.
+@dataclass(frozen=True)
+class TrialState:
+    """Where one trial of a sweep stands: its run's status, and what is a trial's own.
+
+    :class:`~kit.RunStatus` is the one lifecycle; a trial adds only that it has
+    not started (``status`` is ``None``, said "pending"; a stopped sweep's
+    running trials are pending again when it resumes) and that a search's
+    pruner stopped it (``pruned``; its run was cancelled, its completed items
+    are its result). :attr:`word` is how ``sweep.json`` and the rows say it.
 
     Examples
     --------
-    >>> TrialStatus.of(RunStatus.STOPPED), TrialStatus.PRUNED == "pruned"
-    (<TrialStatus.STOPPED: 'stopped'>, True)
-    >>> [s.value for s in TrialStatus if not s.final]
-    ['pending', 'running']
+    >>> TrialState.read("pruned"), TrialState.read("pending").word
+    (TrialState(status=<RunStatus.CANCELLED: 'cancelled'>, pruned=True), 'pending')
+    >>> [TrialState.read(word).final for word in ("pending", "running", "stopped", "pruned")]
+    [False, False, True, True]
+    >>> TrialState.read("half-written").word, TrialState.ended(None).word
+    ('error', 'error')
     """
 
-    #: Not started yet, or to run again (a resumed sweep).
-    PENDING = "pending"
-    #: Its run is going.
-    RUNNING = "running"
-    #: Its run completed (some items may have failed).
-    COMPLETED = "completed"
-    #: Its run was cancelled (the sweep was).
-    CANCELLED = "cancelled"
-    #: Its run stopped early (``on_error="raise"``, ``max_failures``).
-    STOPPED = "stopped"
-    #: It could not run, or its run failed as a whole.
-    ERROR = "error"
-    #: A search's pruner stopped it; its completed items are its result.
-    PRUNED = "pruned"
+    #: Its run's status; ``None`` before it starts.
+    status: RunStatus | None = None
+    #: Whether a search's pruner stopped it.
+    pruned: bool = False
 
     @property
     def final(self) -> bool:
         """Whether the trial has ended."""
-        return self not in (TrialStatus.PENDING, TrialStatus.RUNNING)
+        return self.status is not None and self.status.final
+
+    @property
+    def word(self) -> str:
+        """How ``sweep.json``, the rows and the tables say it."""
+        if self.pruned:
+            return PRUNED
+        return PENDING if self.status is None else self.status.value
 
     @classmethod
-    def of(cls, status: RunStatus) -> TrialStatus:
-        """Return the status of a trial whose run ended with ``status``."""
-        if not status.final:
-            raise ValueError(f"a trial ends with its run's final status, not {status.value!r}")
-        return cls(status.value)
-
-    @classmethod
-    def read(cls, value: object) -> TrialStatus:
-        """Return the status ``sweep.json`` holds; one Kit did not write reads as ``error``.
-
-        >>> TrialStatus.read("pruned"), TrialStatus.read("gone")
-        (<TrialStatus.PRUNED: 'pruned'>, <TrialStatus.ERROR: 'error'>)
-        """
+    def read(cls, value: object) -> TrialState:
+        """Return the state a word of ``sweep.json`` says; one Kit did not write reads as error."""
+        if value == PENDING:
+            return cls()
+        if value == PRUNED:
+            return cls(RunStatus.CANCELLED, pruned=True)
         try:
-            return cls(str(value))
+            return cls(RunStatus(str(value)))
         except ValueError:
-            return cls.ERROR
+            return cls(RunStatus.ERROR)
 
-
-def trial_end(result: RunResult | None) -> TrialStatus:
-    """Return the status of a trial that ended with ``result`` (None: it could not run)."""
-    return TrialStatus.ERROR if result is None else TrialStatus.of(result.status)
+    @classmethod
+    def ended(cls, result: RunResult | None) -> TrialState:
+        """Return the state of a trial whose run ended with ``result`` (None: it could not run)."""
+        if result is None:
+            return cls(RunStatus.ERROR)
+        if not result.status.final:
+            raise ValueError(
+                f"a trial ends with its run's final status, not {result.status.value!r}"
+            )
+        return cls(result.status)
 
 
 @dataclass(frozen=True)
@@ -152,7 +158,7 @@ class SweepResult:
         errors: dict[int, BaseException],
         summarize: Callable[[list[Any]], dict[str, Any]] | None = None,
         *,
-        statuses: dict[int, TrialStatus] | None = None,
+        statuses: dict[int, TrialState] | None = None,
         study: Any = None,
     ) -> None:
         self.trials = list(trials)
@@ -160,7 +166,8 @@ class SweepResult:
         self.errors = dict(errors)
         #: The trials' runner's ``summarize``, for comparing trials on a corpus metric.
         self.summarize = summarize
-        #: Trials whose status is not their run's: ``pruned`` (stopped by a search's pruner).
+        #: Trials whose state is not their run's status alone: pruned (stopped by a
+        #: search's pruner), or, read from a folder while the sweep goes on, running.
         self.statuses = dict(statuses or {})
         #: A search's ``optuna.Study`` (None for a grid).
         self.study = study
@@ -195,10 +202,10 @@ class SweepResult:
             row.update({key: values.get(key) for key in swept})
             if result is None:
                 error_text = self.errors.get(trial.number)
-                row["status"] = TrialStatus.ERROR.value
+                row["status"] = RunStatus.ERROR.value
                 row["error"] = first_line(error_text) if error_text is not None else None
             else:
-                row["status"] = str(self.statuses.get(trial.number, result.status))
+                row["status"] = self.statuses.get(trial.number, TrialState(result.status)).word
                 row.update(result.summary)
                 row["ok"] = result.stats.ok
                 row["failed"] = result.stats.failed
@@ -206,6 +213,15 @@ class SweepResult:
                 row["items_per_second"] = round(result.stats.items_per_second, 2)
             out.append(row)
         return out
+
+    def state(self, trial: Trial) -> TrialState:
+        """Where ``trial`` stands in this result: ended with its run, in error, or not yet."""
+        result = self.results[trial.number]
+        if trial.number in self.statuses:
+            return self.statuses[trial.number]
+        if result is not None:
+            return TrialState(result.status)
+        return TrialState(RunStatus.ERROR) if trial.number in self.errors else TrialState()
 
     def to_pandas(self) -> Any:
         """Return :meth:`rows` as a pandas DataFrame (pandas must be installed)."""
@@ -298,3 +314,24 @@ class SweepResult:
         sign = 1 if minimize else -1
         scored.sort(key=lambda row: (sign * row[0], row[1]))
         return [(trial, result) for _, _, trial, result in scored]
+
+
+def follow_trials(
+    partial: Callable[[], SweepResult], done: Callable[[], bool]
+) -> Iterator[tuple[Trial, RunResult | None]]:
+    """Yield each trial with its result (None if it gave none) as it ends.
+
+    ``partial`` gives the sweep as it stands, ``done`` whether it has ended:
+    what a live and a detached sweep both have, so iterating either is the same.
+    """
+    seen: set[int] = set()
+    while True:
+        ended = done()  # before looking: a trial that ends meanwhile is seen next time
+        now = partial()
+        for trial, result in zip(now.trials, now.results, strict=True):
+            if trial.number not in seen and now.state(trial).final:
+                seen.add(trial.number)
+                yield trial, result
+        if ended:
+            return
+        time.sleep(WAIT_STEP)

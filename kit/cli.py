@@ -19,10 +19,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from kit._errors import ClusterError, DriverLostError, KitError
 from kit._format import first_line, printable
+from kit._futures import RunFuture, SweepFuture
 from kit.config import load_config, resolve_config, to_overrides
 from kit.detached._leave import leave
 from kit.provider import ProviderSetupError
-from kit.result import RunError, RunResult
+from kit.result import Progress, RunError, RunResult, RunStatus
 from kit.store._rundir import SweepDir
 
 if TYPE_CHECKING:
@@ -66,17 +67,19 @@ def sweep_exit_code(rows: Sequence[dict[str, Any]]) -> int:
     """
     if not any(row.get("ok") is not None for row in rows):
         return EXIT_NO_TRIALS
-    from kit._trials import TrialStatus
+    from kit._trials import TrialState
 
-    statuses = {TrialStatus.read(row["status"]) for row in rows}
-    if statuses & {TrialStatus.ERROR, TrialStatus.STOPPED}:
+    states = [TrialState.read(row["status"]) for row in rows]
+    # A pruned trial is a normal end of a search; any other is its run's status.
+    ran = {state.status for state in states if not state.pruned}
+    if ran & {RunStatus.ERROR, RunStatus.STOPPED}:
         return EXIT_TRIALS_FAILED
-    if statuses & {TrialStatus.CANCELLED, TrialStatus.PENDING, TrialStatus.RUNNING}:
+    if ran & {RunStatus.CANCELLED, RunStatus.RUNNING, RunStatus.STARTING, None}:
         return EXIT_ITEMS_FAILED
     complete = all(
         not row.get("failed")
-        for row in rows
-        if TrialStatus.read(row["status"]) is TrialStatus.COMPLETED
+        for row, state in zip(rows, states, strict=True)
+        if state.status is RunStatus.COMPLETED
     )
     return EXIT_OK if complete else EXIT_ITEMS_FAILED
 
@@ -198,7 +201,7 @@ def _search(args: argparse.Namespace, minimize: bool, ended: Any) -> Any:
 def _sweep(args: argparse.Namespace) -> int:
     from kit._compare import run_metric
     from kit._sweeps.sweep import submit_sweep
-    from kit._trials import Trial, TrialPruned, TrialStatus
+    from kit._trials import PRUNED, Trial, TrialPruned
 
     def ended(trial: Trial, result: RunResult | None, error: BaseException | None) -> None:
         where = " ".join(trial.overrides)
@@ -207,7 +210,7 @@ def _sweep(args: argparse.Namespace) -> int:
             return
         stats = result.stats
         summary = ", ".join(f"{k}={v}" for k, v in result.summary.items())
-        status = TrialStatus.PRUNED if isinstance(error, TrialPruned) else result.status
+        status = PRUNED if isinstance(error, TrialPruned) else result.status
         _say(
             f"{trial.name} {where}: {status}, {stats.ok} ok, {stats.failed} failed"
             f" in {stats.wall_seconds:.1f} s" + (f"; {summary}" if summary else "")
@@ -326,10 +329,9 @@ def _submit_sweep(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _sweep_status(sweep: Any) -> int:
-    state = "running" if not sweep.done() else "ended"
-    _say(f"{sweep.folder}: sweep {state}, {sweep.progress}")
-    rows = sweep.table()
+def _sweep_status(sweep: SweepFuture) -> int:
+    _say(f"{sweep.folder}: sweep {sweep.status}, {sweep.progress}")
+    rows = sweep.rows()
     if rows:
         _say(_table(rows))
     return EXIT_OK
@@ -337,10 +339,9 @@ def _sweep_status(sweep: Any) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     from kit.detached._attach import attach
-    from kit.detached._sweep import DetachedSweep
 
     run = attach(args.output_dir)
-    if isinstance(run, DetachedSweep):
+    if isinstance(run, SweepFuture):  # its trials' table; a run's driver and cluster below
         return _sweep_status(run)
     status = run.snapshot()
     done, total, failed = status.done, status.total, status.failed
@@ -374,23 +375,26 @@ def _status(args: argparse.Namespace) -> int:
 
 def _cancel(args: argparse.Namespace) -> int:
     from kit.detached._attach import attach
-    from kit.detached._sweep import DetachedSweep
 
-    run = attach(args.output_dir)
-    if isinstance(run, DetachedSweep):
-        if run.done():
-            _say(f"{args.output_dir}: nothing to cancel (the sweep: {run.progress})")
-            return EXIT_OK
-        run.cancel()
-        _say(f"{args.output_dir}: cancelled, {run.progress}; run the sweep again to resume")
+    handle = attach(args.output_dir)  # a run's or a sweep's: the same names either way
+    if handle.done():
+        _say(f"{args.output_dir}: nothing to cancel ({handle.status}, {_counts(handle)})")
         return EXIT_OK
-    if run.done():
-        _say(f"{args.output_dir}: nothing to cancel ({run.snapshot().describe()})")
-        return EXIT_OK
-    run.cancel()
-    state = run.snapshot().describe()
-    _say(f"{args.output_dir}: {state}; completed chunks are kept, run again to resume")
+    handle.cancel()
+    _say(
+        f"{args.output_dir}: {handle.status} ({_counts(handle)}); completed chunks are kept, "
+        "run it again to resume"
+    )
     return EXIT_OK
+
+
+def _counts(handle: RunFuture | SweepFuture) -> str:
+    """Say how far a run (items) or a sweep (trials) got, without its status."""
+    progress = handle.progress
+    if isinstance(progress, Progress):
+        failed = f", {progress.failed} failed" if progress.failed else ""
+        return f"{progress.done}/{progress.total} items{failed}"
+    return progress
 
 
 def _cluster_script(args: argparse.Namespace) -> int:

@@ -481,7 +481,8 @@ def test_a_submitted_sweep_is_watched_cancelled_resumed_and_read_with_attach(
     assert not sweep.done()
     cancelled = kit_cli("cancel", str(folder))
     assert cancelled.returncode == 0, cancelled.stderr
-    assert "run the sweep again to resume" in cancelled.stdout
+    assert cancelled.stdout.startswith(f"{folder}: cancelled (")
+    assert "trials done" in cancelled.stdout and "run it again to resume" in cancelled.stdout
     assert sweep.done()
     stopped = sweep.result(timeout=10)
     assert "cancelled" in [row["status"] for row in stopped.rows()]

@@ -112,7 +112,8 @@ def test_cancel_stops_a_detached_run_and_a_later_run_resumes(tmp_path: Path) -> 
         text=True,
         check=True,
     )
-    assert f"{out}: cancelled; completed chunks are kept" in cancel.stdout
+    assert f"{out}: cancelled (" in cancel.stdout and "/400 items" in cancel.stdout
+    assert "completed chunks are kept, run it again to resume" in cancel.stdout
     partial = kit.attach(out).result(timeout=10)
     assert partial.status == "cancelled" and 20 <= partial.stats.ok < 400
 

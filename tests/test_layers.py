@@ -92,7 +92,7 @@ def test_the_core_never_imports_the_notebook_ui() -> None:
 
 
 def test_no_run_or_trial_state_is_compared_as_a_string() -> None:
-    # The enums spell them (RunStatus, TrialStatus, DetachedState): a typo in a string
+    # The enums spell them (RunStatus, and TrialState.word for a trial): a typo in a string
     # compares false silently. "running" and "error" are left out: Dask's own clients
     # and futures report those as strings.
     states = {"completed", "cancelled", "stopped", "pruned", "pending", "died", "incomplete"}
@@ -282,3 +282,11 @@ def test_the_wings_import_in_one_direction_lazy_imports_included() -> None:
 def test_each_wing_stands_below_the_ones_that_use_it(wing: str, below: tuple[str, ...]) -> None:
     wings = wing_graph(import_graph())
     assert sorted(set(wings[wing]) & set(below)) == []
+
+
+def test_the_sweep_seam_knows_no_search_library() -> None:
+    # A grid and a search are plans behind one Protocol; Optuna stays in the search plan.
+    tree = ast.parse((ROOT / "kit/_sweeps/sweep.py").read_text(encoding="utf-8"))
+    plan = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "TrialPlan")
+    assert "optuna" not in ast.unparse(plan).lower()
+    assert not any(module.startswith("optuna") for module in imports(ROOT / "kit/_sweeps/sweep.py"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import random
 import signal
@@ -300,3 +301,13 @@ def test_a_shuffled_grid_is_resumed_in_its_folder(tmp_path: Path) -> None:
     assert again.handles == {}  # every trial read back, none run
     assert [t.overrides for t in result.trials] == [t.overrides for t in first.trials]
     assert sorted(r.stats.ok for r in result.results) == [2, 3, 4, 5]
+
+
+@pytest.mark.parametrize(
+    ("waits", "submits"), [("sweep", "submit_sweep"), ("search", "submit_search")]
+)
+def test_a_sweep_takes_what_its_submit_takes(waits: str, submits: str) -> None:
+    # Made from its submit: a keyword added to one is in both.
+    wait, submit = inspect.signature(getattr(kit, waits)), inspect.signature(getattr(kit, submits))
+    assert wait.parameters == submit.parameters
+    assert wait.return_annotation == "SweepResult"

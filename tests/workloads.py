@@ -145,6 +145,9 @@ class Affine(Runner):
             raise ValueError(f"item {idx} is broken")
         if model.cfg.get("sleep"):
             time.sleep(model.cfg.sleep)
+        if model.cfg.get("gate") and idx >= model.cfg.gate_from:
+            while not Path(model.cfg.gate).exists():  # held until the test opens the gate
+                time.sleep(0.01)
         if model.cfg.get("log_dir") and model.cfg.get("log_calls"):
             log(model.cfg, "calls.log", str(idx))
         return {"idx": idx, "y": idx * model.factor + offset}

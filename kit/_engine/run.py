@@ -100,13 +100,17 @@ class RunHandle:
         """Whether the run has ended and its result (or exception) is set."""
         return self._finished.is_set()
 
-    def cancel(self) -> None:
+    def cancel(self, timeout: float = 0.0) -> None:
         """Stop the run: pending chunks are cancelled, completed ones kept.
 
         ``result()`` then returns the partial result with status
-        ``cancelled``; a later run into the same output_dir resumes.
+        ``cancelled``; a later run into the same output_dir resumes. With a
+        ``timeout``, wait up to that many seconds for the run to end (as
+        :meth:`kit.DetachedRun.cancel` does); by default return at once.
         """
         self._cancel.set()
+        if timeout > 0 and threading.current_thread() is not self._thread:
+            self._finished.wait(timeout)
 
     def result(self, timeout: float | None = None) -> RunResult:
         """Wait for the run to end and return its result.

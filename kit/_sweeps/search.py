@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 
 from kit._compare import item_metric, metric_of, run_metric
 from kit._from_config import build_runner
+from kit._sweeps.joined import waits_for
 from kit._sweeps.sweep import (
     CONCURRENCY,
     EXAMPLE,  # noqa: F401  (the examples below run it)
@@ -34,7 +35,7 @@ from kit._sweeps.sweep import (
     sweep_folder,
     sweep_tracking,
 )
-from kit._trials import SweepResult, Trial, TrialCallback, TrialPruned, TrialStatus, trial_end
+from kit._trials import SweepResult, Trial, TrialCallback, TrialPruned, TrialState
 from kit.config import load_config
 from kit.config._api import outcome_hash
 from kit.config._errors import error as config_error
@@ -49,7 +50,8 @@ DIRECTIONS = ("minimize", "maximize")
 #: How often, at most, a running trial reports its metric to the pruner (per trial).
 REPORTS = 20
 #: Trial states in ``sweep.json`` that a resumed search keeps.
-KEPT = (TrialStatus.COMPLETED, TrialStatus.PRUNED)
+COMPLETED, PRUNED = TrialState(RunStatus.COMPLETED), TrialState.read("pruned")
+KEPT = (COMPLETED, PRUNED)
 
 Summarize = Any  # Callable[[list[Any]], dict[str, Any]] | None
 
@@ -119,26 +121,26 @@ class _SearchPlan:
         self._optuna = require_optuna()
 
     # ---------------------------------------------------------------- resume
-    def restore(self) -> dict[int, tuple[RunResult, TrialStatus]]:
+    def restore(self) -> dict[int, tuple[RunResult, TrialState]]:
         states = self._optuna.trial.TrialState
         with self._study_lock:
             known = {t.number: t.state for t in self.study.get_trials(deepcopy=False)}
-        done: dict[int, tuple[RunResult, TrialStatus]] = {}
+        done: dict[int, tuple[RunResult, TrialState]] = {}
         for trial, entry in zip(self.trials, self._record["trials"], strict=True):
             state = known.get(entry.get("optuna_trial", -1))
-            status = TrialStatus.read(entry.get("status"))
+            status = TrialState.read(entry.get("status"))
             # The study is told before sweep.json is written: it may know the end first.
             if state == states.COMPLETE:
-                status = TrialStatus.COMPLETED
+                status = COMPLETED
             elif state == states.PRUNED:
-                status = TrialStatus.PRUNED
+                status = PRUNED
             stored = read_stored(trial) if status in KEPT else None
-            wanted = RunStatus.COMPLETED if status == TrialStatus.COMPLETED else RunStatus.CANCELLED
+            wanted = RunStatus.COMPLETED if status == COMPLETED else RunStatus.CANCELLED
             if stored is not None and stored.status in (wanted, RunStatus.COMPLETED):
                 done[trial.number] = (stored, status)
-                entry["status"] = status
+                entry["status"] = status.word
             else:
-                entry["status"] = TrialStatus.PENDING
+                entry["status"] = TrialState().word
                 self._again.append(trial)
         # The driver died while these ran, or just after asking for one: none is left
         # RUNNING (a trial sweep.json names is asked again with its values).
@@ -168,7 +170,7 @@ class _SearchPlan:
                 {
                     "name": trial.name,
                     "overrides": list(trial.overrides),
-                    "status": TrialStatus.PENDING,
+                    "status": TrialState().word,
                     "params": dict(asked.params),
                     "optuna_trial": asked.number,
                 }
@@ -210,13 +212,13 @@ class _SearchPlan:
     # ---------------------------------------------------------------- ending
     def ended(
         self, trial: Trial, result: RunResult | None, error: BaseException | None
-    ) -> tuple[TrialStatus, BaseException | None]:
+    ) -> tuple[TrialState, BaseException | None]:
         states = self._optuna.trial.TrialState
         asked = self._asked.pop(trial.number)
         if trial.number in self._pruned and result is not None:
             with self._study_lock:
                 self.study.tell(asked, state=states.PRUNED)
-            return TrialStatus.PRUNED, TrialPruned(self._pruned.pop(trial.number))
+            return PRUNED, TrialPruned(self._pruned.pop(trial.number))
         if result is not None and result.status == RunStatus.COMPLETED and error is None:
             # The trial's own summary (its runner's summarize, on its config), never the
             # probe runner's: a summarize that reads its runner's config scores each trial.
@@ -225,17 +227,17 @@ class _SearchPlan:
                 with self._study_lock:
                     self.study.tell(asked, state=states.FAIL)
                 have = ", ".join(sorted(result.summary)) or "nothing"
-                return TrialStatus.ERROR, config_error(
+                return TrialState(RunStatus.ERROR), config_error(
                     f"{trial.name} gives no number {self.metric!r}: the summary has {have}, "
                     f"and no record has metrics[{self.metric!r}]",
                     fix="search on a metric the runner's summarize or its records give",
                 )
             with self._study_lock:
                 self.study.tell(asked, value)
-            return TrialStatus.COMPLETED, None
+            return COMPLETED, None
         with self._study_lock:
             self.study.tell(asked, state=states.FAIL)
-        return trial_end(result), error
+        return TrialState.ended(result), error
 
 
 class _Follower:
@@ -509,6 +511,7 @@ def submit_search(
         prepared.summarize,
         sweep_tracking(tracking, prepared.base),
         prepared.base,
+        study=plan.study,
     ).start()
 
 
@@ -558,21 +561,8 @@ def prepare_search(
     return Prepared(folder, None, record, build, first.summarize, base)
 
 
-def search(
-    config: str | Path | DictConfig | dict[str, Any],
-    space: Sequence[str],
-    *,
-    trials: int,
-    metric: str,
-    direction: str = "minimize",
-    pruner: Any = None,
-    sampler: Any = None,
-    seed: int | None = 0,
-    output_dir: str | Path | None = None,
-    concurrency: int = CONCURRENCY,
-    on_trial: TrialCallback | None = None,
-    tracking: Tracking | Mapping[str, Any] | None = None,
-) -> SweepResult:
+@waits_for(submit_search)
+def search() -> SweepResult:
     """Run an Optuna search and wait for it (see :func:`submit_search`); Ctrl-C cancels it.
 
     Examples
@@ -584,18 +574,4 @@ def search(
     >>> best.summary["max_y"] == result.study.best_value, result.swept
     (True, ['items.stop'])
     """
-    handle = submit_search(
-        config,
-        space,
-        trials=trials,
-        metric=metric,
-        direction=direction,
-        pruner=pruner,
-        sampler=sampler,
-        seed=seed,
-        output_dir=output_dir,
-        concurrency=concurrency,
-        on_trial=on_trial,
-        tracking=tracking,
-    )
-    return handle.join()
+    raise NotImplementedError  # never run: waits_for makes this function

@@ -14,7 +14,7 @@ import json
 import queue
 import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,14 +26,15 @@ from kit._errors import KitError
 from kit._files import UnsafeFileError, read_text
 from kit._format import first_line
 from kit._from_config import build_runner
+from kit._sweeps.joined import waits_for
 from kit._trials import (
     BuildTrial,
     SweepResult,
     Trial,
     TrialCallback,
     TrialPruned,
-    TrialStatus,
-    trial_end,
+    TrialState,
+    follow_trials,
 )
 from kit.config import load_config
 from kit.config._api import outcome_hash
@@ -63,17 +64,23 @@ EXAMPLE = {
 }
 
 
+#: A trial whose run completed.
+COMPLETED = TrialState(RunStatus.COMPLETED)
+
+
 class TrialPlan(Protocol):
-    """Where a sweep's trials come from: a grid's fixed list, or a search asking as it goes."""
+    """Where a sweep's trials come from: a grid's fixed list, or a search asking as it goes.
+
+    The seam knows no search library: a search plan keeps its study to itself,
+    and the handle is given it apart (``SweepHandle(..., study=...)``).
+    """
 
     #: The trials made so far, in order (a search's list grows).
     trials: list[Trial]
     #: How many trials the sweep has in all.
     total: int
-    #: A search's ``optuna.Study``, else None.
-    study: Any
 
-    def restore(self) -> dict[int, tuple[RunResult, TrialStatus]]:
+    def restore(self) -> dict[int, tuple[RunResult, TrialState]]:
         """Return the trials an earlier run of the sweep finished: result and status."""
 
     def next(self) -> Trial | None:
@@ -84,7 +91,7 @@ class TrialPlan(Protocol):
 
     def ended(
         self, trial: Trial, result: RunResult | None, error: BaseException | None
-    ) -> tuple[TrialStatus, BaseException | None]:
+    ) -> tuple[TrialState, BaseException | None]:
         """Take a trial's end; return its status for ``sweep.json`` and any error it makes."""
 
 
@@ -117,8 +124,11 @@ class SweepHandle:
         summarize: Callable[[list[Any]], dict[str, Any]] | None = None,
         tracking: Tracking | None = None,
         base: DictConfig | None = None,
+        *,
+        study: Any = None,
     ) -> None:
         self.folder = folder
+        self._study = study
         self._plan = plan
         self._on_trial = on_trial
         self.summarize = summarize
@@ -134,7 +144,7 @@ class SweepHandle:
         self.handles: dict[int, Any] = {}
         self._results: dict[int, RunResult] = {}
         self._errors: dict[int, BaseException] = {}
-        self._statuses: dict[int, TrialStatus] = {}
+        self._statuses: dict[int, TrialState] = {}
         self._store = RunStore(folder)
         self._reports = _Reports()
         #: Where the sweep is exported to (its trials nested under it), or None.
@@ -153,7 +163,7 @@ class SweepHandle:
     @property
     def study(self) -> Any:
         """A search's ``optuna.Study`` (None for a grid)."""
-        return self._plan.study
+        return self._study
 
     # -------------------------------------------------------------- driving
     def start(self) -> SweepHandle:
@@ -175,7 +185,7 @@ class SweepHandle:
             raise
         for number, (result, status) in restored.items():
             self._results[number] = result
-            if status != str(result.status):
+            if status != TrialState(result.status):
                 self._statuses[number] = status
         if self._tracker is not None:
             self._tracker.start()
@@ -272,7 +282,7 @@ class SweepHandle:
             return
         with self._lock:
             self.handles[trial.number] = handle
-        self._set(trial, TrialStatus.RUNNING)
+        self._set(trial, TrialState(RunStatus.RUNNING))
         self._plan.watch(trial, handle, indices)
         handle.add_done_callback(lambda done: self._on_done(trial, done))
 
@@ -290,12 +300,12 @@ class SweepHandle:
         try:
             status, exc = self._plan.ended(trial, result, exc)
         except Exception as failed:  # the study could not take it: say so, go on
-            status, exc = TrialStatus.ERROR, failed
+            status, exc = TrialState(RunStatus.ERROR), failed
         with self._lock:
             self._running -= 1
             if result is not None:
                 self._results[trial.number] = result
-                if status != str(result.status):
+                if status != TrialState(result.status):
                     self._statuses[trial.number] = status
             if exc is not None and not isinstance(exc, TrialPruned):
                 self._errors[trial.number] = exc
@@ -312,10 +322,10 @@ class SweepHandle:
                 )
         self._launch()
 
-    def _set(self, trial: Trial, status: TrialStatus, error: BaseException | None = None) -> None:
+    def _set(self, trial: Trial, status: TrialState, error: BaseException | None = None) -> None:
         with self._lock:
             entry = self._record["trials"][trial.number]
-            entry["status"] = status
+            entry["status"] = status.word
             entry.pop("error", None)
             if error is not None:  # what a reader in another process shows for it
                 entry["error"] = first_line(error)
@@ -352,6 +362,20 @@ class SweepHandle:
         return self._finished.is_set()
 
     @property
+    def status(self) -> RunStatus:
+        """``running`` until the sweep ends; then ``completed``, or ``cancelled`` if it was.
+
+        A trial's own end is in its row (:meth:`rows`), not here.
+        """
+        if not self.done():
+            return RunStatus.RUNNING
+        return RunStatus.CANCELLED if self._cancelled else RunStatus.COMPLETED
+
+    def __iter__(self) -> Iterator[tuple[Trial, RunResult | None]]:
+        """Yield each trial with its result (None if it gave none) as it ends."""
+        return follow_trials(self.partial, self.done)
+
+    @property
     def progress(self) -> str:
         """One line: trials done, running, waiting."""
         with self._lock:
@@ -386,10 +410,10 @@ class SweepHandle:
                 done = None
             elif trial.number in handles:
                 progress = handles[trial.number].progress
-                row.update(status=TrialStatus.RUNNING.value, failed=progress.failed, error=None)
+                row.update(status=RunStatus.RUNNING.value, failed=progress.failed, error=None)
                 done = f"{progress.done}/{progress.total}"
             else:
-                row.update(status=TrialStatus.PENDING.value, error=None)
+                row.update(status=TrialState().word, error=None)
                 done = None
             # Trial, swept values, status and items done first: what a live table reads.
             first = ["trial", *ended.swept, "status"]
@@ -428,14 +452,23 @@ class SweepHandle:
             trials, results, errors, self.summarize, statuses=statuses, study=self.study
         )
 
-    def cancel(self) -> None:
-        """Start no more trials and cancel the running ones; completed items are kept."""
+    def cancel(self, timeout: float = 0.0) -> None:
+        """Start no more trials and cancel the running ones; completed items are kept.
+
+        With a ``timeout``, wait up to that many seconds for the sweep to end
+        (as :meth:`kit.DetachedSweep.cancel` does); by default return at once.
+        A sweep that has ended stays as it ended.
+        """
         with self._lock:
+            if self._finished.is_set():
+                return
             self._cancelled = True
             running = list(self.handles.values())
         for handle in running:
             handle.cancel()
         self._launch()
+        if timeout > 0:
+            self._finished.wait(timeout)
 
 
 class _Reports:
@@ -506,21 +539,19 @@ class _Reports:
 class _Grid:
     """A grid's trials, all known at the start."""
 
-    study = None
-
     def __init__(self, trials: list[Trial], record: dict[str, Any]) -> None:
         self.trials = trials
         self.total = len(trials)
         self._record = record
         self._next = 0
 
-    def restore(self) -> dict[int, tuple[RunResult, TrialStatus]]:
+    def restore(self) -> dict[int, tuple[RunResult, TrialState]]:
         done = {}
         for trial in self.trials:
-            if self._record["trials"][trial.number]["status"] == TrialStatus.COMPLETED:
+            if TrialState.read(self._record["trials"][trial.number]["status"]) == COMPLETED:
                 stored = read_stored(trial)
                 if stored is not None and stored.status == RunStatus.COMPLETED:
-                    done[trial.number] = (stored, TrialStatus.COMPLETED)
+                    done[trial.number] = (stored, COMPLETED)
         return done
 
     def next(self) -> Trial | None:
@@ -534,8 +565,8 @@ class _Grid:
 
     def ended(
         self, trial: Trial, result: RunResult | None, error: BaseException | None
-    ) -> tuple[TrialStatus, BaseException | None]:
-        return trial_end(result), error
+    ) -> tuple[TrialState, BaseException | None]:
+        return TrialState.ended(result), error
 
 
 def submit_sweep(
@@ -684,18 +715,8 @@ def split_watching(overrides: Sequence[str]) -> tuple[list[str], list[str]]:
     return watching, others
 
 
-def sweep(
-    config: str | Path | DictConfig | dict[str, Any],
-    overrides: Sequence[str],
-    *,
-    output_dir: str | Path | None = None,
-    concurrency: int = CONCURRENCY,
-    on_trial: TrialCallback | None = None,
-    metric: str | None = None,
-    minimize: bool = True,
-    build: BuildTrial | None = None,
-    tracking: Tracking | Mapping[str, Any] | None = None,
-) -> SweepResult:
+@waits_for(submit_sweep)
+def sweep() -> SweepResult:
     """Run a grid sweep and wait for it (see :func:`submit_sweep`); Ctrl-C cancels it.
 
     Examples
@@ -705,18 +726,7 @@ def sweep(
     >>> result, [len(r.records) for r in result.results]
     (SweepResult(trials=2, completed=2, errors=0), [3, 6])
     """
-    handle = submit_sweep(
-        config,
-        overrides,
-        output_dir=output_dir,
-        concurrency=concurrency,
-        on_trial=on_trial,
-        metric=metric,
-        minimize=minimize,
-        build=build,
-        tracking=tracking,
-    )
-    return handle.join()
+    raise NotImplementedError  # never run: waits_for makes this function
 
 
 def sweep_folder(output_dir: str | Path | None, base: DictConfig | None) -> Path:
@@ -838,7 +848,7 @@ def _record_for(
             "config_hash": base_hash,
             "overrides": overrides,
             "trials": [
-                {"name": t.name, "overrides": list(t.overrides), "status": TrialStatus.PENDING}
+                {"name": t.name, "overrides": list(t.overrides), "status": TrialState().word}
                 for t in trials
             ],
         }
@@ -862,8 +872,8 @@ def _record_for(
     stored.pop("metric", None)  # judged as this run of the sweep says
     stored.pop("direction", None)
     for entry in stored["trials"]:
-        if entry.get("status") != TrialStatus.COMPLETED:
-            entry["status"] = TrialStatus.PENDING  # was running when the driver stopped: resumed
+        if TrialState.read(entry.get("status")) != COMPLETED:
+            entry["status"] = TrialState().word  # was running when the driver stopped: resumed
     return dict(stored)
 
 

@@ -93,7 +93,7 @@ def write_sweep_report(
 
     sweep = DetachedSweep(folder)
     record = sweep.record()
-    result = sweep.read()
+    result = sweep.partial()
     judged = record.get("search") or record
     if minimize is None:
         minimize = judged.get("direction", "minimize") != "maximize"
@@ -185,7 +185,7 @@ def _table_html(rows: Sequence[dict[str, Any]], swept: Sequence[str], metric: st
     table = rows_table(shown, columns, table_class="kit-sweep-trials", row_class="kit-trial")
     more = (
         f"<p>... and {len(rows) - len(shown):,} more trials: {SweepDir.RECORD} lists them all, "
-        "and <code>kit.attach(folder).read().rows()</code> reads them.</p>"
+        "and <code>kit.attach(folder).partial().rows()</code> reads them.</p>"
         if len(rows) > len(shown)
         else ""
     )

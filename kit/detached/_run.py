@@ -40,9 +40,9 @@ from kit.result import (
     RunResult,
     RunStatus,
 )
-from kit.store._results import ok_mask, read_result
+from kit.store._results import read_result, reader
 from kit.store._rundir import RunDir, SweepDir
-from kit.store._store import RunStore, StoreError
+from kit.store._store import RunStore, StoreError, indices_from_record
 
 #: Seconds a new driver waits for the process that submitted it to let go of the directory.
 SUBMIT_GRACE = 30.0
@@ -544,11 +544,39 @@ class DetachedRun:
         return result
 
     def __iter__(self) -> Iterator[tuple[Index, Any]]:
-        """Yield ``(index, record)`` for successful items once the run has ended."""
-        result = self.result()
-        for index, record, ok in zip(result.indices, result.records, ok_mask(result), strict=True):
-            if ok:
-                yield index, record
+        """Yield ``(index, record)`` for successful items as the driver commits their chunks.
+
+        As a :class:`kit.RunHandle` does: the records come chunk by chunk while
+        the run goes on (those of a resumed run's earlier chunks first), and
+        when the run did not complete the loop then raises as :meth:`result`
+        does. Only chunks the ledger names, unchanged, are read.
+        """
+        seen: set[str] = set()
+        indices: Sequence[Index] | None = None
+        store: RunStore | None = None
+        while True:
+            ended = self.done()  # before the ledger: a chunk committed at the end is read
+            if store is None:
+                manifest = RunStore(self.output_dir).manifest()
+                if manifest is not None:
+                    store = reader(self.output_dir, manifest, allow_pickle=self.allow_pickle)
+                    indices = indices_from_record(manifest["indices"])
+            if store is not None and indices is not None:
+                for name, entry in sorted(store.ledger_entries().items()):
+                    if name in seen:
+                        continue
+                    seen.add(name)
+                    chunk = store.read_committed(name, entry)
+                    if chunk is None:
+                        continue
+                    failed = {error.position for error in chunk.errors}
+                    for position, record in enumerate(chunk.records, chunk.start):
+                        if position not in failed:
+                            yield indices[position], record
+            if ended:
+                break
+            time.sleep(WAIT_STEP)
+        self.result()  # raises as the run ended: stopped early, its driver lost...
 
     def __repr__(self) -> str:
         now = self.snapshot()

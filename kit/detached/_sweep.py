@@ -12,22 +12,21 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections import Counter
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kit._errors import KitError, StoreError
 from kit._files import read_json
-from kit._trials import SweepResult, Trial, TrialStatus
+from kit._trials import SweepResult, Trial, TrialState, follow_trials
 from kit._waiting import WAIT_STEP
 from kit.detached._run import DriverIdentity, signal_driver
-from kit.result import RunResult
+from kit.result import RunResult, RunStatus
 from kit.store._results import read_result
 from kit.store._rundir import RunDir, SweepDir
 from kit.store._store import RunStore
 from kit.store._study import STUDY_NAME, journal_storage, require_optuna
-
-#: How often result() and cancel() look at the folder again.
 
 
 class DetachedSweep:
@@ -81,7 +80,7 @@ class DetachedSweep:
             for number, entry in enumerate(self.record()["trials"])
         ]
 
-    def table(self) -> list[dict[str, str]]:
+    def rows(self) -> list[dict[str, str]]:
         """One row per trial: its name, overrides and status (pending, running, pruned...)."""
         return [
             {
@@ -96,11 +95,30 @@ class DetachedSweep:
     def progress(self) -> str:
         """One line: trials done, running (as the sweep's handle says it)."""
         record = self.record()
-        counts = Counter(str(e.get("status")) for e in record["trials"])
+        states = [TrialState.read(e.get("status")) for e in record["trials"]]
         total = max(len(record["trials"]), int((record.get("search") or {}).get("trials", 0)))
-        pending, running = counts[TrialStatus.PENDING], counts[TrialStatus.RUNNING]
-        done = len(record["trials"]) - pending - running
+        running = sum(state.status is RunStatus.RUNNING for state in states)
+        done = sum(state.final for state in states)
         return f"{done}/{total} trials done, {running} running"
+
+    @property
+    def status(self) -> RunStatus:
+        """``running`` while a process drives the sweep; then how it ended.
+
+        ``completed`` when every trial ended, ``cancelled`` when it was stopped
+        with trials left (they resume when the sweep runs again), ``error``
+        when its driver ended before its trials did and none was cancelled.
+        """
+        if not self.done():
+            return RunStatus.RUNNING
+        record = self.record()
+        states = [TrialState.read(e.get("status")) for e in record["trials"]]
+        total = max(len(states), int((record.get("search") or {}).get("trials", 0)))
+        if len(states) == total and all(state.final for state in states):
+            return RunStatus.COMPLETED
+        if any(state.status is RunStatus.CANCELLED and not state.pruned for state in states):
+            return RunStatus.CANCELLED
+        return RunStatus.ERROR
 
     def done(self) -> bool:
         """Whether no process drives the sweep now (it ended, was cancelled or died)."""
@@ -123,17 +141,21 @@ class DetachedSweep:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"the sweep in {self.folder} is still running: {self.progress}")
             time.sleep(WAIT_STEP)
-        return self.read()
+        return self.partial()
 
-    def read(self) -> SweepResult:
+    def __iter__(self) -> Iterator[tuple[Trial, RunResult | None]]:
+        """Yield each trial with its result (None if it gave none) as it ends, in that order."""
+        return follow_trials(self.partial, self.done)
+
+    def partial(self) -> SweepResult:
         """Return the trials as stored now, without waiting (a running trial as far as it got)."""
         record = self.record()
         trials = self.trials
         results: list[RunResult | None] = []
         errors: dict[int, BaseException] = {}
-        statuses: dict[int, TrialStatus] = {}
+        statuses: dict[int, TrialState] = {}
         for trial, entry in zip(trials, record["trials"], strict=True):
-            status = TrialStatus.read(entry.get("status"))
+            status = TrialState.read(entry.get("status"))
             result = None
             if not trial.output_dir.is_symlink() and RunDir(trial.output_dir).manifest.exists():
                 try:
@@ -141,9 +163,9 @@ class DetachedSweep:
                 except (OSError, KitError, ValueError) as exc:
                     errors[trial.number] = exc
             results.append(result)
-            if entry.get("error") and status != TrialStatus.PRUNED:
+            if entry.get("error") and not status.pruned:
                 errors[trial.number] = KitError(str(entry["error"]))
-            if result is not None and status != str(result.status):
+            if result is not None and status != TrialState(result.status):
                 statuses[trial.number] = status
         return SweepResult(trials, results, errors, statuses=statuses, study=None)
 
@@ -182,3 +204,23 @@ class DetachedSweep:
         deadline = time.monotonic() + timeout
         while not self.done() and time.monotonic() < deadline:
             time.sleep(WAIT_STEP)
+
+    def table(self) -> list[dict[str, str]]:
+        """Return :meth:`rows` (a deprecated name, kept for one release)."""
+        warnings.warn(
+            "DetachedSweep.table() is now rows(), as on a SweepHandle; table() goes in the "
+            "next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.rows()
+
+    def read(self) -> SweepResult:
+        """Return :meth:`partial` (a deprecated name, kept for one release)."""
+        warnings.warn(
+            "DetachedSweep.read() is now partial(), as on a SweepHandle; read() goes in the "
+            "next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.partial()

@@ -8,6 +8,7 @@ not name.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,20 @@ def ok_mask(result: RunResult) -> list[bool]:
     return [pos not in failed for pos in range(len(result.records))]
 
 
+def reader(
+    output_dir: str | os.PathLike[str], manifest: Mapping[str, Any], *, allow_pickle: bool
+) -> RunStore:
+    """Return a store that reads the folder's chunks; pickles only with ``allow_pickle``."""
+    if manifest.get("record_format") == "pickle" and not allow_pickle:
+        raise StoreError(
+            f"the records in {output_dir} are stored as pickle files, and reading them runs "
+            "code that whoever can write that folder may have put there; if you trust them, "
+            "read it with kit.attach(..., allow_pickle=True) (only your own files that nobody "
+            "else may change are read)"
+        )
+    return RunStore(output_dir, RecordWriter("pickle" if allow_pickle else "data"))
+
+
 def read_result(output_dir: str | os.PathLike[str], *, allow_pickle: bool = False) -> RunResult:
     """Rebuild a :class:`RunResult` from an output directory.
 
@@ -34,14 +49,7 @@ def read_result(output_dir: str | os.PathLike[str], *, allow_pickle: bool = Fals
     manifest = RunStore(output_dir).manifest()
     if manifest is None:
         raise FileNotFoundError(f"{output_dir} has no manifest.json")
-    if manifest.get("record_format") == "pickle" and not allow_pickle:
-        raise StoreError(
-            f"the records in {output_dir} are stored as pickle files, and reading them runs "
-            "code that whoever can write that folder may have put there; if you trust them, "
-            "read it with kit.attach(..., allow_pickle=True) (only your own files that nobody "
-            "else may change are read)"
-        )
-    store = RunStore(output_dir, RecordWriter("pickle" if allow_pickle else "data"))
+    store = reader(output_dir, manifest, allow_pickle=allow_pickle)
     indices = indices_from_record(manifest["indices"])
     records: list[Any] = [None] * len(indices)
     errors: list[ItemError] = []

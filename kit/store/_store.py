@@ -469,22 +469,9 @@ class RunStore:
         entries = self.ledger_entries()
         out: list[ChunkResult] = []
         for name, entry in entries.items():
-            path = self.chunks_dir / name
-            problem = _entry_problem(path, entry)
-            chunk = None
-            if problem is None:
-                try:
-                    chunk = self.writer.read_chunk(path)
-                except Exception as exc:  # a chunk Kit wrote itself, damaged since
-                    problem = f"cannot be read ({type(exc).__name__}: {exc})"
-            if chunk is None:
-                warnings.warn(
-                    f"chunk file {path} {problem}; its items run again on resume",
-                    StoreWarning,
-                    stacklevel=2,
-                )
-                continue
-            out.append(chunk)
+            chunk = self.read_committed(name, entry)
+            if chunk is not None:
+                out.append(chunk)
         out.sort(key=lambda c: c.start)
         if self.chunks_dir.is_dir():
             strays = sorted(
@@ -506,6 +493,26 @@ class RunStore:
                 continue  # cannot happen unless the ledger was edited by hand
             kept.append(chunk)
         return kept
+
+    def read_committed(self, name: str, entry: Mapping[str, Any]) -> ChunkResult | None:
+        """Return the chunk file the ledger names ``name``, if it is as it was committed.
+
+        A missing, truncated, altered or unreadable one gives ``None`` and a
+        :class:`StoreWarning` naming it (its items run again on resume).
+        """
+        path = self.chunks_dir / name
+        problem = _entry_problem(path, dict(entry))
+        if problem is None:
+            try:
+                return self.writer.read_chunk(path)
+            except Exception as exc:  # a chunk Kit wrote itself, damaged since
+                problem = f"cannot be read ({type(exc).__name__}: {exc})"
+        warnings.warn(
+            f"chunk file {path} {problem}; its items run again on resume",
+            StoreWarning,
+            stacklevel=3,
+        )
+        return None
 
     def ledger_entries(self) -> dict[str, dict[str, Any]]:
         """Return the committed chunk files by name (a torn last line, from a crash, is skipped)."""

@@ -151,5 +151,5 @@ def _send_sweep(folder: Path, tracking: Tracking) -> list[str]:
     search = record.get("search") or {}
     metric = search.get("metric") or record.get("metric")
     direction = search.get("direction") or record.get("direction") or "minimize"
-    tracker.finish(sweep.read(), False, metric, direction == "minimize")
+    tracker.finish(sweep.partial(), False, metric, direction == "minimize")
     return sent

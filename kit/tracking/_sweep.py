@@ -201,11 +201,13 @@ class SweepTracker:
 
         run_id = self.parent_id()
         assert run_id is not None
-        from kit._trials import TrialStatus
+        from kit._trials import TrialState
+        from kit.result import RunStatus
 
-        statuses = [TrialStatus.read(row["status"]) for row in result.rows()]
-        completed = statuses.count(TrialStatus.COMPLETED)
-        pruned = statuses.count(TrialStatus.PRUNED)
+        statuses = [TrialState.read(row["status"]) for row in result.rows()]
+        done = TrialState(RunStatus.COMPLETED)
+        completed = statuses.count(done)
+        pruned = sum(status.pruned for status in statuses)
         values = {
             "trials/completed": float(completed),
             "trials/pruned": float(pruned),
@@ -215,7 +217,7 @@ class SweepTracker:
         scored = (
             run_metric(r, metric)
             for r, status in zip(result.results, statuses, strict=True)
-            if r is not None and status is TrialStatus.COMPLETED and metric is not None
+            if r is not None and status == done and metric is not None
         )
         known = [value for value in scored if value is not None]
         if known:

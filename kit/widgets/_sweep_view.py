@@ -9,7 +9,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from kit import SweepHandle, SweepResult, TrialStatus
+from kit import SweepFuture, SweepResult, TrialState
 from kit.views import rows_table, status_html
 from kit.widgets._kernel import Painter
 from kit.widgets._style import TABLE_STYLE, scrolling
@@ -44,8 +44,9 @@ class SweepView(w.VBox):  # type: ignore[misc]
     """A sweep going on: its trials' table, redrawn as they run, and a Cancel button.
 
     Made by :meth:`widgets.Experiment.sweep`, or around any
-    :class:`kit.SweepHandle`. The table is drawn from ``handle.rows()`` at
-    most every ``interval`` seconds while the sweep runs, and once more as
+    :class:`kit.SweepFuture`: a sweep running here (:class:`kit.SweepHandle`)
+    or one read from its folder (``kit.attach(folder)``). The table is drawn
+    from ``handle.rows()`` at most every ``interval`` seconds while the sweep runs, and once more as
     it ends; with ``metric``, the sweep's plots (parallel coordinates, the
     metric against each swept value) are drawn under it as trials end.
     :meth:`result` waits for the sweep.
@@ -64,7 +65,7 @@ class SweepView(w.VBox):  # type: ignore[misc]
 
     def __init__(
         self,
-        handle: SweepHandle,
+        handle: SweepFuture,
         *,
         metric: str | None = None,
         interval: float = 0.5,
@@ -105,16 +106,15 @@ class SweepView(w.VBox):  # type: ignore[misc]
     def _draw(self) -> None:
         ended = self.handle.done()
         where = html.escape(str(self.handle.folder))
-        state = "running" if not ended else "cancelled" if self.handle.cancelled else "completed"
         self.header.value = (
-            f"<b>sweep</b> {status_html(state)} · "
+            f"<b>sweep</b> {status_html(self.handle.status)} · "
             f"{html.escape(self.handle.progress)} <small>({where})</small>"
         )
         rows = self.handle.rows()
         self.table.value = trials_table(rows)
         self.cancel_button.disabled = ended
         self.cancel_button.layout.display = "none" if ended else None
-        finished = sum(TrialStatus.read(row["status"]).final for row in rows)
+        finished = sum(TrialState.read(row["status"]).final for row in rows)
         if self.metric is not None and finished != self._plotted:
             self._plotted = finished
             self._draw_plots(self.metric)
