@@ -31,17 +31,11 @@ import gymnasium as gym
 import numpy as np
 
 import kit
-from kit.rl import (
-    AsyncEnvWorker,
-    AsyncWorkerPool,
-    DistributedCollector,
-    EnvPoolProvider,
-    EpisodeCollector,
-    SampleCollector,
-    SharedMemoryPool,
-    WorkerPool,
-    get_worker_pool,
-)
+from kit.rl import DistributedCollector, EnvPoolProvider, EpisodeCollector, SampleCollector
+from kit.rl.choose import get_worker_pool
+from kit.rl.pool import AsyncWorkerPool, WorkerPool
+from kit.rl.shared import SharedMemoryPool
+from kit.rl.workers import AsyncEnvWorker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import describe, write_results

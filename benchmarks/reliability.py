@@ -66,8 +66,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import describe, write_results  # noqa: E402
 
 import kit  # noqa: E402
-from kit import StoreError, attach  # noqa: E402
+from kit import attach  # noqa: E402
 from kit.detached._run import load_job  # noqa: E402
+from kit.errors import StoreError  # noqa: E402
 from kit.store._results import read_result  # noqa: E402
 from tests.workloads import Affine, ToyProvider, Tripwire, expected, toy_config  # noqa: E402
 

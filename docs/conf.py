@@ -86,6 +86,7 @@ nitpick_ignore_regex = [
 #: Package -> title of its API page, in the order of the reference.
 PACKAGES = {
     "kit": "kit: configs, providers, runners, sweeps",
+    "kit.errors": "kit.errors: every error and warning Kit raises",
     "kit.config": "kit.config: loading, checking and saving configs",
     "kit.cluster": "kit.cluster: sessions, cluster builders, the env plugin",
     "kit.store": "kit.store: the run folder",
@@ -95,6 +96,15 @@ PACKAGES = {
     "kit.views": "kit.views: what the terminal and the widgets draw",
     "kit.history": "kit.history: the notebook's run history",
     "kit.rl": "kit.rl: reinforcement-learning workers",
+    "kit.rl.pool": "kit.rl.pool: env pools and their envs' states",
+    "kit.rl.shared": "kit.rl.shared: a pool over shared memory",
+    "kit.rl.choose": "kit.rl.choose: picking a pool for the machine",
+    "kit.rl.workers": "kit.rl.workers: env workers",
+    "kit.rl.collect": "kit.rl.collect: seeds, the env loop, collectors",
+    "kit.rl.evaluate": "kit.rl.evaluate: evaluators and their results",
+    "kit.rl.buffer": "kit.rl.buffer: replay buffers and their batches",
+    "kit.rl.battle": "kit.rl.battle: self-play",
+    "kit.rl.commander": "kit.rl.commander: schedules",
     "kit.widgets": "kit.widgets: the notebook panels",
 }
 

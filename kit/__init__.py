@@ -12,15 +12,9 @@ Examples
 """
 
 from kit._compare import Comparison, compare
+from kit._deprecated import moved as _moved
 from kit._engine import RunHandle
-from kit._errors import (
-    ClusterError,
-    DriverLostError,
-    KitError,
-    NoWorkersError,
-    SchedulerLostError,
-    SchedulerUnreachableError,
-)
+from kit._errors import KitError
 from kit._errors import (
     speak_as as _speak_as,
 )
@@ -28,12 +22,11 @@ from kit._from_config import items_of
 from kit._futures import RunFuture, SweepFuture
 from kit._sweeps.search import search, submit_search
 from kit._sweeps.sweep import SweepHandle, submit_sweep, sweep
-from kit._trials import SweepResult, Trial, TrialPruned, TrialState
+from kit._trials import SweepResult, Trial, TrialState
 from kit.cluster import (
     JOB_QUEUES,
     Session,
     SessionState,
-    SetupCancelled,
     get_session,
     job_script,
     scale_out_command,
@@ -49,27 +42,23 @@ from kit.config import (
     to_overrides,
 )
 from kit.detached import DetachedRun, DetachedSweep, attach
-from kit.provider import EnvironmentProvider, ProviderSetupError
+from kit.provider import EnvironmentProvider
 from kit.result import ItemError, Progress, RunError, RunResult, RunStats, RunStatus, WorkerStats
 from kit.runner import Runner
-from kit.store import RecordWriter, RunDir, StoreError, StoreWarning, SweepDir
+from kit.store import RecordWriter, RunDir, SweepDir
 
 __version__ = "0.1.0"
 
 __all__ = [
     "JOB_QUEUES",
-    "ClusterError",
     "Comparison",
     "ConfigError",
     "DetachedRun",
     "DetachedSweep",
-    "DriverLostError",
     "EnvironmentProvider",
     "ItemError",
     "KitError",
-    "NoWorkersError",
     "Progress",
-    "ProviderSetupError",
     "RecordWriter",
     "RunDir",
     "RunError",
@@ -79,19 +68,13 @@ __all__ = [
     "RunStats",
     "RunStatus",
     "Runner",
-    "SchedulerLostError",
-    "SchedulerUnreachableError",
     "Session",
     "SessionState",
-    "SetupCancelled",
-    "StoreError",
-    "StoreWarning",
     "SweepDir",
     "SweepFuture",
     "SweepHandle",
     "SweepResult",
     "Trial",
-    "TrialPruned",
     "TrialState",
     "WorkerStats",
     "attach",
@@ -113,4 +96,25 @@ __all__ = [
     "to_overrides",
 ]
 
+# Names kit exported before: every error is in kit.errors now (three stay here too).
+_MOVED = {
+    name: "kit.errors"
+    for name in (
+        "ClusterError",
+        "DriverLostError",
+        "NoWorkersError",
+        "ProviderSetupError",
+        "SchedulerLostError",
+        "SchedulerUnreachableError",
+        "SetupCancelled",
+        "StoreError",
+        "StoreWarning",
+        "TrialPruned",
+    )
+}
+
+__getattr__ = _moved(__name__, _MOVED)
+
 _speak_as(__name__, globals(), __all__)
+
+from kit import errors as errors  # noqa: E402  (after kit's names: it is built from them)

@@ -13,7 +13,8 @@ class KitError(Exception):
 
     Examples
     --------
-    >>> from kit import ConfigError, KitError, RunError, StoreError
+    >>> from kit import ConfigError, KitError, RunError
+    >>> from kit.errors import StoreError
     >>> issubclass(ConfigError, KitError) and issubclass(ConfigError, ValueError)
     True
     >>> all(issubclass(e, KitError) for e in (RunError, StoreError))
@@ -39,7 +40,8 @@ class ClusterError(KitError, RuntimeError):
 
     Examples
     --------
-    >>> from kit import ClusterError, KitError
+    >>> from kit.errors import ClusterError
+    >>> from kit import KitError
     >>> issubclass(ClusterError, KitError) and issubclass(ClusterError, RuntimeError)
     True
     """
@@ -50,7 +52,7 @@ class NoWorkersError(ClusterError, TimeoutError):
 
     Examples
     --------
-    >>> from kit import NoWorkersError
+    >>> from kit.errors import NoWorkersError
     >>> issubclass(NoWorkersError, TimeoutError)
     True
     """
@@ -61,7 +63,7 @@ class SchedulerUnreachableError(ClusterError, ConnectionError):
 
     Examples
     --------
-    >>> from kit import SchedulerUnreachableError
+    >>> from kit.errors import SchedulerUnreachableError
     >>> issubclass(SchedulerUnreachableError, ConnectionError)
     True
     """
@@ -85,7 +87,7 @@ class DriverLostError(KitError, RuntimeError):
 
     Examples
     --------
-    >>> from kit import DriverLostError
+    >>> from kit.errors import DriverLostError
     >>> issubclass(DriverLostError, RuntimeError)
     True
     """
@@ -101,7 +103,7 @@ def speak_as(module: str, namespace: dict[str, object], names: list[str]) -> Non
     Examples
     --------
     >>> import kit
-    >>> kit.ConfigError.__module__, kit.rl.EnvPoolError.__module__
+    >>> kit.ConfigError.__module__, kit.errors.EnvPoolError.__module__
     ('kit', 'kit.rl')
     """
     for name in names:

@@ -24,7 +24,7 @@ from kit._errors import StoreError
 class UnsafeFileError(StoreError):
     """A file in a run directory is a link, not a regular file, or not trusted enough to read.
 
-    A :class:`kit.StoreError`, so code that handles those handles it.
+    A :class:`kit.errors.StoreError`, so code that handles those handles it.
 
     Examples
     --------

@@ -12,26 +12,12 @@ Examples
 ...     kit.session.sessions is kit.cluster.sessions
 True
 >>> print(caught[0].message)
-kit.session.sessions moved to kit.cluster.sessions; kit.session goes in the next release
+kit.session.sessions moved to kit.cluster.sessions; kit.session.sessions goes in the next release
 """
 
-from __future__ import annotations
-
-import warnings
-from typing import Any
-
-import kit.cluster
+from kit._deprecated import moved
+from kit.cluster import __all__ as _names
 
 __all__: list[str] = []
 
-
-def __getattr__(name: str) -> Any:
-    if name.startswith("__"):
-        raise AttributeError(name)
-    value = getattr(kit.cluster, name)
-    warnings.warn(
-        f"kit.session.{name} moved to kit.cluster.{name}; kit.session goes in the next release",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return value
+__getattr__ = moved(__name__, dict.fromkeys(_names, "kit.cluster"))

@@ -439,6 +439,9 @@ CLAIMS: dict[str, list[str]] = {
     "`kit.sweep` runs every trial of a grid": [
         "tests/test_sweep.py::test_trials_share_one_env_per_worker_and_run_side_by_side"
     ],
+    "Every error and warning is in `kit.errors`": [
+        "tests/test_public_api.py::test_every_error_and_warning_is_in_kit_errors",
+    ],
     "the build stops when a notebook's code no longer matches its stored outputs": [
         "tests/test_docs.py::test_outputs_stored_for_other_code_stop_the_build",
         "tests/test_docs.py::test_the_slow_notebooks_show_the_outputs_stored_for_their_code",

@@ -145,6 +145,8 @@ def test_a_driver_that_dies_is_reported_with_its_log(tmp_path: Path) -> None:
     import signal
 
     os.kill(int(json.loads((out / "driver.json").read_text())["pid"]), signal.SIGKILL)
-    with pytest.raises(kit.DriverLostError, match="ended without finishing; run again to resume"):
+    with pytest.raises(
+        kit.errors.DriverLostError, match="ended without finishing; run again to resume"
+    ):
         run.result(timeout=30)
     assert kit.attach(out).snapshot().lost is kit.detached.Lost.DIED

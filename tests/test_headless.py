@@ -38,7 +38,9 @@ SCRIPT = textwrap.dedent(
     assert kit.to_overrides({{"a": 1}}, cfg) == ["a=2", "+b='${{a}}'", "+c=[1]"]
     assert quickstart_config(["parallel.n_workers=1"]).parallel.n_workers == 1
 
-    from kit.rl import EpisodeCollector, SyncEnvWorker, SyncWorkerPool, gym_env
+    from kit.rl import EpisodeCollector, gym_env
+    from kit.rl.workers import SyncEnvWorker
+    from kit.rl.pool import SyncWorkerPool
     pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(lambda: gym_env("CartPole-v1"), 2))
     episodes = EpisodeCollector(pool).collect(2, lambda obs, rngs: [0] * len(obs))
     assert [e.status for e in episodes] == ["terminated", "terminated"]

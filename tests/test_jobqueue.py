@@ -60,7 +60,7 @@ def test_a_refused_job_is_reported_at_once_with_the_queue_output(
     parallel = slurm_parallel(tmp_path, submit_command=str(refusing), startup_timeout=300)
     closing.append(parallel)
     began = time.monotonic()
-    with pytest.raises(kit.ClusterError) as info:
+    with pytest.raises(kit.errors.ClusterError) as info:
         Affine(ToyProvider(toy_config()), parallel=parallel).run(range(5))
     assert time.monotonic() - began < 120, "waited for the startup timeout"
     message = str(info.value)
@@ -76,7 +76,7 @@ def test_waiting_for_workers_says_why_the_jobs_have_not_started(
     parallel = slurm_parallel(tmp_path, n_workers=1, startup_timeout=3)
     parallel["options"]["job_extra_directives"] = ["--begin=now+3600"]
     closing.append(parallel)
-    with pytest.raises(kit.NoWorkersError) as info:
+    with pytest.raises(kit.errors.NoWorkersError) as info:
         kit.get_session(parallel).wait_for_workers(1)
     message = str(info.value)
     assert message.startswith("no worker joined the cluster within 3 s (parallel.startup_timeout)")

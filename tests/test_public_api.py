@@ -10,15 +10,32 @@ from types import ModuleType
 import pytest
 
 import kit
+import kit.cluster
 import kit.config
 import kit.dashboard
+import kit.detached
+import kit.errors
 import kit.history
 import kit.rl
+import kit.store
 import kit.tracking
 import kit.views
 from kit import widgets
 
-MODULES = [kit, kit.config, kit.views, kit.dashboard, kit.history, kit.rl, kit.tracking, widgets]
+MODULES = [
+    kit,
+    kit.errors,
+    kit.config,
+    kit.cluster,
+    kit.store,
+    kit.detached,
+    kit.views,
+    kit.dashboard,
+    kit.history,
+    kit.rl,
+    kit.tracking,
+    widgets,
+]
 
 
 def public_names(module: ModuleType) -> set[str]:
@@ -88,3 +105,52 @@ def test_kit_installs_by_a_name_of_its_own_and_every_hint_uses_it() -> None:
         if re.search(r"pip install '?kit(\\?\[|'|\s|$)", line)
     ]
     assert wrong == []
+
+
+def test_every_error_and_warning_is_in_kit_errors() -> None:
+    # One home for the tree (CONTRIBUTING's policy): kit keeps the three met most.
+    errors = {
+        f"{module.__name__}.{name}": getattr(module, name)
+        for module in MODULES
+        for name in module.__all__
+        if isinstance(getattr(module, name), type)
+        and issubclass(getattr(module, name), BaseException)
+    }
+    assert {value.__name__ for value in errors.values()} <= set(kit.errors.__all__)
+    assert sorted(n for n in errors if n.startswith("kit.") and n.count(".") == 1) == [
+        "kit.ConfigError",
+        "kit.KitError",
+        "kit.RunError",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("kit.StoreError", "kit.errors.StoreError"),
+        ("kit.ProviderSetupError", "kit.errors.ProviderSetupError"),
+        ("kit.store.StoreWarning", "kit.errors.StoreWarning"),
+        ("kit.session.get_session", "kit.cluster.get_session"),
+        ("kit.rl.WorkerPool", "kit.rl.pool.WorkerPool"),
+        ("kit.rl.EnvPoolError", "kit.errors.EnvPoolError"),
+        ("kit.rl.TRAIN", "kit.rl.collect.TRAIN"),
+    ],
+)
+def test_a_name_that_moved_still_works_for_a_release_and_says_where_it_went(
+    old: str, new: str
+) -> None:
+    import importlib
+
+    module, _, name = old.rpartition(".")
+    with pytest.warns(DeprecationWarning, match=rf"{old} moved to {new}; .* the next release"):
+        value = getattr(importlib.import_module(module), name)
+    home, _, attr = new.rpartition(".")
+    assert value is getattr(importlib.import_module(home), attr)
+    assert name not in importlib.import_module(module).__dict__.get("__all__", [])
+
+
+def test_kit_rl_exports_its_entry_points_only() -> None:
+    # Pools, workers, env states, seeds and the toy game live in their submodules.
+    assert len(kit.rl.__all__) <= 20
+    assert {"build_pool", "EpisodeCollector", "Learner", "ReplayBuffer"} <= set(kit.rl.__all__)
+    assert not {"RockPaperScissors", "SyncEnvWorker", "AsyncWorkerPool"} & set(kit.rl.__all__)

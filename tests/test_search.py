@@ -114,7 +114,7 @@ def test_a_pruned_trial_stops_early_with_its_items_kept(tmp_path: Path, pruner: 
     for number in (2, 4):
         run = result.results[number]
         assert run is not None and 0 < run.stats.ok < 20, run.stats  # well under its 40 items
-        assert isinstance(ended[f"trial-{number:03d}"], kit.TrialPruned)
+        assert isinstance(ended[f"trial-{number:03d}"], kit.errors.TrialPruned)
         assert "pruned after" in str(ended[f"trial-{number:03d}"])
         assert (
             kit.attach(tmp_path / "search" / f"trial-{number:03d}")
@@ -193,7 +193,7 @@ def trials_in(folder: Path, status: str) -> int:
 
 # A kill between a chunk file's rename and its ledger line leaves a file the ledger
 # does not name: warned about, never read, its item run again.
-@pytest.mark.filterwarnings("ignore::kit.StoreWarning")
+@pytest.mark.filterwarnings("ignore::kit.errors.StoreWarning")
 def test_a_search_driver_killed_mid_trial_resumes_with_no_trial_left_running(
     tmp_path: Path,
 ) -> None:

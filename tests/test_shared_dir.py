@@ -23,8 +23,8 @@ import psutil
 import pytest
 
 import kit
-from kit import StoreError, StoreWarning
 from kit._errors import KitError
+from kit.errors import StoreError, StoreWarning
 from kit.store._results import read_result
 from kit.store._store import LEDGER, RunStore
 from tests.workloads import Affine, ToyProvider, Tripwire, expected, reads_back, toy_config
@@ -233,7 +233,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # report.html, result.json: disk full
 # A chunk file whose ledger line the full disk refused is left unread, with a warning.
-@pytest.mark.filterwarnings("ignore::kit.StoreWarning")
+@pytest.mark.filterwarnings("ignore::kit.errors.StoreWarning")
 @pytest.mark.parametrize("seed", range(4))
 def test_a_disk_filling_at_a_random_point_loses_no_committed_record(
     small_disk: Path, seed: int

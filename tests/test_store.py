@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kit import DriverLostError, RecordWriter, RunResult, RunStatus, StoreError, attach
+from kit import RecordWriter, RunResult, RunStatus, attach
 from kit.detached import Lost
+from kit.errors import DriverLostError, StoreError
 from tests.workloads import Affine, Opaque, OpaqueRecords, ToyProvider, expected, lines, toy_config
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kit import RecordWriter, Runner, StoreError, StoreWarning
+from kit import RecordWriter, Runner
 from kit._atomic import current_umask
+from kit.errors import StoreError, StoreWarning
 from kit.events import ChunkFinished
 from kit.store._store import RunStore
 from tests.workloads import (
@@ -340,7 +341,7 @@ def _lines(path: Path) -> list[int]:
 
 # A kill between a chunk file's rename and its ledger line leaves a file the ledger
 # does not name: warned about, never read, its item run again.
-@pytest.mark.filterwarnings("ignore::kit.StoreWarning")
+@pytest.mark.filterwarnings("ignore::kit.errors.StoreWarning")
 def test_a_driver_killed_at_random_points_of_its_commits_loses_and_duplicates_nothing(
     tmp_path: Path,
 ) -> None:

@@ -161,7 +161,7 @@ def a_trial_finished(folder: Path) -> bool:
 
 # A kill between a chunk file's rename and its ledger line leaves a file the ledger
 # does not name: warned about, never read, its item run again.
-@pytest.mark.filterwarnings("ignore::kit.StoreWarning")
+@pytest.mark.filterwarnings("ignore::kit.errors.StoreWarning")
 def test_a_sweep_driver_killed_at_random_points_resumes_every_record_once(
     tmp_path: Path,
 ) -> None:

@@ -166,7 +166,7 @@ def test_a_finished_trial_made_by_other_code_is_not_read_back(tmp_path: Path, ki
     manifest = folder / "trial-001" / "manifest.json"
     stored = json.loads(manifest.read_text())
     manifest.write_text(json.dumps({**stored, "forward_code": "0123456789abcdef"}))
-    with pytest.raises(kit.StoreError) as refused:
+    with pytest.raises(kit.errors.StoreError) as refused:
         run_sweep(kind, cfg, folder)
     message = str(refused.value)
     assert "trial-001 holds records another version of this run made: forward's code" in message

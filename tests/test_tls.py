@@ -99,7 +99,7 @@ def test_certificates_from_another_ca_are_refused(
         "options": {"timeout": 5},
     }
     with pytest.raises(
-        kit.SchedulerUnreachableError, match="cannot connect to the scheduler at tls://"
+        kit.errors.SchedulerUnreachableError, match="cannot connect to the scheduler at tls://"
     ):
         kit.get_session(parallel)
 

@@ -57,6 +57,6 @@ def test_an_env_that_kills_its_workers_fails_its_trial_alone(tmp_path: Path) -> 
 
 def test_a_run_whose_env_kills_its_workers_says_so(tmp_path: Path) -> None:
     runner = Sized(Hungry(config(size_mb=1500, tag="alone")), parallel=SMALL)
-    with pytest.raises(kit.ProviderSetupError) as failed:
+    with pytest.raises(kit.errors.ProviderSetupError) as failed:
         runner.run(range(4))
     assert any(str(failed.value).startswith(MEMORY.format(n)) for n in (0, 1)), failed.value

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from kit import Runner, StoreError
+from kit import Runner
+from kit.errors import StoreError
 from tests.workloads import Affine, Scaled, ToyProvider, toy_config
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,8 +14,8 @@ import dask.config
 import pytest
 
 import kit
-from kit import ProviderSetupError
 from kit.cluster._plugin import scheduler_state
+from kit.errors import ProviderSetupError
 from tests.workloads import (
     Affine,
     KeyedProvider,

@@ -15,7 +15,6 @@ True
 True
 """
 
-from kit.cluster._bounded import SetupCancelled
 from kit.cluster._builders import JOB_QUEUES, job_script
 from kit.cluster._scale_out import scale_out_command
 from kit.cluster._session import Session, SessionState, get_session, sessions, shutdown
@@ -24,7 +23,6 @@ __all__ = [
     "JOB_QUEUES",
     "Session",
     "SessionState",
-    "SetupCancelled",
     "get_session",
     "job_script",
     "scale_out_command",

@@ -49,7 +49,7 @@ def bounded(
     >>> bounded(build.wait, should_stop=lambda: True, timeout=None, label="Model")
     Traceback (most recent call last):
     ...
-    kit.SetupCancelled: Model: the run was cancelled while its env was built
+    kit.errors.SetupCancelled: Model: the run was cancelled while its env was built
     >>> build.set()
     """
     if should_stop is None and timeout is None:

@@ -107,7 +107,7 @@ class EnvCache:
         The caller holds the env until it calls :meth:`release` with its
         name. With ``should_stop`` or ``timeout``, the build is waited for
         in steps: :class:`~kit.cluster._bounded.SetupCancelled` once ``should_stop()``
-        is true, :class:`~kit.ProviderSetupError` after ``timeout`` seconds.
+        is true, :class:`~kit.errors.ProviderSetupError` after ``timeout`` seconds.
         """
         name = provider.env_name()
         label = type(provider).__qualname__

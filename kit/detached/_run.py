@@ -53,6 +53,11 @@ class Lost(StrEnum):
 
     It is :attr:`DetachedStatus.lost`; the run's :class:`kit.RunStatus` is then
     ``error``, the phase a progress line shows for a run that is not going on.
+
+    Examples
+    --------
+    >>> Lost("died") is Lost.DIED, Lost.DIED == "died"
+    (True, True)
     """
 
     #: Its driver's process is gone and wrote no result (killed, crashed): run again to resume.

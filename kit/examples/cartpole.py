@@ -19,16 +19,9 @@ import numpy as np
 from omegaconf import DictConfig
 
 import kit
-from kit.rl import (
-    EVAL,
-    DistributedCollector,
-    EnvPoolProvider,
-    Episode,
-    EvalResult,
-    Evaluator,
-    Learner,
-    TrainingLog,
-)
+from kit.rl import DistributedCollector, EnvPoolProvider, Episode, Evaluator, Learner, TrainingLog
+from kit.rl.collect import EVAL
+from kit.rl.evaluate import EvalResult
 
 CONFIG = Path(__file__).with_name("cartpole.yaml")
 

@@ -6,86 +6,85 @@ ml-starter; collectors, evaluators, replay buffers, learner hooks and the
 commander after DI-engine's ``ding.worker``; distributed collection on Dask
 with envs built once per worker by an :class:`kit.EnvironmentProvider`.
 Plain classes and callbacks: nothing needs a registry.
+
+``kit.rl`` exports the entry points a training loop is written against:
+:func:`build_pool`, the collectors and evaluators, the replay buffers, the
+learner and its hooks. The rest is in its submodule: the pools and their env
+states in :mod:`kit.rl.pool` (and :mod:`kit.rl.shared`, :mod:`kit.rl.choose`),
+env workers in :mod:`kit.rl.workers`, seeds and the env loop in
+:mod:`kit.rl.collect`, self-play in :mod:`kit.rl.battle`, schedules in
+:mod:`kit.rl.commander`; errors in :mod:`kit.errors`.
 """
 
+from kit._deprecated import moved as _moved
 from kit._errors import speak_as as _speak_as
-from kit.rl._errors import AlreadyPendingError, ClosedPoolError, EnvPoolError, NothingPendingError
-from kit.rl._seeding import EVAL, TRAIN, episode_seed
-from kit.rl._types import EnvState, EnvStatus, Episode, EpisodeStatus, Transition
-from kit.rl.battle import (
-    BattleCollector,
-    BattleEvaluator,
-    BattleResult,
-    FrozenPolicy,
-    JointEnv,
-    Lineup,
-    RockPaperScissors,
-    joint_env,
-)
-from kit.rl.buffer import PrioritizedReplayBuffer, ReplayBuffer, SampledBatch
-from kit.rl.choose import get_worker_pool
-from kit.rl.collect import EnvLoop, EpisodeCollector, Policy, SampleCollector
-from kit.rl.commander import Commander, linear_schedule
+from kit.rl._types import Episode, Transition
+from kit.rl.battle import BattleCollector
+from kit.rl.buffer import PrioritizedReplayBuffer, ReplayBuffer
+from kit.rl.collect import EpisodeCollector, Policy, SampleCollector
 from kit.rl.distributed import DistributedCollector, EnvPoolProvider, build_pool, gym_env
-from kit.rl.evaluate import EvalResult, Evaluator, IMetric, MetricEvaluator
+from kit.rl.evaluate import Evaluator, MetricEvaluator
 from kit.rl.learner import CheckpointHook, Learner, LogReduceHook
 from kit.rl.monitor import TrainingLog
-from kit.rl.pool import AsyncWorkerPool, SyncWorkerPool, WorkerPool
-from kit.rl.shared import SharedMemoryPool
-from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, EnvSlot, SyncEnvWorker, make_workers
 
 __all__ = [
-    "EVAL",
-    "TRAIN",
-    "AlreadyPendingError",
-    "AsyncEnvWorker",
-    "AsyncWorkerPool",
-    "BaseEnvWorker",
     "BattleCollector",
-    "BattleEvaluator",
-    "BattleResult",
     "CheckpointHook",
-    "ClosedPoolError",
-    "Commander",
     "DistributedCollector",
-    "EnvLoop",
-    "EnvPoolError",
     "EnvPoolProvider",
-    "EnvSlot",
-    "EnvState",
-    "EnvStatus",
     "Episode",
     "EpisodeCollector",
-    "EpisodeStatus",
-    "EvalResult",
     "Evaluator",
-    "FrozenPolicy",
-    "IMetric",
-    "JointEnv",
     "Learner",
-    "Lineup",
     "LogReduceHook",
     "MetricEvaluator",
-    "NothingPendingError",
     "Policy",
     "PrioritizedReplayBuffer",
     "ReplayBuffer",
-    "RockPaperScissors",
     "SampleCollector",
-    "SampledBatch",
-    "SharedMemoryPool",
-    "SyncEnvWorker",
-    "SyncWorkerPool",
     "TrainingLog",
     "Transition",
-    "WorkerPool",
     "build_pool",
-    "episode_seed",
-    "get_worker_pool",
     "gym_env",
-    "joint_env",
-    "linear_schedule",
-    "make_workers",
 ]
+
+# Names kit.rl exported before its surface was cut: where each lives now.
+_MOVED = {
+    "AlreadyPendingError": "kit.errors",
+    "AsyncEnvWorker": "kit.rl.workers",
+    "AsyncWorkerPool": "kit.rl.pool",
+    "BaseEnvWorker": "kit.rl.workers",
+    "BattleEvaluator": "kit.rl.battle",
+    "BattleResult": "kit.rl.battle",
+    "ClosedPoolError": "kit.errors",
+    "Commander": "kit.rl.commander",
+    "EVAL": "kit.rl.collect",
+    "EnvLoop": "kit.rl.collect",
+    "EnvPoolError": "kit.errors",
+    "EnvSlot": "kit.rl.workers",
+    "EnvState": "kit.rl.pool",
+    "EnvStatus": "kit.rl.pool",
+    "EpisodeStatus": "kit.rl.collect",
+    "EvalResult": "kit.rl.evaluate",
+    "FrozenPolicy": "kit.rl.battle",
+    "IMetric": "kit.rl.evaluate",
+    "JointEnv": "kit.rl.battle",
+    "Lineup": "kit.rl.battle",
+    "NothingPendingError": "kit.errors",
+    "RockPaperScissors": "kit.rl.battle",
+    "SampledBatch": "kit.rl.buffer",
+    "SharedMemoryPool": "kit.rl.shared",
+    "SyncEnvWorker": "kit.rl.workers",
+    "SyncWorkerPool": "kit.rl.pool",
+    "TRAIN": "kit.rl.collect",
+    "WorkerPool": "kit.rl.pool",
+    "episode_seed": "kit.rl.collect",
+    "get_worker_pool": "kit.rl.choose",
+    "joint_env": "kit.rl.battle",
+    "linear_schedule": "kit.rl.commander",
+    "make_workers": "kit.rl.workers",
+}
+
+__getattr__ = _moved(__name__, _MOVED)
 
 _speak_as(__name__, globals(), __all__)

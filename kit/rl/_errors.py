@@ -16,7 +16,8 @@ class EnvPoolError(KitError, RuntimeError):
 
     Examples
     --------
-    >>> from kit.rl import SyncEnvWorker, SyncWorkerPool
+    >>> from kit.rl.workers import SyncEnvWorker
+    >>> from kit.rl.pool import SyncWorkerPool
     >>> def broken():
     ...     raise OSError("no licence")
     >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(broken, 1), max_restarts=0)
@@ -24,7 +25,7 @@ class EnvPoolError(KitError, RuntimeError):
     >>> pool.get_state()
     Traceback (most recent call last):
     ...
-    kit.rl.EnvPoolError: env 0 failed (env_error: OSError: no licence) and the pool's ...
+    kit.errors.EnvPoolError: env 0 failed (env_error: OSError: no licence) and the pool's ...
     """
 
 
@@ -33,13 +34,14 @@ class ClosedPoolError(KitError, RuntimeError):
 
     Examples
     --------
-    >>> from kit.rl import SyncEnvWorker, SyncWorkerPool
+    >>> from kit.rl.workers import SyncEnvWorker
+    >>> from kit.rl.pool import SyncWorkerPool
     >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(dict, 1))
     >>> pool.close()
     >>> pool.send_reset(0)
     Traceback (most recent call last):
     ...
-    kit.rl.ClosedPoolError: this pool is closed (cleanup() or close() ended its envs): ...
+    kit.errors.ClosedPoolError: this pool is closed (cleanup() or close() ended its envs): ...
     """
 
 
@@ -58,9 +60,10 @@ class NothingPendingError(KitError, RuntimeError):
 
     Examples
     --------
-    >>> from kit.rl import SyncEnvWorker, SyncWorkerPool
+    >>> from kit.rl.workers import SyncEnvWorker
+    >>> from kit.rl.pool import SyncWorkerPool
     >>> SyncWorkerPool(SyncEnvWorker.from_env_fn(dict, 1)).recv()
     Traceback (most recent call last):
     ...
-    kit.rl.NothingPendingError: recv() with nothing in flight: send actions or resets first
+    kit.errors.NothingPendingError: recv() with nothing in flight: send actions or resets first
     """

@@ -7,7 +7,7 @@ pipes use them:
 - a pool's worker (one env, :mod:`kit.rl.workers`): the parent sends
   ``STEP``, ``RESET``, ``REBUILD`` or ``CLOSE``; the worker says ``READY``
   once its env is built (or failed to build), then one ``ANSWER`` a command;
-- a :class:`~kit.rl.SharedMemoryPool` process (many envs,
+- a :class:`~kit.rl.shared.SharedMemoryPool` process (many envs,
   :mod:`kit.rl.shared`): the parent sends ``RUN`` batches of
   :data:`GroupCommand` and ``CLOSE``; the process says ``READY`` with its
   shared block's layout, ``REBUILT`` per env rebuilt, and ``ANSWERS``.
@@ -73,7 +73,7 @@ GroupAnswer = tuple[int, str, bool, Any, "dict[str, Any] | None", "str | None"]
 STEP, RESET, REBUILD, CLOSE, READY, ANSWER, RUN, STEP_SHARED, REBUILT, ANSWERS = (
     op.value for op in Op
 )
-#: An env's :class:`~kit.rl.EnvStatus` as it travels, its plain value (pickling an
+#: An env's :class:`~kit.rl.pool.EnvStatus` as it travels, its plain value (pickling an
 #: enum member costs 4 us, several times a CartPole step), and the member each reads as.
 SENT: dict[EnvStatus, str] = {status: status.value for status in EnvStatus}
 READ: dict[str, EnvStatus] = {status.value: status for status in EnvStatus}
@@ -141,7 +141,7 @@ def answer(state: EnvState) -> tuple[Any, ...]:
 
 
 def read_answer(message: tuple[Any, ...]) -> EnvState:
-    """Return the :class:`~kit.rl.EnvState` an ``ANSWER`` message carries."""
+    """Return the :class:`~kit.rl.pool.EnvState` an ``ANSWER`` message carries."""
     obs = message[1]
     if type(obs) is tuple and len(obs) == 4 and obs[0] == _ARRAY:
         obs = np.frombuffer(obs[1], dtype=obs[2]).reshape(obs[3]).copy()

@@ -32,6 +32,17 @@ from kit.rl._types import EnvState, Episode, Transition
 from kit.rl.collect import EnvLoop, EnvUser, Policy, _Slot
 from kit.rl.pool import WorkerPool
 
+__all__ = [
+    "BattleCollector",
+    "BattleEvaluator",
+    "BattleResult",
+    "FrozenPolicy",
+    "JointEnv",
+    "Lineup",
+    "RockPaperScissors",
+    "joint_env",
+]
+
 
 class RockPaperScissors:
     """Repeated rock-paper-scissors for two players: a small two-player env for tests and teaching.
@@ -310,7 +321,7 @@ class BattleCollector(EnvUser):
     Examples
     --------
     >>> import functools
-    >>> from kit.rl import get_worker_pool
+    >>> from kit.rl.choose import get_worker_pool
     >>> pool = get_worker_pool(functools.partial(joint_env, RockPaperScissors, max_cycles=3),
     ...                        num_envs=2, mode="sync")
     >>> def rock(observations, rngs):
@@ -391,7 +402,7 @@ class BattleEvaluator(EnvUser):
     Examples
     --------
     >>> import functools
-    >>> from kit.rl import get_worker_pool
+    >>> from kit.rl.choose import get_worker_pool
     >>> pool = get_worker_pool(functools.partial(joint_env, RockPaperScissors, max_cycles=4),
     ...                        num_envs=2, mode="sync")
     >>> def rock(observations, rngs):

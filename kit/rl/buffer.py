@@ -23,6 +23,8 @@ import numpy as np
 
 from kit._atomic import atomic_file
 
+__all__ = ["PrioritizedReplayBuffer", "ReplayBuffer", "SampledBatch"]
+
 
 @dataclass
 class SampledBatch:

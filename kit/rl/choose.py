@@ -26,6 +26,8 @@ from kit.rl.workers import (
     make_workers,
 )
 
+__all__ = ["get_worker_pool"]
+
 #: Modes of :func:`get_worker_pool` given an env factory.
 POOL_MODES = ("auto", "sync", "thread", "process", "shared_memory")
 #: What a batch's round trip to an env process costs at least (a pipe write, a
@@ -131,7 +133,9 @@ def get_worker_pool(
     Examples
     --------
     >>> import functools
-    >>> from kit.rl import AsyncWorkerPool, SyncWorkerPool, gym_env, make_workers
+    >>> from kit.rl.pool import AsyncWorkerPool, SyncWorkerPool
+    >>> from kit.rl import gym_env
+    >>> from kit.rl.workers import make_workers
     >>> workers = make_workers(functools.partial(gym_env, "CartPole-v1"), 2, mode="thread")
     >>> isinstance(get_worker_pool(workers), AsyncWorkerPool)
     True

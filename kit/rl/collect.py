@@ -6,7 +6,7 @@ generator of the episode ``observations[i]`` belongs to: sample actions from
 it (never from a global RNG) and compute each row on its own, and an episode
 comes out the same whatever the number of envs, workers or processes,
 because its env seed and its generator depend only on its episode id (see
-:func:`kit.rl.episode_seed`). The policy's ``version`` attribute (or the
+:func:`kit.rl.collect.episode_seed`). The policy's ``version`` attribute (or the
 ``policy_version`` argument) is recorded on every transition.
 """
 
@@ -19,9 +19,20 @@ from typing import Any
 
 import numpy as np
 
-from kit.rl._seeding import TRAIN, episode_seed
+from kit.rl._seeding import EVAL, TRAIN, episode_seed
 from kit.rl._types import RESET, EnvState, Episode, EpisodeStatus, Transition
 from kit.rl.pool import WorkerPool
+
+__all__ = [
+    "EVAL",
+    "TRAIN",
+    "EnvLoop",
+    "EpisodeCollector",
+    "EpisodeStatus",
+    "Policy",
+    "SampleCollector",
+    "episode_seed",
+]
 
 Policy = Callable[..., Sequence[Any]]
 
@@ -53,7 +64,8 @@ class EnvLoop:
     Examples
     --------
     >>> import gymnasium as gym
-    >>> from kit.rl import SyncEnvWorker, SyncWorkerPool
+    >>> from kit.rl.workers import SyncEnvWorker
+    >>> from kit.rl.pool import SyncWorkerPool
     >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2))
     >>> episodes = EnvLoop(pool, seed=0).run_episodes([7, 3], lambda obs, rngs: [0] * len(obs))
     >>> [e.episode_id for e in episodes]
@@ -289,7 +301,8 @@ class EpisodeCollector(_Collector):
     Examples
     --------
     >>> import gymnasium as gym
-    >>> from kit.rl import SyncEnvWorker, SyncWorkerPool
+    >>> from kit.rl.workers import SyncEnvWorker
+    >>> from kit.rl.pool import SyncWorkerPool
     >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2))
     >>> def push_right(observations, rngs):
     ...     return [1 for _ in observations]
@@ -331,7 +344,8 @@ class SampleCollector(_Collector):
     Examples
     --------
     >>> import gymnasium as gym
-    >>> from kit.rl import SyncEnvWorker, SyncWorkerPool
+    >>> from kit.rl.workers import SyncEnvWorker
+    >>> from kit.rl.pool import SyncWorkerPool
     >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 3))
     >>> collector = SampleCollector(pool, seed=0)
     >>> samples = collector.collect(100, lambda obs, rngs: [int(r.integers(2)) for r in rngs])

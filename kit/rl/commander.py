@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+__all__ = ["Commander", "linear_schedule"]
+
 Schedule = Callable[[int], float]
 
 

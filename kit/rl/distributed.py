@@ -156,7 +156,7 @@ class DistributedCollector:
     parallel
         Kit's ``parallel`` section (``env: inline | local | remote | slurm ...``).
     seed, stream
-        The episode seed stream (:data:`kit.rl.TRAIN` or :data:`kit.rl.EVAL`).
+        The episode seed stream (:data:`kit.rl.collect.TRAIN` or :data:`kit.rl.collect.EVAL`).
 
     Examples
     --------

@@ -19,6 +19,8 @@ from kit.rl._types import NORMAL_ENDS, Episode
 from kit.rl.collect import EnvUser, Policy
 from kit.rl.pool import WorkerPool
 
+__all__ = ["EvalResult", "Evaluator", "IMetric", "MetricEvaluator"]
+
 
 @dataclass
 class EvalResult:
@@ -115,7 +117,8 @@ class Evaluator(EnvUser):
     Examples
     --------
     >>> import gymnasium as gym
-    >>> from kit.rl import SyncEnvWorker, SyncWorkerPool
+    >>> from kit.rl.workers import SyncEnvWorker
+    >>> from kit.rl.pool import SyncWorkerPool
     >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2))
     >>> evaluator = Evaluator(pool, n_episode=4, stop_value=195)
     >>> result = evaluator.eval(lambda obs, rngs: [0 for _ in obs])

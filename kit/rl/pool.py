@@ -19,8 +19,10 @@ from typing import Any
 
 from kit.rl._errors import AlreadyPendingError, ClosedPoolError, EnvPoolError, NothingPendingError
 from kit.rl._names import renamed
-from kit.rl._types import FAULTS, TIMEOUT, EnvState
+from kit.rl._types import FAULTS, TIMEOUT, EnvState, EnvStatus
 from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, EnvSlot, SyncEnvWorker, names_command
+
+__all__ = ["AsyncWorkerPool", "EnvState", "EnvStatus", "SyncWorkerPool", "WorkerPool"]
 
 
 class WorkerPool(abc.ABC):
@@ -44,14 +46,14 @@ class WorkerPool(abc.ABC):
 
     Examples
     --------
-    >>> from kit.rl import SyncEnvWorker
+    >>> from kit.rl.workers import SyncEnvWorker
     >>> import gymnasium as gym
     >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(lambda: gym.make("CartPole-v1"), 2))
     >>> isinstance(pool, WorkerPool), pool.num_envs
     (True, 2)
     """
 
-    #: How the envs are stepped (see :func:`kit.rl.get_worker_pool`), and why.
+    #: How the envs are stepped (see :func:`kit.rl.choose.get_worker_pool`), and why.
     mode: str = "workers"
     mode_reason: str = "built from the workers given"
 

@@ -54,6 +54,8 @@ from kit.rl.workers import (
     stepped,
 )
 
+__all__ = ["SharedMemoryPool"]
+
 
 def _layout(envs: list[Any], n: int) -> dict[str, Any]:
     """Lay out a block: rewards and flags, then observations and actions if they fit.

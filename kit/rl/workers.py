@@ -4,7 +4,7 @@ A worker is built from an env *factory* (a zero-argument callable returning a
 gymnasium-style env), never from a shared env instance, so it can rebuild its
 env after a fault. The interface is ml-starter's: :meth:`send_action` with an
 action, ``"reset"`` or ``"close"``, then :meth:`get_state`. Answers are
-:class:`~kit.rl.EnvState` objects; an exception inside the env comes back as
+:class:`~kit.rl.pool.EnvState` objects; an exception inside the env comes back as
 a state with status ``"env_error"`` and the traceback, never as a hang.
 """
 
@@ -31,6 +31,8 @@ from kit.rl import _protocol as protocol
 from kit.rl._errors import ClosedPoolError, NothingPendingError
 from kit.rl._names import renamed
 from kit.rl._types import ENV_ERROR, RESET, STEPPED, EnvState
+
+__all__ = ["AsyncEnvWorker", "BaseEnvWorker", "EnvSlot", "SyncEnvWorker", "make_workers"]
 
 EnvFn = Callable[[], Any]
 MODES = ("thread", "process")
@@ -107,7 +109,7 @@ class EnvSlot(abc.ABC):
 
     Where its answers come from is not its part: a :class:`BaseEnvWorker`
     answers through its own ``get_state``, an env of a
-    :class:`~kit.rl.SharedMemoryPool` through the pool's ``recv``. ``seed``
+    :class:`~kit.rl.shared.SharedMemoryPool` through the pool's ``recv``. ``seed``
     seeds the first ``"reset"`` sent without an explicit seed (later ones
     continue the env's own generator, as gymnasium does).
 

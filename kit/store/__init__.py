@@ -12,7 +12,11 @@ Examples
 'result.json'
 """
 
+from kit._deprecated import moved as _moved
 from kit.store._rundir import RunDir, SweepDir
-from kit.store._store import RecordWriter, RunStore, StoreError, StoreWarning
+from kit.store._store import RecordWriter, RunStore
 
-__all__ = ["RecordWriter", "RunDir", "RunStore", "StoreError", "StoreWarning", "SweepDir"]
+__all__ = ["RecordWriter", "RunDir", "RunStore", "SweepDir"]
+
+#: Names the kit.store module gave before it was a package: errors are in kit.errors.
+__getattr__ = _moved(__name__, {"StoreError": "kit.errors", "StoreWarning": "kit.errors"})

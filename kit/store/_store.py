@@ -350,7 +350,19 @@ def _is_folder(path: Path, identity: tuple[int, int] | None) -> bool:
 
 
 class RunStore:
-    """Read and write one run's output directory."""
+    """Read and write one run's output directory.
+
+    The folder is the run's source of truth: its manifest, the ledger of
+    committed chunks, errors, ``result.json``; the lock says which process
+    writes it now.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> store = RunStore(tempfile.mkdtemp())
+    >>> store.manifest() is None, store.busy(), store.ledger_entries()
+    (True, False, {})
+    """
 
     def __init__(self, path: str | os.PathLike[str], writer: RecordWriter | None = None) -> None:
         self.path = Path(path)

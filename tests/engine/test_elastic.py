@@ -129,7 +129,9 @@ def test_a_cluster_left_without_workers_ends_the_run_and_resume_completes_it(
         some = when(run, lambda e: isinstance(e, ChunkFinished) and e.done >= 20)
         assert some.wait(120)
         session.cluster.scale(0)
-        with pytest.raises(kit.NoWorkersError, match=r"the cluster has had no worker for 2 s"):
+        with pytest.raises(
+            kit.errors.NoWorkersError, match=r"the cluster has had no worker for 2 s"
+        ):
             run.result(timeout=120)
     finally:
         session.close()

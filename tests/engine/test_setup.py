@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 import kit
-from kit import ProviderSetupError, RunStatus
+from kit import RunStatus
+from kit.errors import ProviderSetupError
 from tests.workloads import Affine, HangingProvider, ToyProvider, expected, lines, toy_config
 
 MODES = ["inline", "local"]

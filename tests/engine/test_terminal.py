@@ -11,8 +11,9 @@ import pytest
 
 import kit
 import kit.rl
-from kit import ConfigError, ProviderSetupError, RunError, RunStatus
+from kit import ConfigError, RunError, RunStatus
 from kit.dashboard import Dashboard
+from kit.errors import ProviderSetupError
 from kit.events import Event, RunFinished, RunStarted
 from tests.workloads import Affine, Interrupted, MistypedProvider, ToyProvider, toy_config
 
@@ -196,7 +197,7 @@ def test_result_from_an_event_subscriber_says_it_would_wait_for_itself() -> None
 
 def test_kit_errors_share_one_base_and_keep_their_builtins() -> None:
     assert issubclass(ConfigError, kit.KitError) and issubclass(ConfigError, ValueError)
-    for error in (RunError, ProviderSetupError, kit.StoreError):
+    for error in (RunError, ProviderSetupError, kit.errors.StoreError):
         assert issubclass(error, kit.KitError) and issubclass(error, RuntimeError)
     # Every error class kit and kit.rl export, with the builtin docs/providers.md's table gives it.
     builtins = {
@@ -221,4 +222,4 @@ def test_kit_errors_share_one_base_and_keep_their_builtins() -> None:
                 assert error.__module__ == module.__name__, name
                 assert issubclass(error, builtins.get(name, Exception)), name
     for cluster_error in ("NoWorkersError", "SchedulerUnreachableError", "SchedulerLostError"):
-        assert issubclass(getattr(kit, cluster_error), kit.ClusterError)
+        assert issubclass(getattr(kit, cluster_error), kit.errors.ClusterError)

@@ -6,14 +6,10 @@ import functools
 
 import pytest
 
-from kit.rl import (
-    AsyncWorkerPool,
-    SharedMemoryPool,
-    SyncWorkerPool,
-    get_worker_pool,
-    gym_env,
-)
-from kit.rl.choose import ROUND_TRIP, choose_mode, step_seconds, usable_cpus
+from kit.rl import gym_env
+from kit.rl.choose import ROUND_TRIP, choose_mode, get_worker_pool, step_seconds, usable_cpus
+from kit.rl.pool import AsyncWorkerPool, SyncWorkerPool
+from kit.rl.shared import SharedMemoryPool
 from tests.rl.envs import BusyEnv, CountEnv
 
 CARTPOLE = functools.partial(gym_env, "CartPole-v1")

@@ -7,16 +7,10 @@ import functools
 import numpy as np
 import pytest
 
-from kit.rl import (
-    EVAL,
-    TRAIN,
-    EpisodeCollector,
-    Evaluator,
-    SampleCollector,
-    episode_seed,
-    get_worker_pool,
-    make_workers,
-)
+from kit.rl import EpisodeCollector, Evaluator, SampleCollector
+from kit.rl.choose import get_worker_pool
+from kit.rl.collect import EVAL, TRAIN, episode_seed
+from kit.rl.workers import make_workers
 from tests.rl.envs import CountEnv, random_action, trajectory
 
 

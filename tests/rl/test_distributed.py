@@ -13,8 +13,9 @@ import cloudpickle
 import pytest
 
 import kit
-from kit import ProviderSetupError
-from kit.rl import EVAL, DistributedCollector, EnvPoolProvider
+from kit.errors import ProviderSetupError
+from kit.rl import DistributedCollector, EnvPoolProvider
+from kit.rl.collect import EVAL
 from tests.rl.envs import CountProvider, action_from_weights, random_policy, trajectory
 
 

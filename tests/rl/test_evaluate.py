@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
-from kit.rl import Evaluator, IMetric, MetricEvaluator, get_worker_pool, make_workers
+from kit.rl import Evaluator, MetricEvaluator
+from kit.rl.choose import get_worker_pool
+from kit.rl.evaluate import IMetric
+from kit.rl.workers import make_workers
 from tests.rl.envs import CountEnv, first_action
 
 
@@ -94,7 +97,8 @@ def test_metric_best_follows_gt() -> None:
 
 
 def test_eval_failed_counts_every_status_but_a_normal_end_plain_strings_too() -> None:
-    from kit.rl import EpisodeStatus, EvalResult
+    from kit.rl.collect import EpisodeStatus
+    from kit.rl.evaluate import EvalResult
 
     statuses = [EpisodeStatus.TERMINATED, "truncated", EpisodeStatus.TIMEOUT, "lost"]
     result = EvalResult(0, 100, [1.0, 2.0], [1, 2], statuses)

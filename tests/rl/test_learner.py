@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from kit.rl import CheckpointHook, Commander, Learner, LogReduceHook, linear_schedule
+from kit.rl import CheckpointHook, Learner, LogReduceHook
+from kit.rl.commander import Commander, linear_schedule
 
 
 class Counter:

@@ -14,18 +14,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kit.rl import (
-    AlreadyPendingError,
-    AsyncEnvWorker,
-    AsyncWorkerPool,
-    ClosedPoolError,
-    EnvPoolError,
-    NothingPendingError,
-    SyncEnvWorker,
-    SyncWorkerPool,
-    get_worker_pool,
-    make_workers,
-)
+from kit.errors import AlreadyPendingError, ClosedPoolError, EnvPoolError, NothingPendingError
+from kit.rl.choose import get_worker_pool
+from kit.rl.pool import AsyncWorkerPool, SyncWorkerPool
+from kit.rl.workers import AsyncEnvWorker, SyncEnvWorker, make_workers
 from tests.rl.envs import CountEnv, EchoEnv, FaultyEnv, SlowBuildEnv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -231,7 +223,8 @@ def test_cleanup_after_ctrl_c_leaves_no_child_process() -> None:
         """
         import functools, os, sys, time
         import psutil
-        from kit.rl import AsyncWorkerPool, AsyncEnvWorker
+        from kit.rl.pool import AsyncWorkerPool
+        from kit.rl.workers import AsyncEnvWorker
         from tests.rl.envs import CountEnv
 
         if __name__ == "__main__":

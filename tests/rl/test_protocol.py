@@ -6,9 +6,9 @@ import pickle
 
 import numpy as np
 
-from kit.rl import EnvState, EnvStatus
 from kit.rl import _protocol as protocol
 from kit.rl._protocol import Op
+from kit.rl.pool import EnvState, EnvStatus
 
 
 def every_message() -> list[tuple[object, ...]]:

@@ -9,13 +9,11 @@ import numpy as np
 import psutil
 import pytest
 
-from kit.rl import (
-    EpisodeCollector,
-    SharedMemoryPool,
-    SyncEnvWorker,
-    SyncWorkerPool,
-    get_worker_pool,
-)
+from kit.rl import EpisodeCollector
+from kit.rl.choose import get_worker_pool
+from kit.rl.pool import SyncWorkerPool
+from kit.rl.shared import SharedMemoryPool
+from kit.rl.workers import SyncEnvWorker
 from tests.rl.envs import (
     BusyEnv,
     CountEnv,
@@ -195,7 +193,7 @@ def test_a_pool_closed_before_its_processes_said_ready_leaves_no_shared_memory()
 
 
 def test_a_shared_memory_pools_envs_are_slots_without_a_get_state_to_refuse() -> None:
-    from kit.rl import BaseEnvWorker, EnvSlot
+    from kit.rl.workers import BaseEnvWorker, EnvSlot
 
     with SharedMemoryPool(CountEnv, 2, envs_per_process=2) as pool:
         slot = pool.workers[0]

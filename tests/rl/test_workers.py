@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
-from kit.rl import AsyncEnvWorker, SyncEnvWorker, make_workers
+from kit.rl.workers import AsyncEnvWorker, SyncEnvWorker, make_workers
 from tests.rl.envs import CountEnv, FaultyEnv
 
 MODES = ["sync", "thread", "process"]
