@@ -120,16 +120,22 @@ def _api_pages() -> None:
     folder.mkdir(exist_ok=True)
     toc = [".. toctree::", "   :maxdepth: 1", ""]
     seen: set[int] = set()
+    listed: set[str] = set()
     for package, title in PACKAGES.items():
         module = importlib.import_module(package)
         names = [n for n in sorted(module.__all__) if id(getattr(module, n)) not in seen]
         seen.update(id(getattr(module, n)) for n in names)
+        listed.update(f"{package}.{name}" for name in names)
         lines = [title, "=" * len(title), "", f".. currentmodule:: {package}", ""]
         lines += [".. autosummary::", "   :toctree: generated", ""]
         lines += [f"   {name}" for name in names]
         _write(folder / f"{package}.rst", "\n".join([*lines, ""]))
         toc.append(f"   {package}")
     _write(folder / "index.rst", "\n".join(["API reference", "=============", "", *toc, ""]))
+    # A name that moved leaves its old page behind: no page lists it, and Sphinx says so.
+    for page in (folder / "generated").glob("*.rst"):
+        if page.stem not in listed:
+            page.unlink()
 
 
 def _benchmark_pages() -> None:

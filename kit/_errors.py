@@ -104,7 +104,7 @@ def speak_as(module: str, namespace: dict[str, object], names: list[str]) -> Non
     --------
     >>> import kit
     >>> kit.ConfigError.__module__, kit.errors.EnvPoolError.__module__
-    ('kit', 'kit.rl')
+    ('kit', 'kit.errors')
     """
     for name in names:
         value = namespace[name]

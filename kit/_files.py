@@ -68,7 +68,7 @@ def open_file(path: str | os.PathLike[str], mode: str = "r") -> IO[Any]:
     >>> open_file(folder / "ledger.jsonl", "a")
     Traceback (most recent call last):
     ...
-    kit._files.UnsafeFileError: .../ledger.jsonl is a symbolic link; Kit does not follow ...
+    kit.errors.UnsafeFileError: .../ledger.jsonl is a symbolic link; Kit does not follow ...
     >>> (folder / "victim").read_text()
     'precious'
     """
@@ -119,7 +119,7 @@ def open_private(path: str | os.PathLike[str], mode: str = "rb") -> IO[Any]:
     >>> open_private(job)
     Traceback (most recent call last):
     ...
-    kit._files.UnsafeFileError: .../job.pkl may be changed by other users (mode 666)
+    kit.errors.UnsafeFileError: .../job.pkl may be changed by other users (mode 666)
     """
     fh = open_file(path, mode)
     info = os.fstat(fh.fileno())

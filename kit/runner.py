@@ -23,7 +23,8 @@ from kit.detached._run import start_driver
 from kit.events import EventLog, EventStream, Subscriber
 from kit.provider import EnvironmentProvider
 from kit.result import Index, RunResult
-from kit.store._store import RecordWriter, RunStore
+from kit.store._formats import RecordWriter
+from kit.store._store import RunStore
 from kit.tracking import Tracking
 from kit.tracking._exporter import Exporters
 

@@ -41,8 +41,9 @@ def test_every_public_name_has_its_page_in_the_api_reference(site: Path) -> None
         module = importlib.import_module(package)
         for name in module.__all__:
             obj = getattr(module, name)
+            # vars(), not getattr(): a name that moved answers getattr() with a warning.
             owners = [
-                p for p in conf.PACKAGES if getattr(importlib.import_module(p), name, None) is obj
+                p for p in conf.PACKAGES if vars(importlib.import_module(p)).get(name) is obj
             ]
             if not any(f"{owner}.{name}" in pages for owner in owners):
                 missing.append(f"{package}.{name}")
@@ -137,8 +138,10 @@ def test_the_quick_notebooks_are_run_by_the_build_and_show_their_outputs(site: P
 
     quickstart = text("01_quickstart")
     assert "20 ok, 0 failed" in quickstart
-    # The dashboard as it was shown, as the run started: one line, not the bokeh document.
-    assert re.search(r"<Kit dashboard: \w+, \d+/\d+ items, 0 failed; live in Jupyter>", quickstart)
+    # The dashboard as it was shown, as the run started: one line, not the bokeh document,
+    # its status in the words the live header uses ("starting cluster").
+    shown = r"<Kit dashboard: [a-z ]+, \d+/\d+ items, 0 failed; live in Jupyter>"
+    assert re.search(shown, quickstart)
     assert "render_bundle" not in quickstart
     assert "greedy return" in text("05_rl_cartpole")
     assert "exercise 1 skipped, its solution runs below" in text("04_workshop")

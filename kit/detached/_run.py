@@ -40,9 +40,10 @@ from kit.result import (
     RunResult,
     RunStatus,
 )
+from kit.store._manifest import indices_from_record
 from kit.store._results import read_result, reader
 from kit.store._rundir import RunDir, SweepDir
-from kit.store._store import RunStore, StoreError, indices_from_record
+from kit.store._store import RunStore, StoreError
 
 #: Seconds a new driver waits for the process that submitted it to let go of the directory.
 SUBMIT_GRACE = 30.0

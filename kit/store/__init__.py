@@ -13,8 +13,9 @@ Examples
 """
 
 from kit._deprecated import moved as _moved
+from kit.store._formats import RecordWriter
 from kit.store._rundir import RunDir, SweepDir
-from kit.store._store import RecordWriter, RunStore
+from kit.store._store import RunStore
 
 __all__ = ["RecordWriter", "RunDir", "RunStore", "SweepDir"]
 

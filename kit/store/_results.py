@@ -14,8 +14,10 @@ from typing import Any
 
 from kit._files import read_json
 from kit.result import ItemError, RunResult, RunStats, RunStatus, WorkerStats
+from kit.store._formats import RecordWriter
+from kit.store._manifest import indices_from_record
 from kit.store._rundir import RunDir
-from kit.store._store import RecordWriter, RunStore, StoreError, indices_from_record
+from kit.store._store import RunStore, StoreError
 
 
 def ok_mask(result: RunResult) -> list[bool]:

@@ -99,6 +99,13 @@ class RunDir:
         job.name,
     )
 
+    #: A chunk file's name: its first and last position (ten digits each) and format.
+    CHUNK_NAME = re.compile(r"[0-9]{10}-[0-9]{10}\.(jsonl|arrow|pkl)")
+
+    def chunk_stem(self, start: int, stop: int) -> Path:
+        """Return the path of the chunk of positions ``start:stop``, less its format's suffix."""
+        return self.chunks / f"{start:010d}-{stop:010d}"
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
 

@@ -32,7 +32,6 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 import shutil
 import time
 import warnings
@@ -40,22 +39,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-import cloudpickle
 from omegaconf import DictConfig
 
 from kit._atomic import atomic_file, fsync_dir
 from kit._errors import StoreError as StoreError
-from kit._files import UnsafeFileError, open_file, open_private, refuse_links
-from kit.result import Index, ItemError, RunResult, RunStatus
-from kit.store import _records
-from kit.store._chunk_result import ChunkResult, drop_unpicklable, fail_records
+from kit._files import UnsafeFileError, open_file, refuse_links
+from kit.result import ItemError, RunResult, RunStatus
+from kit.store._chunk_result import ChunkResult
+from kit.store._formats import RecordWriter
+from kit.store._manifest import check_same, run_manifest
 from kit.store._rundir import RunDir, SweepDir
-from kit.store._version import version_difference
-
-FORMAT_VERSION = 2
-
-
-RECORD_FORMATS = ("data", "pickle")
 
 
 def _digest(path: Path) -> str:
@@ -64,245 +57,6 @@ def _digest(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-class RecordWriter:
-    """How chunks of records are written to and read from the output directory.
-
-    With ``record_format="data"`` (the default) nothing stored is ever
-    executed on reading: plain JSON records go to JSON lines (``.jsonl``),
-    records holding numpy arrays and scalars, bytes or tuples to an Arrow
-    file (``.arrow``, see :mod:`kit.store._records` for the mapping), and a record
-    that is neither fails as an item error naming what it holds. With
-    ``"pickle"`` every chunk is a cloudpickle file (``.pkl``): any record
-    works, but reading a chunk runs code, so Kit reads only the files its
-    ledger names with the size and digest they had when written.
-
-    Subclass it to store records your own way (ESPnet3's open/write/close
-    pattern maps onto :meth:`write_chunk`, its merge onto :meth:`merge`): a
-    chunk must be written atomically and read back as the same
-    :class:`ChunkResult`.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> from kit.store._chunk_result import ChunkResult, drop_unpicklable, fail_records
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> chunk = ChunkResult(0, [{"y": 1}, 2], [], "0", 0.1)
-    >>> path = RecordWriter().write_chunk(folder / "0-2", chunk)
-    >>> path.name, RecordWriter().read_chunk(path).records
-    ('0-2.jsonl', [{'y': 1}, 2])
-    """
-
-    #: ``data`` or ``pickle`` (a class default too, for subclasses with their own ``__init__``).
-    record_format: str = "data"
-
-    def __init__(self, record_format: str = "data") -> None:
-        if record_format not in RECORD_FORMATS:
-            raise ValueError(
-                f"record_format must be one of {', '.join(RECORD_FORMATS)}, got {record_format!r}"
-            )
-        self.record_format = record_format
-
-    def admit(self, chunk: ChunkResult, indices: Sequence[Index]) -> ChunkResult:
-        """Return ``chunk`` with every record this writer cannot store turned into an item error.
-
-        ``indices`` are the run's indices (to name the failed items).
-        """
-        own = indices[chunk.start : chunk.stop]
-        if self.record_format == "pickle":
-            return drop_unpicklable(chunk, own)
-        return fail_records(chunk, own, _data_problem)
-
-    def write_chunk(self, stem: Path, chunk: ChunkResult) -> Path:
-        """Write ``chunk`` to ``stem`` plus a suffix, atomically and durably; return the path."""
-        return self._write(stem, chunk, sync_folder=True)
-
-    def _write(self, stem: Path, chunk: ChunkResult, sync_folder: bool) -> Path:
-        """Write ``chunk``; the file's data reaches the disk, its name too if ``sync_folder``."""
-        header = {
-            "kit_chunk": FORMAT_VERSION,
-            "start": chunk.start,
-            "stop": chunk.stop,
-            "worker": chunk.worker,
-            "busy_seconds": chunk.busy_seconds,
-        }
-        errors = {e.position: e.to_dict() for e in chunk.errors}
-        durable: bool | str = True if sync_folder else "data"
-        if self.record_format == "pickle":
-            path = stem.with_name(stem.name + ".pkl")
-            with atomic_file(path, "wb", durable=durable) as fh:
-                cloudpickle.dump(chunk, fh)
-            return path
-        if all(_records.is_plain(r) for r in chunk.records):
-            path = stem.with_name(stem.name + ".jsonl")
-            with atomic_file(path, durable=durable) as fh:
-                fh.write(json.dumps(header) + "\n")
-                for offset, record in enumerate(chunk.records):
-                    pos = chunk.start + offset
-                    row = {"p": pos, "e": errors[pos]} if pos in errors else {"p": pos, "r": record}
-                    fh.write(json.dumps(row) + "\n")
-            return path
-        return self._write_arrow(
-            stem.with_name(stem.name + ".arrow"), chunk, header, errors, durable
-        )
-
-    @staticmethod
-    def _write_arrow(
-        path: Path,
-        chunk: ChunkResult,
-        header: dict[str, Any],
-        errors: dict[int, Any],
-        durable: bool | str = True,
-    ) -> Path:
-        pa = _pyarrow()
-        positions: list[int] = []
-        values: list[str | None] = []
-        failures: list[str | None] = []
-        blob_lists: list[list[bytes]] = []
-        for offset, record in enumerate(chunk.records):
-            pos = chunk.start + offset
-            blobs: list[bytes] = []
-            positions.append(pos)
-            if pos in errors:
-                failures.append(json.dumps(errors[pos]))
-                values.append(None)
-            else:
-                failures.append(None)
-                values.append(json.dumps(_records.encode(record, blobs)))
-            blob_lists.append(blobs)
-        table = pa.table(
-            {
-                "p": pa.array(positions, pa.int64()),
-                "r": pa.array(values, pa.string()),
-                "e": pa.array(failures, pa.string()),
-                "blobs": pa.array(blob_lists, pa.list_(pa.large_binary())),
-            }
-        ).replace_schema_metadata({"kit_chunk": json.dumps(header)})
-        with (
-            atomic_file(path, "wb", durable=durable) as fh,
-            pa.ipc.new_file(fh, table.schema) as out,
-        ):
-            out.write_table(table)
-        return path
-
-    def read_chunk(self, path: Path) -> ChunkResult:
-        """Read back a chunk written by :meth:`write_chunk`.
-
-        A pickle file is read only by a writer whose ``record_format`` is
-        ``pickle`` (the reader's choice, never the directory's), and only when
-        it is the reader's own file that nobody else may change: unpickling
-        runs code.
-        """
-        if path.suffix == ".pkl":
-            if self.record_format != "pickle":
-                raise StoreError(
-                    f"{path} is a pickle file and this reader reads records as data; Kit does "
-                    "not unpickle it (that would run code from the directory): if you trust "
-                    "whoever wrote it, read it with kit.attach(..., allow_pickle=True) or "
-                    "resume with runner.record_format=pickle"
-                )
-            try:
-                fh = open_private(path)
-            except UnsafeFileError as exc:
-                raise StoreError(
-                    f"{exc}; Kit unpickles only your own files that nobody else may change "
-                    "(unpickling runs code)"
-                ) from None
-            with fh:
-                chunk = cloudpickle.load(fh)
-            if not isinstance(chunk, ChunkResult):
-                raise StoreError(f"{path} does not hold a chunk of records")
-            return chunk
-        if path.suffix == ".arrow":
-            return self._read_arrow(path)
-        with open_file(path) as fh:
-            header = json.loads(fh.readline())
-            records: list[Any] = []
-            errors: list[ItemError] = []
-            for line in fh:
-                row = json.loads(line)
-                if "e" in row:
-                    errors.append(ItemError(**row["e"]))
-                    records.append(None)
-                else:
-                    records.append(row["r"])
-        return ChunkResult(
-            header["start"], records, errors, header["worker"], header["busy_seconds"]
-        )
-
-    @staticmethod
-    def _read_arrow(path: Path) -> ChunkResult:
-        pa = _pyarrow()
-        with open_file(path, "rb") as fh:
-            table = pa.ipc.open_file(pa.py_buffer(fh.read())).read_all()
-        header = json.loads(table.schema.metadata[b"kit_chunk"])
-        records: list[Any] = []
-        errors: list[ItemError] = []
-        columns = table.to_pydict()
-        for value, failure, blobs in zip(columns["r"], columns["e"], columns["blobs"], strict=True):
-            if failure is not None:
-                errors.append(ItemError(**json.loads(failure)))
-                records.append(None)
-            else:
-                records.append(_records.decode(json.loads(value), blobs))
-        return ChunkResult(
-            header["start"], records, errors, header["worker"], header["busy_seconds"]
-        )
-
-    def merge(self, output_dir: Path, result: RunResult) -> None:
-        """Combine a completed run's chunks (e.g. into one file); the default does nothing."""
-
-
-def _data_problem(record: Any) -> str | None:
-    what = _records.unstorable(record)
-    if what is None:
-        return None
-    return (
-        f"{what}, which Kit does not store as data; return plain values (str, numbers, "
-        "lists, dicts), numpy arrays or bytes, or set runner.record_format: pickle"
-    )
-
-
-def _pyarrow() -> Any:
-    try:
-        import pyarrow
-        import pyarrow.ipc
-    except ImportError:
-        raise ImportError(
-            "records holding numpy values or bytes are stored as Arrow files, which needs "
-            "pyarrow: pip install pyarrow"
-        ) from None
-    return pyarrow
-
-
-def indices_record(indices: Sequence[Index]) -> dict[str, Any]:
-    """Describe ``indices`` compactly for the manifest (a range stays a range)."""
-    if isinstance(indices, range):
-        return {"range": [indices.start, indices.stop, indices.step]}
-    return {"list": list(indices)}
-
-
-def indices_from_record(record: dict[str, Any]) -> Sequence[Index]:
-    """Inverse of :func:`indices_record`."""
-    if "range" in record:
-        return range(*record["range"])
-    return list(record["list"])
-
-
-def indices_digest(indices: Sequence[Index]) -> str:
-    """Hash of the index list, equal for a range and the same list."""
-    digest = hashlib.sha256()
-    for index in indices:
-        digest.update(repr(index).encode())
-        digest.update(b"\0")
-    return digest.hexdigest()[:16]
-
-
-def _config_hash(config: DictConfig) -> str:
-    from kit.config._api import outcome_hash
-
-    return outcome_hash(config)
 
 
 class StoreWarning(UserWarning):
@@ -324,7 +78,6 @@ LOCK_TRIES = 3
 LEDGER = RunDir.LEDGER
 #: What Kit writes in a run directory: none of these may be a symbolic link.
 KIT_NAMES = RunDir.NAMES
-_CHUNK_NAME = re.compile(r"[0-9]{10}-[0-9]{10}\.(jsonl|arrow|pkl)")
 
 
 def _entry_problem(path: Path, entry: dict[str, Any]) -> str | None:
@@ -539,40 +292,14 @@ class RunStore:
                     name = entry["file"]
                 except (json.JSONDecodeError, KeyError, TypeError):
                     continue
-                if isinstance(name, str) and _CHUNK_NAME.fullmatch(name):
+                if isinstance(name, str) and RunDir.CHUNK_NAME.fullmatch(name):
                     entries[name] = entry
         return entries
 
     # -------------------------------------------------------------- writing
-    def run_manifest(
-        self,
-        *,
-        config: DictConfig | None,
-        provider: str,
-        runner: str,
-        batch_size: int | None,
-        chunk_size: int | str,
-        indices: Sequence[Index],
-        version: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """Return the manifest of a run: what was asked, so a resume does only the same work.
-
-        ``version`` holds digests of the code and keywords that make the
-        records (see :mod:`kit.store._version`).
-        """
-        return {
-            **(version or {}),
-            "format": FORMAT_VERSION,
-            "config_hash": None if config is None else _config_hash(config),
-            "provider": provider,
-            "runner": runner,
-            "batch_size": batch_size,
-            "chunk_size": chunk_size,
-            "n_items": len(indices),
-            "indices_digest": indices_digest(indices),
-            "indices": indices_record(indices),
-            "record_format": self.writer.record_format,
-        }
+    def run_manifest(self, **request: Any) -> dict[str, Any]:
+        """Return the manifest of a run (see :func:`kit.store._manifest.run_manifest`)."""
+        return run_manifest(**request, record_format=self.writer.record_format)
 
     def check_resume(
         self,
@@ -589,7 +316,7 @@ class RunStore:
         self._refuse_a_sweep()
         old = self.manifest()
         if old is not None and resume:
-            self._check_same(old, manifest, config, how)
+            check_same(self.path, old, manifest, config, how)
 
     def _refuse_a_sweep(self) -> None:
         """Refuse to write a run into a sweep's folder: it would hide the sweep."""
@@ -625,10 +352,9 @@ class RunStore:
         Everything is checked before anything changes: a refused resume
         leaves the directory as it was.
         """
-        self._refuse_a_sweep()
+        self.check_resume(manifest, config, resume)
         old = self.manifest()
         if old is not None and resume:
-            self._check_same(old, manifest, config)
             self._drop_torn_ledger_line()
             done = self.completed_chunks()
         else:
@@ -653,71 +379,6 @@ class RunStore:
 
             save_config(config, self.files.config)
         return done
-
-    def _check_same(
-        self,
-        old: dict[str, Any],
-        new: dict[str, Any],
-        config: DictConfig | None,
-        how: str | None = None,
-    ) -> None:
-        how = how or (
-            "pass resume=False to start over (the stored results are deleted), "
-            "or choose another output_dir"
-        )
-        if old.get("format") != new["format"]:
-            raise StoreError(f"{self.path} holds a run in another format; {how}")
-        if old.get("config_hash") != new["config_hash"]:
-            diff = self._config_diff(config)
-            raise StoreError(
-                f"{self.path} holds a run of a different config "
-                f"(hash {old.get('config_hash')} there, {new['config_hash']} now){diff}; {how}"
-            )
-        for key, what in (("provider", "provider"), ("runner", "runner")):
-            if old.get(key) != new[key]:
-                raise StoreError(
-                    f"{self.path} holds a run of {what} {old.get(key)}, not {new[key]}; {how}"
-                )
-        if (
-            old.get("indices_digest") != new["indices_digest"]
-            or old.get("n_items") != new["n_items"]
-        ):
-            raise StoreError(
-                f"{self.path} holds a run over other items ({old.get('n_items')} items there, "
-                f"{new['n_items']} now, or the same number in another order); {how}"
-            )
-        if old.get("record_format", "data") != new["record_format"]:
-            raise StoreError(
-                f"{self.path} holds records stored as {old.get('record_format')}, and this run "
-                f"stores them as {new['record_format']}; set runner.record_format="
-                f"{old.get('record_format')} to resume it, or {how.split(', ', 1)[0]}"
-            )
-        # batch_size first: a forward written for batches changes with it, so its code differs too.
-        if old.get("batch_size") != new["batch_size"]:
-            raise StoreError(
-                f"{self.path} holds a run with batch_size={old.get('batch_size')}, "
-                f"not {new['batch_size']}; {how}"
-            )
-        changed = version_difference(old, new)
-        if changed is not None:
-            raise StoreError(
-                f"{self.path} holds records another version of this run made: {changed}; "
-                f"resuming would mix records of both versions; {how}"
-            )
-
-    def _config_diff(self, current: DictConfig | None) -> str:
-        stored = self.files.config
-        if not stored.is_file() or current is None:
-            return ""
-        from kit.config import load_config, to_overrides
-
-        try:
-            from kit.config import resolve_config
-
-            lines = to_overrides(load_config(stored), resolve_config(current))
-        except Exception:
-            return ""
-        return ": it differs by " + " ".join(lines) if lines else ""
 
     def write_chunk(self, chunk: ChunkResult) -> Path:
         """Store one completed chunk: on disk and in the ledger before it counts as done.
@@ -814,7 +475,7 @@ class RunStore:
         """Vouch for written chunk files in the ledger: one write, one fsync."""
         if not chunks:
             return
-        if not self._writer_syncs_folder:
+        if not self.writer.syncs_folder:
             fsync_dir(self.chunks_dir)  # the new names, all at once
         lines = b"".join(
             (
@@ -849,17 +510,8 @@ class RunStore:
         if new:
             fsync_dir(self.path)
 
-    @property
-    def _writer_syncs_folder(self) -> bool:
-        # Kit's own writer leaves the folder to the commit; a writer subclass that
-        # writes its chunks itself makes each durable, its folder included.
-        return type(self.writer).write_chunk is not RecordWriter.write_chunk
-
     def _write_file(self, chunk: ChunkResult) -> Path:
-        stem = self.chunks_dir / f"{chunk.start:010d}-{chunk.stop:010d}"
-        if self._writer_syncs_folder:
-            return self.writer.write_chunk(stem, chunk)
-        return self.writer._write(stem, chunk, sync_folder=False)
+        return self.writer.write_in_commit(self.files.chunk_stem(chunk.start, chunk.stop), chunk)
 
     def _drop_torn_ledger_line(self) -> None:
         """Cut a last ledger line that a crash left without its end (its chunk runs again)."""

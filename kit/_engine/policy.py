@@ -1,0 +1,424 @@
+"""What to send, what to send again and what to copy: the dispatcher's decisions, without Dask.
+
+:class:`DispatchPolicy` keeps the chunks out and takes observations (a chunk
+came back, a worker says a chunk ends early, the cluster has so many
+threads, which worker runs what) and returns decisions: the spans to send,
+the pieces of lost chunks to send again and where, the backups worth a copy,
+the copies to cancel, a chunk of items that failed for good. The loop in
+:mod:`kit._engine.dask` only submits, gathers and listens, as distributed's
+``Adaptive`` acts on what ``AdaptiveCore`` decides. Tested without a cluster
+(``tests/engine/test_policy.py``), like :class:`~kit._engine.plan.ChunkPlanner`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kit._engine.plan import ChunkPlanner
+from kit._errors import NoWorkersError, SchedulerLostError
+from kit.result import Index, ItemError
+from kit.store._chunk_result import ChunkResult
+
+#: A backup copy gains at most the queued chunk's own time; below this it is not worth one.
+BACKUP_MIN_SECONDS = 0.02
+#: ...and that time must be this many round trips, the price of sending a copy.
+BACKUP_ROUND_TRIPS = 4
+
+
+@dataclass(frozen=True)
+class Overdue:
+    """A worker's word that chunk task ``key`` will end at position ``end``, not later."""
+
+    key: str
+    end: int
+
+
+@dataclass
+class Flight:
+    """One chunk task sent to the cluster."""
+
+    start: int
+    stop: int
+    attempt: int
+    alone: bool
+    #: The task's key (its future's), unique in the run.
+    key: str
+    #: The loop's handle on the task (a Dask future); the policy never looks inside.
+    future: Any = None
+    sent: float = field(default_factory=time.perf_counter)
+    #: The worker an item run alone was sent to (None: the scheduler chose).
+    worker: str | None = None
+    #: Worker deaths these positions went through before this task.
+    deaths: int = 0
+
+
+@dataclass(frozen=True)
+class Isolated:
+    """Positions of a lost chunk to run again alone, on ``worker`` (None: any)."""
+
+    start: int
+    stop: int
+    attempt: int
+    deaths: int
+    worker: str | None = None
+
+
+class Recovery:
+    """Lost chunks: their pieces to spread over the workers, their items to run alone.
+
+    Examples
+    --------
+    >>> recovery = Recovery(range(8), retries=0)
+    >>> recovery.lost(Flight(0, 4, 0, False, key="a"), None, threads=2)  # its worker died
+    >>> list(recovery.spread)
+    [(0, 2), (2, 4)]
+    >>> recovery.lost(Flight(0, 2, 0, False, key="b", deaths=1), None, threads=2)  # again
+    >>> [(item.start, item.stop) for item in recovery.isolated]
+    [(0, 1), (1, 2)]
+    """
+
+    def __init__(self, indices: Sequence[Index], retries: int) -> None:
+        self.indices = indices
+        self.retries = retries
+        # Pieces of chunks lost once with a worker, sent again spread over the
+        # workers as (start, stop); lost again, their items go alone (see lost()).
+        self.spread: deque[tuple[int, int]] = deque()
+        # Items run again one by one, alone, so an item that kills its worker is
+        # named by its next death.
+        self.isolated: deque[Isolated] = deque()
+
+    def placing(self, in_flight: Mapping[str, Flight]) -> bool:
+        """Whether an item run alone waits for the scheduler to place it (no worker was free)."""
+        return any(f.alone and f.worker is None for f in in_flight.values())
+
+    def sends(
+        self,
+        in_flight: Mapping[str, Flight],
+        workers: Mapping[str, str],
+        processing: Mapping[str, Sequence[str]],
+    ) -> list[Isolated]:
+        """Return the lost items to send now, each alone on a free worker of ``workers``.
+
+        ``in_flight`` holds the tasks out, ``workers`` maps each worker's
+        address to its status, ``processing`` to the task keys on it. A
+        worker is free when none of this run's tasks is on it: chunks sent
+        before drain first. Alone on its worker, an item is named by that
+        worker's death.
+        """
+        if self.placing(in_flight):
+            return []  # an item the scheduler places itself: wait for it
+        occupied = {f.worker for f in in_flight.values() if f.alone}
+        assigned: set[str] = set()
+        for worker, keys in processing.items():
+            ours = [str(k) for k in keys if str(k) in in_flight]
+            assigned.update(ours)
+            if ours:
+                occupied.add(worker)
+        if any(key not in assigned for key, f in in_flight.items() if not f.alone):
+            return []  # a chunk not on a worker yet could land beside an item: wait
+        free: list[str | None] = [
+            address
+            for address, status in workers.items()
+            if address not in occupied and status == "running"
+        ]
+        if not free and not in_flight:
+            free = [None]  # none known now: one item, placed when a worker joins
+        out = []
+        for place in free:
+            if not self.isolated:
+                break
+            item = self.isolated.popleft()
+            out.append(Isolated(item.start, item.stop, item.attempt, item.deaths, place))
+        return out
+
+    def lost(self, flight: Flight, exc: BaseException | None, threads: int) -> ChunkResult | None:
+        """Decide what to do with a chunk whose task failed (its worker died, say).
+
+        A chunk lost for the first time is cut into one piece per worker
+        thread (``threads``: the most the run has seen), sent again like any
+        chunk: the loss costs about the chunk's own time over the number of
+        workers. A piece (or a one-item chunk)
+        lost again may hold an item that kills its worker: each of its items
+        runs again alone, all workers at once with nothing else in flight, so
+        the next death names the item. That item gets ``retries`` more
+        attempts, then comes back as a chunk of failed items (to fold in);
+        every other item runs. With the scheduler failing a task at its first worker death, a
+        killing item costs at most ``retries + 3`` worker deaths.
+        """
+        start, stop, attempt = flight.start, flight.stop, flight.attempt
+        died_on = getattr(getattr(exc, "last_worker", None), "address", None)
+        if flight.alone and flight.worker is not None and died_on not in (None, flight.worker):
+            # Its worker was gone and another ran it, maybe beside an item that kills:
+            # no proof against this one, so it goes again, uncharged.
+            self.isolated.appendleft(Isolated(start, stop, attempt, flight.deaths))
+            return None
+        deaths = flight.deaths + 1
+        if not flight.alone and flight.deaths == 0 and stop - start > 1:
+            self.spread.extend(pieces(start, stop, threads))
+        elif not flight.alone:
+            self.isolated.extend(Isolated(pos, pos + 1, 0, deaths) for pos in range(start, stop))
+        elif attempt < self.retries:
+            self.isolated.append(Isolated(start, stop, attempt + 1, flight.deaths))
+        else:
+            return self.failed_chunk(flight, exc)
+        return None
+
+    def failed_chunk(self, flight: Flight, exc: BaseException | None) -> ChunkResult:
+        """Return ``flight``'s items as failed, saying why: an item that kills its worker."""
+        start, stop = flight.start, flight.stop
+        alone = flight.attempt + 1
+        reason = exc if exc is not None else RuntimeError("the chunk was cancelled by the cluster")
+        wrapped = RuntimeError(
+            f"this item's task failed {flight.deaths + alone} times, the last {alone} with the "
+            f"item run alone, as when it kills its worker ({type(reason).__name__}: {reason})"
+        )
+        wrapped.__traceback__ = getattr(reason, "__traceback__", None)
+        errors = [
+            ItemError.from_exception(self.indices[pos], pos, wrapped, "unknown")
+            for pos in range(start, stop)
+        ]
+        return ChunkResult(start, [None] * (stop - start), errors, "unknown", 0.0)
+
+
+class DispatchPolicy:
+    """The chunks out, and what to do as they come back, are lost, or run late.
+
+    Examples
+    --------
+    >>> from kit._engine.plan import ChunkPlanner
+    >>> planner = ChunkPlanner([(0, 8)], n_workers=2, chunk_size=4)
+    >>> policy = DispatchPolicy(planner, range(8), retries=1)
+    >>> policy.to_send(room=4)
+    [(0, 4, 0), (4, 8, 0)]
+    >>> policy.sent(Flight(0, 4, 0, False, key="a"))
+    >>> policy.arrived("a", None, now=1.0, connected=True)  # its worker died: cut for 2 threads
+    (None, [])
+    >>> policy.to_send(room=4)
+    [(0, 2, 1), (2, 4, 1)]
+    """
+
+    def __init__(
+        self,
+        planner: ChunkPlanner,
+        indices: Sequence[Index],
+        retries: int,
+        backups: str = "auto",
+        no_worker_timeout: float | None = None,
+    ) -> None:
+        self.planner = planner
+        #: Lost chunks: pieces to spread, items to run alone.
+        self.recovery = Recovery(indices, retries)
+        self.backups = backups
+        self.no_worker_timeout = no_worker_timeout
+        self.in_flight: dict[str, Flight] = {}
+        # Keys of the copies of each (start, stop) out at once (a chunk and its backup).
+        self.twins: dict[tuple[int, int], list[str]] = {}
+        # Chunks the cluster cancelled when the client lost its scheduler: sent again as were.
+        self.requeued: deque[Flight] = deque()
+        self.threads = planner.n_workers
+        # The most worker threads seen in this run: a lost chunk is cut for them, as a
+        # killed worker's nanny starts it again in a moment.
+        self.most_threads = self.threads
+        self.planned_all = False
+        # Least overhead seen between sending a chunk and having it back, beyond its
+        # compute time: the price of a backup copy.
+        self.round_trip = 0.01
+        # When the cluster was last seen without a worker, or without its scheduler.
+        self._empty_since: float | None = None
+        self._lost_since: float | None = None
+
+    # ------------------------------------------------------------- sending
+    def to_send(self, room: int, stopping: bool = False) -> list[tuple[int, int, int]]:
+        """Return up to ``room`` spans ``(start, stop, deaths)`` to send: lost pieces first."""
+        spans: list[tuple[int, int, int]] = []
+        spread = self.recovery.spread
+        while spread and len(spans) < room and not stopping:
+            start, stop = spread.popleft()
+            spans.append((start, stop, 1))
+        while not self.planned_all and len(spans) < room and not stopping:
+            span = self.planner.next()
+            if span is None:
+                self.planned_all = True
+                break
+            spans.append((*span, 0))
+        return spans
+
+    def sent(self, flight: Flight) -> None:
+        """Count ``flight`` as out."""
+        self.in_flight[flight.key] = flight
+        self.twins.setdefault((flight.start, flight.stop), []).append(flight.key)
+
+    def isolating(self) -> bool:
+        """Whether lost items run alone now: until every one is back, nothing else goes out."""
+        return bool(self.recovery.isolated) or any(f.alone for f in self.in_flight.values())
+
+    # ------------------------------------------------------------ capacity
+    def threads_seen(self, total: int, now: float) -> int:
+        """Take the cluster's worker threads now; return how many to plan for (at least 1)."""
+        if total:
+            self._empty_since = None
+        elif self._empty_since is None:
+            self._empty_since = now
+        # No worker at all (all left): keep one chunk out, it waits on the scheduler.
+        self.threads = max(1, total)
+        self.most_threads = max(self.most_threads, self.threads)
+        self.planner.n_workers = self.threads
+        return self.threads
+
+    def check_workers(self, now: float) -> None:
+        """Raise once the cluster has had no worker for ``no_worker_timeout`` seconds."""
+        if self.no_worker_timeout is None or self._empty_since is None:
+            return
+        if now - self._empty_since >= self.no_worker_timeout:
+            raise NoWorkersError(
+                f"the cluster has had no worker for {self.no_worker_timeout:g} s "
+                f"(parallel.startup_timeout) with {len(self.in_flight)} chunk(s) waiting; "
+                "completed chunks are kept: check the workers' logs (an item that kills "
+                "every worker, jobs the queue ended), then run again to resume"
+            )
+
+    def scheduler_lost(self, now: float, closed: bool, address: str) -> None:
+        """Take a step without a scheduler; raise once it will not come back.
+
+        A closed client, or ``no_worker_timeout`` seconds without a scheduler,
+        ends the run: completed chunks are stored already.
+        """
+        if self._lost_since is None:
+            self._lost_since = now
+        gone = now - self._lost_since
+        limit = self.no_worker_timeout
+        if closed or (limit is not None and gone >= limit):
+            raise SchedulerLostError(
+                f"the scheduler at {address} went away during the run (no connection for "
+                f"{gone:.0f} s); the chunks completed before are kept: start the scheduler "
+                "again (or check its machine and network), then run again to resume"
+            )
+
+    def connected(self) -> None:
+        """Take a step with the scheduler there."""
+        self._lost_since = None
+
+    # ------------------------------------------------------------ arrivals
+    def settle(self, key: str) -> Flight:
+        """Forget the task ``key`` (it came back); return its flight."""
+        flight = self.in_flight.pop(key)
+        keys = self.twins[(flight.start, flight.stop)]
+        keys.remove(key)
+        if not keys:
+            del self.twins[(flight.start, flight.stop)]
+        return flight
+
+    def twin_out(self, flight: Flight) -> bool:
+        """Whether a copy of ``flight``'s chunk is still out."""
+        return (flight.start, flight.stop) in self.twins
+
+    def arrived(
+        self, key: str, outcome: ChunkResult | BaseException | None, now: float, connected: bool
+    ) -> tuple[ChunkResult | None, list[Flight]]:
+        """Take a task that came back: the chunk to fold in (if it completed) and copies to cancel.
+
+        A chunk cut at its budget puts the rest back to plan; a task that failed
+        is lost (see :meth:`lost`), unless the client lost its scheduler, which
+        cancelled it: then it goes again as it was.
+        """
+        if key not in self.in_flight:
+            return None, []  # its twin of this same batch was folded in and cancelled it
+        flight = self.settle(key)
+        if isinstance(outcome, ChunkResult):
+            overhead = now - flight.sent - outcome.busy_seconds
+            self.round_trip = max(1e-3, min(self.round_trip, overhead))
+            copies = self.twins.pop((flight.start, flight.stop), [])
+            cancel = [self.in_flight.pop(key) for key in copies]
+            self.planner.observe(len(outcome.records), outcome.busy_seconds)
+            if outcome.stop < flight.stop:  # cut at its budget: the rest goes again
+                self._again(outcome.stop, flight.stop, flight.deaths)
+            return outcome, cancel
+        if self.twin_out(flight):
+            return None, []
+        if outcome is None and not connected:
+            self.requeued.append(flight)  # cancelled by the loss of the scheduler
+            return None, []
+        return self.recovery.lost(flight, outcome, self.most_threads), []
+
+    def overdue(self, notice: Overdue) -> None:
+        """Plan the positions after ``notice.end`` again now: their chunk ends there.
+
+        The chunk's own result would say the same once its slow item is done;
+        meanwhile the items behind it run elsewhere. A chunk with a copy out
+        (a backup, which runs them all) waits for its result.
+        """
+        flight = self.in_flight.get(notice.key)
+        if flight is None or flight.alone or not flight.start < notice.end < flight.stop:
+            return  # back already, or nothing behind the slow item
+        span = (flight.start, flight.stop)
+        if len(self.twins[span]) > 1:
+            return
+        self.twins[(flight.start, notice.end)] = self.twins.pop(span)
+        rest_stop, flight.stop = flight.stop, notice.end
+        self._again(notice.end, rest_stop, flight.deaths)
+
+    def _again(self, start: int, stop: int, deaths: int) -> None:
+        if deaths:
+            self.recovery.spread.appendleft((start, stop))
+        else:
+            self.planner.put_back(start, stop)
+            self.planned_all = False
+
+    def driver_seconds(self, sample: float) -> None:
+        """Keep the planner told how long the driver's thread is busy per chunk."""
+        old = self.planner.driver_seconds
+        self.planner.driver_seconds = sample if old == 0.0 else 0.8 * old + 0.2 * sample
+
+    # ------------------------------------------------------------- backups
+    def to_copy(self, processing: Mapping[str, Sequence[str]]) -> list[Flight]:
+        """Return chunks queued behind another one to copy while a worker idles, when it pays.
+
+        A copy gains at most the queued chunk's own time, and costs a round
+        trip and maybe the same work twice: so only chunks expected to take
+        well over a round trip are copied, never chunks already running, and
+        each at most once. The first copy back wins; the other is cancelled.
+        """
+        per_item = self.planner.seconds_per_item
+        if per_item is None:
+            return []
+        worth = max(BACKUP_MIN_SECONDS, BACKUP_ROUND_TRIPS * self.round_trip)
+        idle = sum(1 for keys in processing.values() if not keys)
+        order = {key: i for i, key in enumerate(self.in_flight)}
+        queued: list[str] = []
+        for keys in processing.values():
+            ours = sorted((str(k) for k in keys if str(k) in order), key=order.__getitem__)
+            queued.extend(ours[1:])  # a worker runs its chunks in the order sent
+        out: list[Flight] = []
+        for key in sorted(queued, key=order.__getitem__):
+            if len(out) >= idle:
+                break
+            flight = self.in_flight[key]
+            if flight.alone or len(self.twins[(flight.start, flight.stop)]) > 1:
+                continue
+            if (flight.stop - flight.start) * per_item >= worth:
+                out.append(flight)
+        return out
+
+
+def pieces(start: int, stop: int, parts: int) -> list[tuple[int, int]]:
+    """Cut positions ``start:stop`` into at most ``parts`` runs of near-equal length.
+
+    Examples
+    --------
+    >>> pieces(0, 10, 3)
+    [(0, 4), (4, 7), (7, 10)]
+    >>> pieces(5, 7, 4)
+    [(5, 6), (6, 7)]
+    """
+    count = max(1, min(parts, stop - start))
+    size, extra = divmod(stop - start, count)
+    out: list[tuple[int, int]] = []
+    for part in range(count):
+        end = start + size + (part < extra)
+        out.append((start, end))
+        start = end
+    return out
