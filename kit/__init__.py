@@ -23,16 +23,7 @@ from kit._futures import RunFuture, SweepFuture
 from kit._sweeps.search import search, submit_search
 from kit._sweeps.sweep import SweepHandle, submit_sweep, sweep
 from kit._trials import SweepResult, Trial, TrialState
-from kit.cluster import (
-    JOB_QUEUES,
-    Session,
-    SessionState,
-    get_session,
-    job_script,
-    scale_out_command,
-    sessions,
-    shutdown,
-)
+from kit.cluster import Session, SessionState, get_session, sessions, shutdown
 from kit.config import (
     ConfigError,
     config_hash,
@@ -45,12 +36,10 @@ from kit.detached import DetachedRun, DetachedSweep, attach
 from kit.provider import EnvironmentProvider
 from kit.result import ItemError, Progress, RunError, RunResult, RunStats, RunStatus, WorkerStats
 from kit.runner import Runner
-from kit.store import RecordWriter, RunDir, SweepDir
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "JOB_QUEUES",
     "Comparison",
     "ConfigError",
     "DetachedRun",
@@ -59,8 +48,6 @@ __all__ = [
     "ItemError",
     "KitError",
     "Progress",
-    "RecordWriter",
-    "RunDir",
     "RunError",
     "RunFuture",
     "RunHandle",
@@ -70,7 +57,6 @@ __all__ = [
     "Runner",
     "Session",
     "SessionState",
-    "SweepDir",
     "SweepFuture",
     "SweepHandle",
     "SweepResult",
@@ -82,11 +68,9 @@ __all__ = [
     "config_hash",
     "get_session",
     "items_of",
-    "job_script",
     "load_config",
     "resolve_config",
     "save_config",
-    "scale_out_command",
     "search",
     "sessions",
     "shutdown",
@@ -96,8 +80,16 @@ __all__ = [
     "to_overrides",
 ]
 
-# Names kit exported before: every error is in kit.errors now (three stay here too).
+# Names kit exported before: every error is in kit.errors now (three stay here too),
+# folder and cluster helpers in their wings' namespaces.
 _MOVED = {
+    "JOB_QUEUES": "kit.cluster",
+    "job_script": "kit.cluster",
+    "scale_out_command": "kit.cluster",
+    "RecordWriter": "kit.store",
+    "RunDir": "kit.store",
+    "SweepDir": "kit.store",
+} | {
     name: "kit.errors"
     for name in (
         "ClusterError",

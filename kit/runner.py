@@ -62,7 +62,7 @@ class Runner:
         when read) or ``pickle``: see :class:`kit.config.RunnerConfig`.
     writer
         How records are stored in ``output_dir``; overrides ``record_format``
-        (default: a :class:`kit.RecordWriter` for ``record_format``).
+        (default: a :class:`kit.store.RecordWriter` for ``record_format``).
     tracking
         Export the run to TensorBoard and MLflow as it goes: a
         :class:`kit.tracking.Tracking` or the ``tracking`` config section as a

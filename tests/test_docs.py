@@ -42,9 +42,7 @@ def test_every_public_name_has_its_page_in_the_api_reference(site: Path) -> None
         for name in module.__all__:
             obj = getattr(module, name)
             # vars(), not getattr(): a name that moved answers getattr() with a warning.
-            owners = [
-                p for p in conf.PACKAGES if vars(importlib.import_module(p)).get(name) is obj
-            ]
+            owners = [p for p in conf.PACKAGES if vars(importlib.import_module(p)).get(name) is obj]
             if not any(f"{owner}.{name}" in pages for owner in owners):
                 missing.append(f"{package}.{name}")
     assert missing == []

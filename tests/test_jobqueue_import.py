@@ -31,7 +31,7 @@ print("ok")
 JOB_SCRIPT_THEN_CTRL_C = """
 import os, signal
 import kit
-kit.job_script({"env": "slurm", "options": {"cores": 1, "memory": "1GB"}})
+kit.cluster.job_script({"env": "slurm", "options": {"cores": 1, "memory": "1GB"}})
 try:
     os.kill(os.getpid(), signal.SIGINT)
 except KeyboardInterrupt:

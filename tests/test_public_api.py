@@ -131,6 +131,8 @@ def test_every_error_and_warning_is_in_kit_errors() -> None:
         ("kit.ProviderSetupError", "kit.errors.ProviderSetupError"),
         ("kit.store.StoreWarning", "kit.errors.StoreWarning"),
         ("kit.session.get_session", "kit.cluster.get_session"),
+        ("kit.RunDir", "kit.store.RunDir"),
+        ("kit.job_script", "kit.cluster.job_script"),
         ("kit.rl.WorkerPool", "kit.rl.pool.WorkerPool"),
         ("kit.rl.EnvPoolError", "kit.errors.EnvPoolError"),
         ("kit.rl.TRAIN", "kit.rl.collect.TRAIN"),

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 import kit
-from kit import RunDir, SweepDir
+from kit.store import RunDir, SweepDir
 from tests.workloads import Affine, ToyProvider, toy_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,7 +46,7 @@ def test_no_module_but_rundir_spells_a_run_or_sweep_folder_file_name() -> None:
         for line, value in literals(path)
         if value in FILE_NAMES and (str(path.relative_to(ROOT)), value) not in OTHER_FILES
     ]
-    assert spelled == [], "ask kit.RunDir or kit.SweepDir for these paths instead"
+    assert spelled == [], "ask kit.store.RunDir or kit.store.SweepDir for these paths instead"
 
 
 def test_a_run_and_its_detached_driver_write_only_the_files_rundir_names(tmp_path: Path) -> None:

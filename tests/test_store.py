@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from kit import RecordWriter, RunResult, RunStatus, attach
+from kit import RunResult, RunStatus, attach
 from kit.detached import Lost
 from kit.errors import DriverLostError, StoreError
+from kit.store import RecordWriter
 from tests.workloads import Affine, Opaque, OpaqueRecords, ToyProvider, expected, lines, toy_config
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kit import RecordWriter, Runner
+from kit import Runner
 from kit._atomic import current_umask
 from kit.errors import StoreError, StoreWarning
 from kit.events import ChunkFinished
+from kit.store import RecordWriter
 from kit.store._store import RunStore
 from tests.workloads import (
     Affine,

@@ -290,7 +290,7 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
 
     def _show_script(self) -> None:
         env = self.env.value
-        from kit import JOB_QUEUES, job_script
+        from kit.cluster import JOB_QUEUES, job_script
 
         if env not in JOB_QUEUES:
             self.script.value = ""

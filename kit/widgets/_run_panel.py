@@ -13,7 +13,8 @@ from typing import Any
 
 import ipywidgets as w
 
-from kit import RunError, RunHandle, Runner, RunResult, RunStatus, scale_out_command
+from kit import RunError, RunHandle, Runner, RunResult, RunStatus
+from kit.cluster import scale_out_command
 from kit.config import ParallelConfig
 from kit.dashboard import Dashboard
 from kit.events import RunStarted
@@ -337,7 +338,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
     def scale_out_command(self) -> str:
         """Return the ``kit submit`` command that runs this experiment on the cluster.
 
-        See :func:`kit.scale_out_command`: it runs as printed from the
+        See :func:`kit.cluster.scale_out_command`: it runs as printed from the
         notebook's folder, a config file from elsewhere saved in
         :attr:`scale_out_dir` first.
         """
