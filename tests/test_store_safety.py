@@ -392,3 +392,23 @@ def test_a_detached_submit_a_driver_would_refuse_changes_nothing(tmp_path: Path)
     with pytest.raises(StoreError, match="holds a run of a different config"):
         Affine(ToyProvider(toy_config(factor=3)), output_dir=out).submit(range(5), detached=True)
     assert snapshot(out) == before
+
+
+def test_a_planted_manifest_cannot_make_a_reader_crash_or_read_foreign_positions(
+    tmp_path: Path,
+) -> None:
+    import kit
+
+    out = tmp_path / "run"
+    Affine(ToyProvider(toy_config()), output_dir=out, chunk_size=2).run(range(4))
+    manifest = json.loads((out / "manifest.json").read_text())
+    # A co-user shrinks the items: the stored chunks now name positions past them.
+    (out / "manifest.json").write_text(json.dumps({**manifest, "indices": {"list": [0]}}))
+    with pytest.warns(StoreWarning, match="outside the run's 1 items; it was left out"):
+        assert list(kit.attach(out)) == []
+    with pytest.warns(StoreWarning, match="outside the run's 1 items"):
+        assert kit.attach(out).result().records == [None]
+    (out / "manifest.json").write_text(json.dumps({**manifest, "indices": "garbage"}))
+    for read in (lambda: list(kit.attach(out)), lambda: kit.attach(out).result()):
+        with pytest.raises(StoreError, match=r"manifest.json: its indices are not as Kit writes"):
+            read()

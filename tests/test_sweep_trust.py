@@ -200,3 +200,15 @@ def test_a_link_planted_where_the_sweep_keeps_bokehjs_is_not_written_through(
     assert list(victim.iterdir()) == []
     # The reports inline BokehJS instead: whole pages, as a single run's.
     assert "../bokeh/" not in (folder / "trial-001" / "report.html").read_text()
+
+
+def test_a_planted_search_size_is_refused_by_name_not_a_crash(tmp_path: Path) -> None:
+    from kit._sweeps.sweep import EXAMPLE
+
+    kit.sweep(EXAMPLE, ["items.stop=2,3"], output_dir=tmp_path)
+    record = json.loads((tmp_path / "sweep.json").read_text())
+    (tmp_path / "sweep.json").write_text(json.dumps({**record, "search": {"trials": "many"}}))
+    with pytest.raises(
+        kit.KitError, match=r"sweep\.json is not a sweep record .* 'many', not a count"
+    ):
+        kit.attach(tmp_path)

@@ -40,8 +40,8 @@ from kit.result import (
     RunResult,
     RunStatus,
 )
-from kit.store._manifest import indices_from_record
-from kit.store._results import read_result, reader
+from kit.store._manifest import stored_indices
+from kit.store._results import read_result, reader, within
 from kit.store._rundir import RunDir, SweepDir
 from kit.store._store import RunStore, StoreError
 
@@ -566,15 +566,13 @@ class DetachedRun:
                 manifest = RunStore(self.output_dir).manifest()
                 if manifest is not None:
                     store = reader(self.output_dir, manifest, allow_pickle=self.allow_pickle)
-                    indices = indices_from_record(manifest["indices"])
+                    indices = stored_indices(manifest, self.output_dir)
             if store is not None and indices is not None:
-                for name, entry in sorted(store.ledger_entries().items()):
-                    if name in seen:
-                        continue
-                    seen.add(name)
-                    chunk = store.read_committed(name, entry)
-                    if chunk is None:
-                        continue
+                fresh = sorted(store.ledger_entries().items())
+                read = [store.read_committed(n, e) for n, e in fresh if n not in seen]
+                seen.update(name for name, _ in fresh)
+                kept = [chunk for chunk in read if chunk is not None]
+                for chunk in within(kept, len(indices), self.output_dir):
                     failed = {error.position for error in chunk.errors}
                     for position, record in enumerate(chunk.records, chunk.start):
                         if position not in failed:

@@ -68,6 +68,9 @@ class DetachedSweep:
                     raise ValueError(f"{entry['name']!r} is not a trial's folder name")
                 if not all(isinstance(o, str) for o in entry["overrides"]):
                     raise TypeError(f"{entry['name']}'s overrides are not strings")
+            trials = (record.get("search") or {}).get("trials", 0)
+            if type(trials) is not int or trials < 0:
+                raise TypeError(f"its search's trials is {trials!r}, not a count")
         except (ValueError, KeyError, TypeError) as exc:
             raise KitError(f"{path} is not a sweep record Kit can read: {exc}") from None
         return dict(record)

@@ -22,17 +22,41 @@ from kit.store._version import version_difference
 
 
 def indices_record(indices: Sequence[Index]) -> dict[str, Any]:
-    """Describe ``indices`` compactly for the manifest (a range stays a range)."""
+    """Describe ``indices`` compactly for the manifest (a range stays a range; see :func:`stored_indices`)."""
     if isinstance(indices, range):
         return {"range": [indices.start, indices.stop, indices.step]}
     return {"list": list(indices)}
 
 
-def indices_from_record(record: dict[str, Any]) -> Sequence[Index]:
-    """Inverse of :func:`indices_record`."""
-    if "range" in record:
-        return range(*record["range"])
-    return list(record["list"])
+def stored_indices(manifest: Mapping[str, Any], folder: Path) -> Sequence[Index]:
+    """Return the items a stored manifest names, checked: one Kit did not write is refused.
+
+    A run folder may be written by someone else: what it says is data to check.
+
+    Examples
+    --------
+    >>> stored_indices({"indices": {"range": [0, 3, 1]}}, Path("runs/a"))
+    range(0, 3)
+    >>> stored_indices({"indices": "many"}, Path("runs/a"))
+    Traceback (most recent call last):
+    ...
+    kit.errors.StoreError: runs/a/manifest.json: its indices are not as Kit writes them ...
+    """
+    try:
+        record = manifest["indices"]
+        if "range" in record:
+            start, stop, step = (int(n) for n in record["range"])
+            return range(start, stop, step)
+        indices = list(record["list"])
+        if all(isinstance(i, int | str) and not isinstance(i, bool) for i in indices):
+            return indices
+        raise TypeError("an index is neither a number nor a string")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StoreError(
+            f"{RunDir(folder).manifest}: its indices are not as Kit writes them ({exc!r}); "
+            "the folder was changed by hand or by another program: run into a folder of "
+            "your own"
+        ) from None
 
 
 def indices_digest(indices: Sequence[Index]) -> str:

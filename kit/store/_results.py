@@ -8,22 +8,45 @@ not name.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from kit._files import read_json
 from kit.result import ItemError, RunResult, RunStats, RunStatus, WorkerStats
+from kit.store._chunk_result import ChunkResult
 from kit.store._formats import RecordWriter
-from kit.store._manifest import indices_from_record
+from kit.store._manifest import stored_indices
 from kit.store._rundir import RunDir
-from kit.store._store import RunStore, StoreError
+from kit.store._store import RunStore, StoreError, StoreWarning
 
 
 def ok_mask(result: RunResult) -> list[bool]:
     """Say, position by position, whether ``result``'s item succeeded."""
     failed = {err.position for err in result.errors}
     return [pos not in failed for pos in range(len(result.records))]
+
+
+def within(
+    chunks: Iterable[ChunkResult], n_items: int, folder: str | os.PathLike[str]
+) -> Iterator[ChunkResult]:
+    """Yield the chunks that lie within the run's ``n_items``; warn of any other.
+
+    A ledger and chunk written by someone else may name positions the
+    manifest does not have: their records are never read back as the run's.
+    """
+    for chunk in chunks:
+        if 0 <= chunk.start <= chunk.stop <= n_items:
+            yield chunk
+        else:
+            warnings.warn(
+                f"{folder}: a stored chunk holds positions {chunk.start} to {chunk.stop}, "
+                f"outside the run's {n_items} items; it was left out (the folder was "
+                "changed by hand or by another program)",
+                StoreWarning,
+                stacklevel=3,
+            )
 
 
 def reader(
@@ -52,11 +75,11 @@ def read_result(output_dir: str | os.PathLike[str], *, allow_pickle: bool = Fals
     if manifest is None:
         raise FileNotFoundError(f"{output_dir} has no manifest.json")
     store = reader(output_dir, manifest, allow_pickle=allow_pickle)
-    indices = indices_from_record(manifest["indices"])
+    indices = stored_indices(manifest, Path(output_dir))
     records: list[Any] = [None] * len(indices)
     errors: list[ItemError] = []
     covered = 0
-    for chunk in store.completed_chunks():
+    for chunk in within(store.completed_chunks(), len(indices), output_dir):
         records[chunk.start : chunk.stop] = chunk.records
         errors.extend(chunk.errors)
         covered += chunk.stop - chunk.start
