@@ -22,7 +22,7 @@ from kit.store._version import version_difference
 
 
 def indices_record(indices: Sequence[Index]) -> dict[str, Any]:
-    """Describe ``indices`` compactly for the manifest (a range stays a range; see :func:`stored_indices`)."""
+    """Describe ``indices`` for the manifest (a range stays a range); see stored_indices."""
     if isinstance(indices, range):
         return {"range": [indices.start, indices.stop, indices.step]}
     return {"list": list(indices)}
