@@ -23,9 +23,13 @@ DASK = str(Path(sys.executable).with_name("dask"))
 
 @contextlib.contextmanager
 def dask_cluster(
-    folder: Path, n_workers: int = 2, extra: Sequence[str] = (), env: dict[str, str] | None = None
+    folder: Path,
+    n_workers: int = 2,
+    extra: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    threads: int = 1,
 ) -> Iterator[str]:
-    """Start a scheduler and single-thread workers on 127.0.0.1; yield the scheduler address."""
+    """Start a scheduler and workers of ``threads`` threads on 127.0.0.1; yield its address."""
     scheduler_file = folder / "scheduler.json"
     environ = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
     common = {
@@ -66,7 +70,7 @@ def dask_cluster(
                     "--scheduler-file",
                     str(scheduler_file),
                     "--nthreads",
-                    "1",
+                    str(threads),
                     "--no-dashboard",
                     "--host",
                     "127.0.0.1",

@@ -48,6 +48,18 @@ CLAIMS: dict[str, list[str]] = {
         "tests/test_workers.py::"
         "test_envs_alternating_within_max_envs_never_rebuild_and_the_least_recent_goes_first",
     ],
+    "an env any client's run holds is never torn down": [
+        "tests/cluster/test_shared_envs.py::"
+        "test_switching_engines_never_tears_down_an_env_another_attendee_holds",
+        "tests/cluster/test_shared_envs.py::test_an_attendee_that_dies_mid_run_lets_go_of_its_env",
+        "tests/cluster/test_env_ledger.py::test_an_env_held_by_another_client_never_goes",
+    ],
+    "an env no run has held for `parallel.env_idle_timeout` seconds": [
+        "tests/cluster/test_shared_envs.py::"
+        "test_an_env_nobody_holds_for_its_idle_timeout_is_torn_down",
+        "tests/cluster/test_env_ledger.py::"
+        "test_an_env_idle_past_its_timeout_expires_and_a_held_one_never",
+    ],
     "an env can never be reused for a run it was not built for": [
         "tests/test_provider.py::test_reading_a_key_outside_env_keys_is_a_named_error_inline",
         "tests/test_workers.py::test_reading_a_key_outside_env_keys_on_a_worker_is_the_named_error",

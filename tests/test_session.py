@@ -42,6 +42,16 @@ def test_closing_a_session_tears_its_inline_envs_down_with_the_providers_teardow
     assert session not in kit.sessions() and session.local_envs == {}
 
 
+def test_an_inline_env_idle_past_its_timeout_goes_at_the_next_attach(tmp_path: Path) -> None:
+    parallel = {**inline(92), "env_idle_timeout": 0}
+    with kit.get_session(parallel) as session:
+        Affine(Released(toy_config(tmp_path, factor=7)), parallel=parallel).run(range(2))
+        assert not (tmp_path / "released.log").exists()  # max_envs is far away
+        Affine(ToyProvider(toy_config(tmp_path, factor=8)), parallel=parallel).run(range(2))
+        assert lines(tmp_path, "released.log") == ["7"]
+        assert [env["model"].factor for env in session.local_envs.values()] == [8]
+
+
 def test_a_failing_teardown_on_close_warns_and_the_session_closes(tmp_path: Path) -> None:
     session = kit.get_session(inline(92))
     Affine(Stuck(toy_config(tmp_path)), parallel=inline(92)).run(range(2))

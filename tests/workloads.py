@@ -542,6 +542,12 @@ class KeyedProvider(ToyProvider):
     env_keys = ("factor", "log_dir")
 
 
+class Paced(ToyProvider):
+    """Builds its env from ``factor`` and how items behave (sleep, gate): a class's engines."""
+
+    env_keys = ("factor", "sleep", "log_dir", "log_calls", "gate", "gate_from")
+
+
 class Peeking(ToyProvider):
     """Declares ``factor`` alone but reads ``offset`` while building: a stale env in waiting."""
 

@@ -13,21 +13,21 @@ import contextlib
 import functools
 import threading
 import time
+import uuid
 import warnings
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import cloudpickle
 
 from kit._errors import KitError
-from kit.cluster._bounded import SetupCancelled, bounded
+from kit.cluster._bounded import bounded
+from kit.cluster._env_ledger import EnvLedger
 from kit.provider import (
     Env,
     EnvironmentProvider,
     ProviderSetupError,
     check_env,
-    env_name_prefix,
     env_only_setup,
     reading_env,
 )
@@ -35,6 +35,11 @@ from kit.provider import (
 
 class EnvCache:
     """The envs of one session: attach, hold, evict, tear down.
+
+    Inline, this process keeps the envs and an :class:`~kit.cluster._env_ledger.EnvLedger`
+    of its own decides which go. On a cluster the scheduler's ledger decides
+    for every client (:mod:`kit.cluster._shared`): a run's hold is taken
+    there, so no other client's run tears down an env this one uses.
 
     Parameters
     ----------
@@ -44,6 +49,9 @@ class EnvCache:
         The session's Dask client, or None: envs are built in this process.
     wait_for_workers
         Called with ``should_stop`` when a cluster has no worker yet.
+    idle_timeout
+        Seconds an env nobody holds is kept (``parallel.env_idle_timeout``);
+        None keeps it.
 
     Examples
     --------
@@ -65,26 +73,27 @@ class EnvCache:
         max_envs: int,
         client: Any,
         wait_for_workers: Callable[..., None] = lambda should_stop: None,
+        idle_timeout: float | None = None,
     ) -> None:
         self.max_envs = max_envs
         self.client = client
+        self.idle_timeout = idle_timeout
         self._wait_for_workers = wait_for_workers
         #: Worker threads counted by the latest attach on a cluster (1 inline).
         self.threads = 1
         # Inline envs with the provider that built them, which tears them down.
         self._local: dict[str, tuple[EnvironmentProvider, Env]] = {}
         # Env keys of the plugins registered here, so a later run with the same
-        # provider config costs one scheduler call instead of four.
+        # provider config costs one scheduler call.
         self._keys: dict[str, list[str]] = {}
-        # Runs holding each env now (never torn down while held), and env names by
-        # last use, least recent first: past max_envs, the first idle one goes.
-        self._in_use: Counter[str] = Counter()
-        self._recent: list[str] = []
+        # The ledger of inline envs (a cluster's is on its scheduler), and the hold
+        # ids this process took, by env: release(name) lets go of one of them.
+        self._ledger = EnvLedger()
+        self._holds: dict[str, list[str]] = {}
         self._lock = threading.Lock()
+        self._gone_inline = threading.Condition(self._lock)
         self._building: dict[str, threading.Lock] = {}
-        # Envs one attach is tearing down now: runs attaching other envs at once (a
-        # sweep's trials) must not pick them too, or the second teardown finds none.
-        self._leaving: set[str] = set()
+        self._registered = False
 
     def local(self, name: str) -> Env:
         """Return the inline env ``name`` (attached and held by the caller)."""
@@ -111,30 +120,30 @@ class EnvCache:
         """
         name = provider.env_name()
         label = type(provider).__qualname__
+        hold = uuid.uuid4().hex
         with self._lock:
-            self._in_use[name] += 1
-            if name in self._recent:
-                self._recent.remove(name)
-            self._recent.append(name)
             # Runs attaching one env at once (a sweep's trials) wait for the first to
             # build it: a second registration returns before the workers have the env.
             building = self._building.setdefault(name, threading.Lock())
-        try:
-            built = provider.for_env()
-            with building:
-                if self.client is None:
-                    return name, self._attach_inline(built, name, label, should_stop, timeout)
-                return name, self._attach_cluster(built, name, label, should_stop, timeout)
-        except BaseException:
-            self.release(name)
-            raise
+        built = provider.for_env()
+        if self.client is None:
+            return name, self._attach_inline(built, name, hold, label, should_stop, timeout)
+        with building:
+            return name, self._attach_cluster(built, name, hold, label, should_stop, timeout)
 
     def release(self, name: str) -> None:
         """Say a run that attached env ``name`` no longer needs it (it may be torn down)."""
         with self._lock:
-            self._in_use[name] -= 1
-            if self._in_use[name] <= 0:
-                del self._in_use[name]
+            holds = self._holds.get(name)
+            if not holds:
+                return
+            hold = holds.pop()
+            if not holds:
+                del self._holds[name]
+            if self.client is None:
+                self._ledger.release(hold, time.monotonic())
+                return
+        self._release_on_cluster(hold)
 
     def close(self) -> None:
         """Tear down every inline env with its provider's ``teardown_env``."""
@@ -143,103 +152,136 @@ class EnvCache:
             label = type(provider).__qualname__
             _teardown(provider, env, label, "its env", "the session is closed anyway")
 
-    def _stale(self, provider: EnvironmentProvider, name: str, present: list[str]) -> list[str]:
-        """Envs of ``provider``'s class to tear down before ``name`` joins them.
-
-        At most ``max_envs`` are kept, the least recently used idle ones going
-        first; an env a run holds stays, over the bound if need be. The envs
-        returned are claimed: call :meth:`_gone` with them once torn down.
-        """
-        prefix = env_name_prefix(type(provider))
+    def _took(self, name: str, hold: str) -> None:
         with self._lock:
-            order = {n: i for i, n in enumerate(self._recent)}
-            others = sorted(
-                (
-                    n
-                    for n in present
-                    if n.startswith(prefix) and n != name and n not in self._leaving
-                ),
-                key=lambda n: order.get(n, -1),
-            )
-            excess = len(others) - (self.max_envs - 1)
-            idle = [n for n in others if self._in_use[n] == 0]
-            stale = idle[: max(0, excess)]
-            for old in stale:
-                if old in self._recent:
-                    self._recent.remove(old)
-            self._leaving.update(stale)
-            return stale
-
-    def _gone(self, stale: list[str]) -> None:
-        """Say the envs :meth:`_stale` claimed are torn down (or that it was given up)."""
-        with self._lock:
-            self._leaving.difference_update(stale)
+            self._holds.setdefault(name, []).append(hold)
 
     def _attach_inline(
         self,
         provider: EnvironmentProvider,
         name: str,
+        hold: str,
         label: str,
         should_stop: Callable[[], bool] | None,
         timeout: float | None,
     ) -> list[str]:
-        if name not in self._local:
-            stale = self._stale(provider, name, list(self._local))
-            try:
-                for old in stale:
-                    old_provider, old_env = self._local.pop(old)
-                    _teardown(
-                        old_provider,
-                        old_env,
-                        label,
-                        "the previous env",
-                        "the new env is built anyway",
-                    )
-            finally:
-                self._gone(stale)
-            env = bounded(
-                functools.partial(_build_local, provider, label),
-                should_stop,
-                timeout,
-                label,
-                on_late=functools.partial(_teardown_late, provider, label),
+        with self._lock:
+            while name in self._ledger.leaving:  # another run of this process tears it down
+                self._gone_inline.wait()
+            now = time.monotonic()
+            stale = self._ledger.expired(now, self._local)
+            stale += self._ledger.hold(
+                name,
+                hold,
+                "local",
+                now,
+                present=set(self._local) - set(stale),
+                max_envs=self.max_envs,
+                idle_timeout=self.idle_timeout,
             )
-            self._local[name] = (provider, env)
-        return sorted(self.local(name))
+            self._holds.setdefault(name, []).append(hold)
+            building = self._building[name]
+        try:
+            self._tear_down_inline(stale, label)
+            with building:
+                if name not in self._local:
+                    env = bounded(
+                        functools.partial(_build_local, provider, label),
+                        should_stop,
+                        timeout,
+                        label,
+                        on_late=functools.partial(_teardown_late, provider, label),
+                    )
+                    self._local[name] = (provider, env)
+            return sorted(self.local(name))
+        except BaseException:
+            self.release(name)
+            raise
+
+    def _tear_down_inline(self, stale: list[str], label: str) -> None:
+        try:
+            for old in stale:
+                kept = self._local.pop(old, None)
+                if kept is not None:
+                    _teardown(
+                        kept[0], kept[1], label, "the previous env", "the new env is built anyway"
+                    )
+        finally:
+            with self._lock:
+                self._ledger.gone(stale)
+                self._gone_inline.notify_all()
 
     def _attach_cluster(
         self,
         provider: EnvironmentProvider,
         name: str,
+        hold: str,
         label: str,
         should_stop: Callable[[], bool] | None,
         timeout: float | None,
     ) -> list[str]:
-        from kit.cluster._plugin import scheduler_state
+        state = self._hold_on_cluster(name, hold, label)
+        try:
+            if state["threads"] == 0:
+                from kit.cluster._plugin import scheduler_state
 
-        state = self.client.run_on_scheduler(scheduler_state)
-        if state["threads"] == 0:
-            self._wait_for_workers(should_stop=should_stop)
-            state = self.client.run_on_scheduler(scheduler_state)
-        self.threads = max(1, state["threads"])
-        keys = self._keys.get(name)
-        if keys is None or name not in state["plugins"]:
-            stale = self._stale(provider, name, state["plugins"])
-            register = functools.partial(
-                _attach_to_cluster, self.client, provider, name, label, stale
-            )
-            try:
+                self._wait_for_workers(should_stop=should_stop)
+                state = self.client.run_on_scheduler(scheduler_state)
+            self.threads = max(1, state["threads"])
+            keys = self._keys.get(name)
+            if keys is None or name not in state["plugins"]:
+                register = functools.partial(_attach_to_cluster, self.client, provider, name, label)
                 keys = bounded(register, should_stop, timeout, label)
-            except (SetupCancelled, ProviderSetupError):
-                # Workers still building it drop the env when the build ends.
-                drop_plugin(self.client, name)
-                raise
-            finally:
-                self._gone(stale)
-            for old in stale:
-                self._keys.pop(old, None)
-            self._keys[name] = keys
+                self._keys[name] = keys
+        except BaseException:
+            # A build given up on (cancelled, timed out, failed) goes with the hold, so
+            # no later worker retries a broken setup; unless another client's run
+            # holds the env meanwhile: then it stays theirs.
+            self.release_hold(name, hold, drop=True)
+            raise
         return keys
+
+    def _hold_on_cluster(self, name: str, hold: str, label: str) -> dict[str, Any]:
+        from kit.cluster._shared import ClusterLedger, hold_env
+
+        if not self._registered:
+            # Idempotent: the first client of the scheduler adds the ledger, the
+            # others keep it (and every hold in it).
+            self.client.register_plugin(ClusterLedger())
+            self._registered = True
+        hold_fn = functools.partial(
+            hold_env, name, hold, self.client.id, self.max_envs, self.idle_timeout
+        )
+        state: dict[str, Any] = self.client.run_on_scheduler(hold_fn)
+        self._took(name, hold)
+        for failure in state["failures"]:
+            _teardown_failed(
+                label,
+                "the previous env on a worker",
+                RuntimeError(failure),
+                "the new env is built anyway",
+            )
+        for old in set(self._keys) - set(state["plugins"]):
+            del self._keys[old]
+        return state
+
+    def release_hold(self, name: str, hold: str, *, drop: bool = False) -> None:
+        """Let go of the hold ``hold`` on ``name``; with ``drop``, it goes if nobody holds it."""
+        with self._lock:
+            holds = self._holds.get(name, [])
+            if hold in holds:
+                holds.remove(hold)
+            if not holds:
+                self._holds.pop(name, None)
+        self._release_on_cluster(hold, drop=drop)
+
+    def _release_on_cluster(self, hold: str, *, drop: bool = False) -> None:
+        # The client may be gone (the scheduler stopped, the session closed): the
+        # scheduler then let go of this client's holds itself.
+        from kit.cluster._shared import release_env
+
+        with contextlib.suppress(Exception):
+            self.client.run_on_scheduler(functools.partial(release_env, hold, drop))
 
 
 def _build_local(provider: EnvironmentProvider, label: str) -> Env:
@@ -309,7 +351,6 @@ def _built_keys(client: Any, name: str, label: str) -> list[str]:
             if name not in client.run_on_scheduler(scheduler_state)["plugins"]:
                 break  # dropped meanwhile (the run gave up on it)
         time.sleep(0.2)
-    drop_plugin(client, name)
     raise ProviderSetupError(
         failures[0]
         if failures
@@ -318,40 +359,18 @@ def _built_keys(client: Any, name: str, label: str) -> list[str]:
     )
 
 
-def drop_plugin(client: Any, name: str) -> None:
-    """Unregister plugin ``name`` if the scheduler has it.
-
-    Unregistering one it does not have makes the scheduler log an ERROR with
-    a traceback, beside the clear error the run already gives.
-    """
-    from kit.cluster._plugin import scheduler_state
-
-    with contextlib.suppress(Exception):
-        if name in client.run_on_scheduler(scheduler_state)["plugins"]:
-            client.unregister_worker_plugin(name)
-
-
 def _attach_to_cluster(
-    client: Any, provider: EnvironmentProvider, name: str, label: str, stale: list[str]
+    client: Any, provider: EnvironmentProvider, name: str, label: str
 ) -> list[str]:
+    """Register env ``name``'s plugin (a no-op if another run did); return its keys once built.
+
+    A failure raises; the caller lets go of its hold with ``drop``, so the
+    scheduler unregisters the env unless another client's run holds it.
+    """
     from distributed.comm.core import CommClosedError
 
     from kit.cluster._plugin import ProviderPlugin
 
-    for old in stale:
-        try:
-            client.unregister_worker_plugin(old)
-        except (ValueError, CommClosedError):
-            # Gone already (another client of a shared scheduler removed it), or a
-            # worker went away meanwhile, and its env with it.
-            pass
-        except Exception as exc:
-            # A worker's teardown_env raised. The plugin is gone from the scheduler and
-            # the workers all the same; the env being attached (another run's, another
-            # trial's) must not fail for it: a warning, as inline.
-            _teardown_failed(
-                label, "the previous env on a worker", exc, "the new env is built anyway"
-            )
     with reading_env(type(provider)):  # make_worker_setup_fn may read the config here
         setup = functools.partial(env_only_setup, provider.worker_setup_fn(), type(provider))
     plugin = ProviderPlugin(name, label, cloudpickle.dumps(setup), cloudpickle.dumps(provider))
@@ -364,8 +383,6 @@ def _attach_to_cluster(
         # what the workers say then decides.
         pass
     except Exception as exc:
-        # Leave nothing half-registered: a later worker must not retry a broken setup.
-        drop_plugin(client, name)
         if isinstance(exc, KitError):
             raise exc.with_traceback(None) from None  # the provider's own ConfigError, say
         raise ProviderSetupError(

@@ -109,7 +109,12 @@ class Session:
     _closed: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.envs = EnvCache(self.parallel.max_envs, self.client, self.wait_for_workers)
+        self.envs = EnvCache(
+            self.parallel.max_envs,
+            self.client,
+            self.wait_for_workers,
+            self.parallel.env_idle_timeout,
+        )
 
     @property
     def state(self) -> SessionState:

@@ -93,7 +93,13 @@ class ParallelConfig:
     max_envs
         Envs of one provider kept at once (in each worker, or in this process
         inline): runs alternating between that many env configs (two engines,
-        say) never rebuild one. Past it, the least recently used goes first.
+        say) never rebuild one. Past it, the least recently used env no run
+        holds goes first. On a cluster the scheduler decides for all its
+        clients: an env another client's run holds is never torn down.
+    env_idle_timeout
+        Seconds an env may stay unused by any run before it is torn down
+        (its memory given back); None keeps it for as long as the cluster
+        or the session lives.
 
     Examples
     --------
@@ -110,6 +116,7 @@ class ParallelConfig:
     submit_hook: str | None = None
     startup_timeout: float = field(default=300.0, metadata={"min": 1})
     max_envs: int = field(default=2, metadata={"min": 1})
+    env_idle_timeout: float | None = field(default=3600.0, metadata={"min": 0})
 
 
 @dataclass

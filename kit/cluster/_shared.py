@@ -1,0 +1,170 @@
+"""The cluster's own ledger of envs: a scheduler plugin every client of the cluster asks.
+
+Clients of one scheduler (a class on one cluster, a sweep's trials, two
+notebooks) share one env per worker when their provider configs agree. So
+whether an env may go is the cluster's business, not one client's: each run
+holds its env in the scheduler's :class:`ClusterLedger` while it runs; an
+env goes only when no client's run holds it (past ``parallel.max_envs``,
+the least recently used across all clients first; or once idle for
+``parallel.env_idle_timeout`` seconds); a client that goes away lets go of
+what it held. The scheduler tears envs down itself, so no client ever
+unregisters an env another one holds.
+
+The functions below run on the scheduler through ``client.run_on_scheduler``;
+each decision is taken on the scheduler's event loop between two awaits, so
+two clients never decide at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from distributed.diagnostics.plugin import SchedulerPlugin
+from tornado.ioloop import PeriodicCallback
+
+from kit.cluster._env_ledger import EnvLedger
+
+#: The ledger's name among the scheduler's plugins.
+LEDGER = "kit-ledger"
+#: Envs are Kit's worker plugins whose names start so.
+ENV_PREFIX = "kit-env:"
+#: How often the scheduler looks for envs idle past their timeout, in ms.
+EXPIRY_CHECK_MS = 1000
+
+
+class ClusterLedger(SchedulerPlugin):
+    """The scheduler's ledger: holds on envs by every client, and their teardown.
+
+    ``idempotent``: the first client of a scheduler registers it; a second
+    registration keeps the one there, with its holds.
+    """
+
+    idempotent = True
+    name = LEDGER
+
+    def __init__(self) -> None:
+        self.envs = EnvLedger()
+        self._left: dict[str, asyncio.Event] = {}
+        self._expiry: PeriodicCallback | None = None
+        self.scheduler: Any = None
+
+    async def start(self, scheduler: Any) -> None:
+        # Nothing awaited: registered between two of the scheduler's awaits, so two
+        # clients' registrations cannot both find no ledger and both add one.
+        self.scheduler = scheduler
+        self._expiry = PeriodicCallback(self._expire, EXPIRY_CHECK_MS)
+        self._expiry.start()
+
+    async def close(self) -> None:
+        if self._expiry is not None:
+            self._expiry.stop()
+
+    def remove_client(self, scheduler: Any, client: str) -> None:
+        """Let go of what a client held: it went away (closed, or its process died)."""
+        self.envs.drop_client(client, time.time())
+
+    def present(self) -> list[str]:
+        """Return the envs registered on the cluster now."""
+        return [name for name in self.scheduler.worker_plugins if name.startswith(ENV_PREFIX)]
+
+    async def until_gone(self, name: str) -> None:
+        """Wait while env ``name`` is being torn down."""
+        while name in self.envs.leaving:
+            await self._left.setdefault(name, asyncio.Event()).wait()
+
+    async def tear_down(self, names: list[str]) -> list[str]:
+        """Unregister the claimed envs ``names`` from every worker; return what failed, said."""
+        failures: list[str] = []
+        try:
+            for name in names:
+                if name not in self.scheduler.worker_plugins:
+                    continue
+                try:
+                    replies = await self.scheduler.unregister_worker_plugin(None, name)
+                except Exception as exc:  # a worker went away meanwhile, and its env with it
+                    failures.append(f"{type(exc).__name__}: {exc}")
+                    continue
+                failures += [
+                    str(reply.get("text") or reply.get("exception") or reply)
+                    for reply in replies.values()
+                    if isinstance(reply, dict) and reply.get("status") == "error"
+                ]
+        finally:
+            self.envs.gone(names)
+            for name in names:
+                event = self._left.pop(name, None)
+                if event is not None:
+                    event.set()
+        return failures
+
+    async def _expire(self) -> None:
+        stale = self.envs.expired(time.time(), self.present())
+        if stale:
+            await self.tear_down(stale)
+
+
+def ledger_of(scheduler: Any) -> ClusterLedger:
+    """Return the scheduler's ledger (each Kit session registers it first thing)."""
+    ledger = scheduler.plugins.get(LEDGER)
+    if not isinstance(ledger, ClusterLedger):
+        raise RuntimeError(
+            "this scheduler has no Kit ledger; it is registered when a Kit session connects"
+        )
+    return ledger
+
+
+async def hold_env(
+    name: str,
+    hold: str,
+    client: str,
+    max_envs: int,
+    idle_timeout: float | None,
+    dask_scheduler: Any = None,
+) -> dict[str, Any]:
+    """On the scheduler: hold env ``name`` for a run; tear down the envs that must go.
+
+    Returns the envs registered now (after the teardown), the cluster's
+    worker threads, and what failed in tearing down (for a warning: the
+    env being held must not fail for another env's ``teardown_env``).
+    """
+    ledger = ledger_of(dask_scheduler)
+    await ledger.until_gone(name)
+    stale = ledger.envs.hold(
+        name,
+        hold,
+        client,
+        time.time(),
+        present=ledger.present(),
+        max_envs=max_envs,
+        idle_timeout=idle_timeout,
+    )
+    failures = await ledger.tear_down(stale) if stale else []
+    return {
+        "plugins": list(dask_scheduler.worker_plugins),
+        "threads": sum(ws.nthreads for ws in dask_scheduler.workers.values()),
+        "failures": failures,
+    }
+
+
+async def release_env(hold: str, drop: bool = False, dask_scheduler: Any = None) -> None:
+    """On the scheduler: a run lets go of its env; with ``drop``, it goes if nobody holds it.
+
+    ``drop`` is for a build given up on (cancelled, timed out, failed):
+    workers still building it drop it when the build ends, unless another
+    client's run holds it meanwhile.
+    """
+    ledger = ledger_of(dask_scheduler)
+    name = ledger.envs.release(hold, time.time())
+    if drop and name is not None and ledger.envs.claim(name):
+        await ledger.tear_down([name])
+
+
+def held_envs(dask_scheduler: Any = None) -> dict[str, list[str]]:
+    """On the scheduler: each env registered now, with the clients holding it."""
+    with contextlib.suppress(RuntimeError):
+        ledger = ledger_of(dask_scheduler)
+        return {name: ledger.envs.holders(name) for name in ledger.present()}
+    return {name: [] for name in dask_scheduler.worker_plugins if name.startswith(ENV_PREFIX)}

@@ -1,0 +1,131 @@
+"""A class on one scheduler: attendees in processes of their own share envs, and never break
+each other's runs by switching engines, leaving, or dying."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from distributed import Client
+
+from kit.cluster._shared import held_envs
+from tests.servers import ROOT, dask_cluster
+from tests.workloads import lines
+
+WORKERS = 2
+
+
+@pytest.fixture
+def scheduler(tmp_path: Path) -> Iterator[str]:
+    with dask_cluster(tmp_path, WORKERS, threads=2) as address:
+        yield address
+
+
+@pytest.fixture
+def watcher(scheduler: str) -> Iterator[Client]:
+    """The teacher's view: a plain Dask client asking the scheduler what it holds."""
+    with Client(scheduler) as client:
+        client.wait_for_workers(WORKERS)
+        yield client
+
+
+def attendee(address: str, *jobs: dict[str, Any]) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "tests.class_client", address, *map(json.dumps, jobs)]
+    environ = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen(command, cwd=ROOT, env=environ, stdout=subprocess.PIPE, text=True)
+
+
+def reports(proc: subprocess.Popen[str]) -> list[dict[str, Any]]:
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def until(condition: Any, what: str, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {seconds:.0f} s for {what}"
+        time.sleep(0.05)
+
+
+def test_switching_engines_never_tears_down_an_env_another_attendee_holds(
+    scheduler: str, watcher: Client, tmp_path: Path
+) -> None:
+    logs = {who: tmp_path / who for who in ("alice", "bob")}
+    for folder in logs.values():
+        folder.mkdir()
+    gate = tmp_path / "gate"
+    # Alice's run is held on its last item: it holds its env, mid-run.
+    alice = attendee(
+        scheduler,
+        {
+            "items": 40,
+            "factor": 3,
+            "log_dir": str(logs["alice"]),
+            "log_calls": True,
+            "gate": str(gate),
+            "gate_from": 39,
+        },
+    )
+    until(lambda: len(lines(logs["alice"], "calls.log")) == 39, "alice's first 39 items")
+    alices_env = set(watcher.run_on_scheduler(held_envs))
+    # Bob goes through three engines with max_envs 2, after one run of Alice's engine.
+    bob = attendee(
+        scheduler,
+        *({"items": 8, "factor": factor, "log_dir": str(logs["bob"])} for factor in (4, 5, 6, 7)),
+    )
+    assert [report["failed"] for report in reports(bob)] == [0, 0, 0, 0]
+    held = watcher.run_on_scheduler(held_envs)
+    assert alices_env <= set(held), "Bob's engines tore down the env Alice's run holds"
+    assert len(held) == 2, held  # Alice's, held (over the bound), and Bob's latest
+    gate.touch()
+    (report,) = reports(alice)
+    assert (report["ok"], report["failed"]) == (40, 0), report["errors"]
+    # Each worker built Alice's env once: her run never had to build it again.
+    assert len([line for line in lines(logs["alice"], "setup.log") if " 3 " in line]) == WORKERS
+
+
+def test_attendees_with_one_config_build_the_env_once_per_worker(
+    scheduler: str, watcher: Client, tmp_path: Path
+) -> None:
+    job = {"items": 24, "factor": 2, "sleep": 0.01, "log_dir": str(tmp_path)}
+    class_of_three = [attendee(scheduler, job, job) for _ in range(3)]
+    for proc in class_of_three:
+        assert [(r["ok"], r["failed"]) for r in reports(proc)] == [(24, 0), (24, 0)]
+    assert len(lines(tmp_path, "setup.log")) == WORKERS  # not 3 attendees x 2 workers
+    assert list(watcher.run_on_scheduler(held_envs).values()) == [[]]  # nobody holds it now
+
+
+def test_an_attendee_that_dies_mid_run_lets_go_of_its_env(
+    scheduler: str, watcher: Client, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"  # never opened: the run is killed while it waits
+    job = {"items": 8, "factor": 3, "log_dir": str(tmp_path), "log_calls": True}
+    dying = attendee(scheduler, {**job, "gate": str(gate), "gate_from": 7})
+    until(lambda: len(lines(tmp_path, "calls.log")) == 7, "the first 7 items")
+    (held,) = watcher.run_on_scheduler(held_envs).values()
+    assert len(held) == 1
+    dying.send_signal(signal.SIGKILL)
+    dying.wait()
+    until(lambda: list(watcher.run_on_scheduler(held_envs).values()) == [[]], "the hold to go")
+    # Its env is anybody's to evict now: two other engines with max_envs 2 push it out.
+    other = attendee(scheduler, *({"items": 4, "factor": f} for f in (4, 5)))
+    assert [report["failed"] for report in reports(other)] == [0, 0]
+    assert len(watcher.run_on_scheduler(held_envs)) == 2
+
+
+def test_an_env_nobody_holds_for_its_idle_timeout_is_torn_down(
+    scheduler: str, watcher: Client, tmp_path: Path
+) -> None:
+    job = {"items": 4, "factor": 3, "log_dir": str(tmp_path), "parallel": {"env_idle_timeout": 1}}
+    assert reports(attendee(scheduler, job))[0]["failed"] == 0
+    until(lambda: watcher.run_on_scheduler(held_envs) == {}, "the idle env to be torn down")
+    assert len(lines(tmp_path, "teardown.log")) == WORKERS
