@@ -93,6 +93,7 @@ test: system-deps lint typecheck unit
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
 	$(BIN)/python benchmarks/bench_scale.py
+	$(BIN)/python benchmarks/bench_class.py
 	$(BIN)/python benchmarks/bench_dashboard.py
 	$(BIN)/python benchmarks/bench_asr.py
 	$(BIN)/python benchmarks/bench_sweep.py

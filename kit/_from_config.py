@@ -38,13 +38,20 @@ def _missing(key: str, example: str) -> ConfigError:
     return error("`kit run` needs this section", full_key=key, fix=f"add it, e.g. {example}")
 
 
-def build_runner(cfg: DictConfig) -> tuple[Any, Sequence[Index]]:
-    """Return ``(runner, indices)`` described by ``cfg``'s provider, runner and items."""
+def build_provider(cfg: DictConfig) -> EnvironmentProvider:
+    """Return the provider ``cfg.provider._target_`` names, made from ``cfg``."""
     if "provider" not in cfg:
         raise _missing("provider._target_", "`provider: {_target_: mypkg.MyProvider}`")
+    provider_cls = _import(cfg.provider._target_, "provider._target_", EnvironmentProvider)
+    provider: EnvironmentProvider = provider_cls(cfg)
+    return provider
+
+
+def build_runner(cfg: DictConfig) -> tuple[Any, Sequence[Index]]:
+    """Return ``(runner, indices)`` described by ``cfg``'s provider, runner and items."""
+    provider = build_provider(cfg)
     if "runner" not in cfg or "_target_" not in cfg.runner:
         raise _missing("runner._target_", "`runner: {_target_: mypkg.MyRunner}`")
-    provider_cls = _import(cfg.provider._target_, "provider._target_", EnvironmentProvider)
     runner_cls = _import(cfg.runner._target_, "runner._target_", Runner)
     container = OmegaConf.to_container(cfg.runner, resolve=True)
     assert isinstance(container, dict)
@@ -57,7 +64,7 @@ def build_runner(cfg: DictConfig) -> tuple[Any, Sequence[Index]]:
             fix="write it as a string, e.g. `output_dir=runs/decode`",
         )
     runner = runner_cls(
-        provider_cls(cfg),
+        provider,
         parallel=cfg.get("parallel"),
         output_dir=output_dir,
         # Only when set: a runner of one's own with its own __init__ need not take it.

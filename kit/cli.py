@@ -406,6 +406,67 @@ def _cluster_script(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cluster_runs(args: argparse.Namespace) -> int:
+    from kit.cluster._teacher import class_runs, connect, runs_table
+
+    client = connect(args.target)
+    try:
+        _say(runs_table(class_runs(client)))
+    finally:
+        client.close()
+    return EXIT_OK
+
+
+def _cluster_cancel(args: argparse.Namespace) -> int:
+    from kit.cluster._teacher import cancel, connect
+
+    client = connect(args.target)
+    try:
+        try:
+            seat = cancel(client, args.run)
+        except KeyError as exc:
+            _say(f"kit: error: {exc.args[0]}", file=sys.stderr)
+            return EXIT_USAGE
+    finally:
+        client.close()
+    _say(
+        f"asked run {seat['run_id']} ({seat['user']}@{seat['host']}, {seat['runner']}, "
+        f"{seat['done']}/{seat['total']} items) to stop; it ends within a second, "
+        "its completed items kept"
+    )
+    return EXIT_OK
+
+
+def _cluster_warm(args: argparse.Namespace) -> int:
+    import time
+
+    from kit._from_config import build_provider
+    from kit.cluster import get_session
+    from kit.cluster._teacher import parallel_for
+    from kit.config import parallel_section
+
+    cfg = _load(args)
+    # Where: the target; how many envs to keep and for how long: the class's config.
+    kept = {
+        k: v for k, v in (cfg.get("parallel") or {}).items() if k.endswith("envs") or "idle" in k
+    }
+    merged = OmegaConf.merge(OmegaConf.structured(parallel_for(args.target)), kept)
+    assert isinstance(merged, DictConfig)
+    parallel = parallel_section(merged)
+    provider = build_provider(cfg)
+    began = time.perf_counter()
+    with get_session(parallel) as session:
+        name, keys = session.attach(provider)
+        session.release(name)
+        workers = len(session.client.scheduler_info()["workers"])
+    _say(
+        f"built {name} on {workers} workers in {time.perf_counter() - began:.1f} s "
+        f"(env keys: {', '.join(keys)}); it stays until parallel.max_envs pushes it out "
+        f"or nobody uses it for {parallel.env_idle_timeout or 'ever'} s"
+    )
+    return EXIT_OK
+
+
 def _report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -588,13 +649,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     notebooks.add_argument("folder", metavar="DIR")
     notebooks.set_defaults(handler=_notebooks)
-    cluster = commands.add_parser("cluster", help="job-queue clusters")
+    cluster = commands.add_parser("cluster", help="job-queue clusters; a class's shared cluster")
     cluster_commands = cluster.add_subparsers(dest="cluster_command", required=True)
     script = cluster_commands.add_parser(
         "script", help="print the job script the config would submit (submits nothing)"
     )
     _with_config(script)
     script.set_defaults(handler=_cluster_script)
+    target_help = (
+        "the scheduler's address, or a YAML config whose parallel section reaches it "
+        "(address and TLS files)"
+    )
+    runs = cluster_commands.add_parser(
+        "runs", help="list every run on the cluster: user, host, runner, items, slots, envs"
+    )
+    runs.add_argument("target", metavar="TARGET", help=target_help)
+    runs.set_defaults(handler=_cluster_runs)
+    stop = cluster_commands.add_parser(
+        "cancel", help="stop one run on the cluster (its completed items are kept)"
+    )
+    stop.add_argument("target", metavar="TARGET", help=target_help)
+    stop.add_argument("run", metavar="RUN", help="the run's id, or its first characters")
+    stop.set_defaults(handler=_cluster_cancel)
+    warm_up = cluster_commands.add_parser(
+        "warm", help="build the config's env on every worker now (before the class arrives)"
+    )
+    warm_up.add_argument("target", metavar="TARGET", help=target_help)
+    _with_config(warm_up)
+    warm_up.set_defaults(handler=_cluster_warm)
     return parser
 
 

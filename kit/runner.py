@@ -55,7 +55,7 @@ class Runner:
         keeps results in memory only.
     batch_size, batch_by, max_batch, chunk_size, resume, on_error, max_failures
         As in the ``runner`` config section: see :class:`kit.config.RunnerConfig`.
-    retries, backups, setup_timeout
+    retries, backups, setup_timeout, max_slots
         As in the ``runner`` config section.
     record_format
         ``data`` (JSON lines, Arrow for numpy values and bytes; never executed
@@ -120,6 +120,7 @@ class Runner:
         backups: str = "auto",
         record_format: str = "data",
         setup_timeout: float | None = None,
+        max_slots: int | None = None,
         writer: RecordWriter | None = None,
         client: Any = None,
         tracking: Tracking | Mapping[str, Any] | None = None,
@@ -142,6 +143,7 @@ class Runner:
             "backups": backups,
             "record_format": record_format,
             "setup_timeout": setup_timeout,
+            "max_slots": max_slots,
         }
         checked = check_section(OmegaConf.create({"runner": options}), "runner", RunnerConfig)
         self.options = RunnerConfig(**OmegaConf.to_container(checked))  # type: ignore[arg-type]

@@ -2,7 +2,7 @@
 
 ``python -m tests.class_client ADDRESS JOB...`` where each JOB is a JSON
 object: ``items`` (how many), ``parallel`` (merged over ``env: remote``,
-the address and ``max_envs: 2``) and the config of a
+the address and ``max_envs: 2``), ``runner`` (the Runner's options) and the config of a
 :class:`tests.workloads.Paced` env (``factor``, ``sleep``, ``log_dir``,
 ``log_calls``, ``gate``, ``gate_from``). The jobs run one after the other;
 each prints one JSON line: its factor, items, ok, failed, seconds and its
@@ -12,11 +12,16 @@ first errors. Attendees with one env config share one env per worker.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from tests.workloads import Affine, Paced, toy_config
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_job(address: str, job: dict[str, Any]) -> dict[str, Any]:
@@ -24,7 +29,8 @@ def run_job(address: str, job: dict[str, Any]) -> dict[str, Any]:
     job = dict(job)
     items = job.pop("items")
     parallel = {"env": "remote", "address": address, "max_envs": 2, **job.pop("parallel", {})}
-    runner = Affine(Paced(toy_config(None, **job)), parallel=parallel)
+    options = job.pop("runner", {})
+    runner = Affine(Paced(toy_config(None, **job)), parallel=parallel, **options)
     began = time.monotonic()
     result = runner.run(items)
     return {
@@ -32,9 +38,34 @@ def run_job(address: str, job: dict[str, Any]) -> dict[str, Any]:
         "items": items,
         "ok": result.stats.ok,
         "failed": result.stats.failed,
+        "status": str(result.status),
         "seconds": time.monotonic() - began,
         "errors": [str(error)[:300] for error in result.errors[:3]],
     }
+
+
+def attendee(address: str, *jobs: dict[str, Any], user: str = "") -> subprocess.Popen[str]:
+    """Start an attendee's process running ``jobs`` (as ``JUPYTERHUB_USER`` ``user``, if given)."""
+    command = [sys.executable, "-m", "tests.class_client", address, *map(json.dumps, jobs)]
+    environ = dict(os.environ, PYTHONPATH=str(ROOT))
+    if user:
+        environ["JUPYTERHUB_USER"] = user
+    return subprocess.Popen(command, cwd=ROOT, env=environ, stdout=subprocess.PIPE, text=True)
+
+
+def reports(proc: subprocess.Popen[str]) -> list[dict[str, Any]]:
+    """Wait for an attendee; return its jobs' reports."""
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def until(condition: Any, what: str, seconds: float = 120) -> None:
+    """Wait until ``condition()`` holds (a state, not a time); fail after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {seconds:.0f} s for {what}"
+        time.sleep(0.05)
 
 
 def main(argv: list[str]) -> int:

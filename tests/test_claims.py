@@ -54,6 +54,27 @@ CLAIMS: dict[str, list[str]] = {
         "tests/cluster/test_shared_envs.py::test_an_attendee_that_dies_mid_run_lets_go_of_its_env",
         "tests/cluster/test_env_ledger.py::test_an_env_held_by_another_client_never_goes",
     ],
+    "every attendee's runs share its workers and one env (one model) per worker": [
+        "tests/cluster/test_shared_envs.py::"
+        "test_attendees_with_one_config_build_the_env_once_per_worker",
+        "tests/cluster/test_teacher.py::"
+        "test_warming_builds_the_env_once_per_worker_before_the_class_uses_it",
+    ],
+    "`kit cluster runs TARGET` lists every run on the cluster": [
+        "tests/cluster/test_teacher.py::"
+        "test_the_teacher_lists_the_class_runs_and_stops_one_without_touching_the_others"
+    ],
+    "An id that names no run, or several, is refused with the runs there are": [
+        "tests/cluster/test_run_book.py::"
+        "test_a_cancel_names_the_run_by_its_first_characters_and_says_which_runs_there_are",
+        "tests/cluster/test_teacher.py::"
+        "test_the_teacher_lists_the_class_runs_and_stops_one_without_touching_the_others",
+    ],
+    "No item failed, and Jain's fairness index": [
+        "benchmarks/bench_class.py",
+        "tests/cluster/test_shared_envs.py::"
+        "test_switching_engines_never_tears_down_an_env_another_attendee_holds",
+    ],
     "an env no run has held for `parallel.env_idle_timeout` seconds": [
         "tests/cluster/test_shared_envs.py::"
         "test_an_env_nobody_holds_for_its_idle_timeout_is_torn_down",

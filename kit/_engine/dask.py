@@ -28,9 +28,13 @@ from kit._engine.plan import ChunkPlanner
 from kit._engine.policy import DispatchPolicy, Flight, Isolated, Overdue
 from kit._engine.spec import ChunkJob
 from kit._waiting import WAIT_STEP
+from kit.cluster._seats import ClusterSeat, Share
 from kit.store._chunk_result import ChunkResult
 
 CAPACITY_CHECK = 0.2  # at most this often, ask the scheduler how many threads it has
+#: Work in a chunk at most, in seconds, while other clients share the cluster: a run that
+#: starts late waits for slots to free, one every SHARED_CHUNK_SECONDS / threads.
+SHARED_CHUNK_SECONDS = 0.1
 
 #: Chunks sent in one graph update. The scheduler starts none of an update's tasks
 #: before it has taken them all in: on 256 slots the first of 512 one-item tasks
@@ -119,21 +123,31 @@ class DaskDispatcher:
         retries: int,
         backups: str = "auto",
         no_worker_timeout: float | None = None,
+        seat: ClusterSeat | None = None,
     ) -> None:
         self.client = client
+        #: The run's seat on the cluster: its fair share of the threads, a cancel request.
+        self.seat = seat
         self.job = job
         self.planner = planner
+        self._target = planner.target_seconds
+        if seat is not None:
+            self._aim(seat.last)
         #: What to send, send again and copy.
         self.policy = DispatchPolicy(planner, job.indices, retries, backups, no_worker_timeout)
         #: The event topic on which workers say a chunk will end early (see Overdue).
         self.overdue_topic = overdue_topic(job.run_id)
         self.complete = complete
-        self.should_stop = should_stop
+        self._should_stop = should_stop
         self.arrived: queue.Queue[Any] = queue.Queue()
         #: Sends the chunk tasks; each future tells ``arrived`` when it is back.
         self.sender = TaskSender(client, env_name, job, planner, self.policy, self.arrived)
         self._capacity_checked = time.perf_counter()
         self.clock = BusyClock()
+
+    def should_stop(self) -> bool:
+        """Whether to stop: a cancel, the stop policy, or a cancel asked for on the cluster."""
+        return (self.seat is not None and self.seat.cancelled()) or self._should_stop()
 
     @property
     def in_flight(self) -> dict[str, Flight]:
@@ -247,20 +261,38 @@ class DaskDispatcher:
         all of them in (see ``MAP_CHUNKS``).
         """
         room = 2 * self.capacity() - len(self.in_flight)
-        self.sender.launch_many(self.policy.to_send(room, self.should_stop()))
+        # Sharing the cluster, a run below its share goes ahead of the chunks other runs
+        # have queued (Dask runs higher priorities first): a late small run starts at once.
+        shared = self.seat is not None and self.seat.last.shared
+        priority = 1 if shared and len(self.in_flight) < self.policy.threads else 0
+        self.sender.launch_many(self.policy.to_send(room, self.should_stop()), priority)
 
     def capacity(self) -> int:
-        """Worker threads the cluster has now (asked at most every CAPACITY_CHECK s)."""
+        """Worker threads this run may use now (asked at most every CAPACITY_CHECK s).
+
+        The cluster's threads, or with a seat on it, this run's fair share of them.
+        """
         now = time.perf_counter()
         if now - self._capacity_checked >= CAPACITY_CHECK:
             self._capacity_checked = now
             try:
                 with self.clock.waiting():
-                    threads: dict[str, int] = self.client.nthreads()
+                    if self.seat is None:
+                        threads: dict[str, int] = self.client.nthreads()
+                        total, share = sum(threads.values()), None
+                    else:
+                        said = self.seat.report(len(self.in_flight))
+                        total, share = said.threads, said.share
+                        self._aim(said)
             except Exception:  # the scheduler is busy or gone: keep the last count
                 return self.policy.threads
-            return self.policy.threads_seen(sum(threads.values()), now)
+            return self.policy.threads_seen(total, now, share)
         return self.policy.threads
+
+    def _aim(self, said: Share) -> None:
+        """Keep chunks short while other clients are connected, as long as usual alone."""
+        short = min(SHARED_CHUNK_SECONDS, self._target)
+        self.planner.target_seconds = short if said.in_company else self._target
 
     def _gather(self, flights: list[Flight]) -> list[ChunkResult | BaseException | None]:
         """Fetch the results of chunks that came back: one call for all that finished."""
@@ -375,7 +407,7 @@ class TaskSender:
             Flight(start, stop, item.attempt, alone, key, future, worker=worker, deaths=item.deaths)
         )
 
-    def launch_many(self, spans: Sequence[tuple[int, int, int]]) -> None:
+    def launch_many(self, spans: Sequence[tuple[int, int, int]], priority: int = 0) -> None:
         """Send each ``(start, stop, deaths)`` as a first attempt, ``MAP_CHUNKS`` per map."""
         for first in range(0, len(spans), MAP_CHUNKS):
             part = spans[first : first + MAP_CHUNKS]
@@ -387,6 +419,7 @@ class TaskSender:
                 [self.planner.budget(stop - start) for start, stop, _ in part],
                 key=keys,
                 pure=False,
+                priority=priority,
                 **self._shared,
             )
             for (start, stop, deaths), key, future in zip(part, keys, futures, strict=True):

@@ -257,14 +257,23 @@ class DispatchPolicy:
         return bool(self.recovery.isolated) or any(f.alone for f in self.in_flight.values())
 
     # ------------------------------------------------------------ capacity
-    def threads_seen(self, total: int, now: float) -> int:
-        """Take the cluster's worker threads now; return how many to plan for (at least 1)."""
+    def threads_seen(self, total: int, now: float, share: int | None = None) -> int:
+        """Take the cluster's worker threads now; return how many to plan for (at least 1).
+
+        ``share`` is this run's fair share of them when other runs use the
+        cluster too: the run plans for that many.
+
+        >>> from kit._engine.plan import ChunkPlanner
+        >>> policy = DispatchPolicy(ChunkPlanner([(0, 8)], n_workers=8), range(8), retries=1)
+        >>> policy.threads_seen(8, now=0.0), policy.threads_seen(8, now=1.0, share=3)
+        (8, 3)
+        """
         if total:
             self._empty_since = None
         elif self._empty_since is None:
             self._empty_since = now
         # No worker at all (all left): keep one chunk out, it waits on the scheduler.
-        self.threads = max(1, total)
+        self.threads = max(1, total if share is None else min(total, share))
         self.most_threads = max(self.most_threads, self.threads)
         self.planner.n_workers = self.threads
         return self.threads

@@ -12,6 +12,7 @@ the exception.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import threading
 import time
@@ -30,6 +31,7 @@ from kit._engine.spec import ChunkJob, RunSpec
 from kit._errors import SchedulerLostError, StoreError
 from kit._waiting import WAIT_STEP
 from kit.cluster._bounded import SetupCancelled
+from kit.cluster._seats import ClusterSeat
 from kit.cluster._session import Session, get_session, session_for_client
 from kit.events import ChunkFinished, EventStream, RunFinished, RunStarted
 from kit.result import Index, Progress, RunError, RunResult, RunStatus
@@ -314,6 +316,7 @@ class Run:
         spec = self.spec
         session: Session | None = None
         env_name: str | None = None
+        seat: ClusterSeat | None = None
         try:
             spec.provider.check_config()
             session = self._session()
@@ -343,9 +346,10 @@ class Run:
                     time.time(),
                 )
             )
-            planner = ChunkPlanner(
-                pending, session.threads_at_attach, spec.options.chunk_size, spec.job.batch_size
-            )
+            if session.client is not None:
+                seat = take_seat(session.client, spec, self.ledger, env_name)
+            threads = session.threads_at_attach if seat is None else seat.last.share
+            planner = ChunkPlanner(pending, threads, spec.options.chunk_size, spec.job.batch_size)
             dispatcher: InlineDispatcher | DaskDispatcher
             if session.client is None:
                 env = session.envs.local(env_name)
@@ -361,6 +365,7 @@ class Run:
                     spec.options.retries,
                     spec.options.backups,
                     session.parallel.startup_timeout,
+                    seat,
                 )
             try:
                 dispatcher.run()
@@ -379,6 +384,8 @@ class Run:
         except BaseException as exc:
             return self._conclude(RunStatus.ERROR, exc), exc
         finally:
+            if seat is not None:
+                seat.leave()
             if spec.store is not None:
                 spec.store.unlock()
             if session is not None and env_name is not None:
@@ -534,3 +541,21 @@ class Run:
             result,
             error,
         )
+
+
+def take_seat(client: Any, spec: RunSpec, ledger: Ledger, env_name: str) -> ClusterSeat:
+    """Seat a run on its cluster: its fair share, the teacher's list, a cancel request."""
+    return ClusterSeat(
+        client,
+        spec.run_id,
+        runner=spec.runner_name,
+        env=env_name,
+        total=ledger.total,
+        max_slots=spec.options.max_slots,
+        progress=functools.partial(_done_and_failed, ledger),
+    )
+
+
+def _done_and_failed(ledger: Ledger) -> tuple[int, int]:
+    progress = ledger.progress()
+    return progress.done, progress.failed

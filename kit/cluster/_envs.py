@@ -93,7 +93,6 @@ class EnvCache:
         self._lock = threading.Lock()
         self._gone_inline = threading.Condition(self._lock)
         self._building: dict[str, threading.Lock] = {}
-        self._registered = False
 
     def local(self, name: str) -> Env:
         """Return the inline env ``name`` (attached and held by the caller)."""
@@ -244,11 +243,10 @@ class EnvCache:
     def _hold_on_cluster(self, name: str, hold: str, label: str) -> dict[str, Any]:
         from kit.cluster._shared import ClusterLedger, hold_env
 
-        if not self._registered:
-            # Idempotent: the first client of the scheduler adds the ledger, the
-            # others keep it (and every hold in it).
-            self.client.register_plugin(ClusterLedger())
-            self._registered = True
+        # Idempotent: the first client of the scheduler adds the ledger, the others
+        # keep it (and every hold in it); asked at each attach, as a scheduler that
+        # was started again has none.
+        self.client.register_plugin(ClusterLedger())
         hold_fn = functools.partial(
             hold_env, name, hold, self.client.id, self.max_envs, self.idle_timeout
         )

@@ -1,4 +1,4 @@
-"""The cluster's own ledger of envs: a scheduler plugin every client of the cluster asks.
+"""The cluster's own ledger of envs and runs: a scheduler plugin every client of it asks.
 
 Clients of one scheduler (a class on one cluster, a sweep's trials, two
 notebooks) share one env per worker when their provider configs agree. So
@@ -9,6 +9,10 @@ the least recently used across all clients first; or once idle for
 ``parallel.env_idle_timeout`` seconds); a client that goes away lets go of
 what it held. The scheduler tears envs down itself, so no client ever
 unregisters an env another one holds.
+
+The ledger also seats the runs (:class:`~kit.cluster._run_book.RunBook`):
+each run's fair share of the worker threads, what a teacher lists with
+``kit cluster runs`` and stops with ``kit cluster cancel``.
 
 The functions below run on the scheduler through ``client.run_on_scheduler``;
 each decision is taken on the scheduler's event loop between two awaits, so
@@ -26,6 +30,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from tornado.ioloop import PeriodicCallback
 
 from kit.cluster._env_ledger import EnvLedger
+from kit.cluster._run_book import RunBook, Seat
 
 #: The ledger's name among the scheduler's plugins.
 LEDGER = "kit-ledger"
@@ -47,6 +52,7 @@ class ClusterLedger(SchedulerPlugin):
 
     def __init__(self) -> None:
         self.envs = EnvLedger()
+        self.runs = RunBook()
         self._left: dict[str, asyncio.Event] = {}
         self._expiry: PeriodicCallback | None = None
         self.scheduler: Any = None
@@ -65,6 +71,15 @@ class ClusterLedger(SchedulerPlugin):
     def remove_client(self, scheduler: Any, client: str) -> None:
         """Let go of what a client held: it went away (closed, or its process died)."""
         self.envs.drop_client(client, time.time())
+        self.runs.drop_client(client, threads=self.threads())
+
+    def threads(self) -> int:
+        """Return the worker threads of the cluster now."""
+        return _threads(self.scheduler)
+
+    def clients(self) -> int:
+        """Return how many clients are connected now (Dask's own not counted)."""
+        return sum(1 for client in self.scheduler.clients if client != "fire-and-forget")
 
     def present(self) -> list[str]:
         """Return the envs registered on the cluster now."""
@@ -168,3 +183,70 @@ def held_envs(dask_scheduler: Any = None) -> dict[str, list[str]]:
         ledger = ledger_of(dask_scheduler)
         return {name: ledger.envs.holders(name) for name in ledger.present()}
     return {name: [] for name in dask_scheduler.worker_plugins if name.startswith(ENV_PREFIX)}
+
+
+def join_run(seat: dict[str, Any], dask_scheduler: Any = None) -> dict[str, int]:
+    """On the scheduler: seat a run; return the cluster's threads, its share and the runs."""
+    ledger = ledger_of(dask_scheduler)
+    threads = ledger.threads()
+    share = ledger.runs.join(Seat(**seat), threads=threads, now=time.time())
+    return {
+        "threads": threads,
+        "share": share,
+        "runs": len(ledger.runs.seats),
+        "clients": ledger.clients(),
+    }
+
+
+def report_run(
+    run_id: str, done: int, failed: int, chunks_out: int, dask_scheduler: Any = None
+) -> dict[str, Any]:
+    """On the scheduler: take a run's progress; return its share, the runs, a cancel request."""
+    ledger = ledger_of(dask_scheduler)
+    threads = ledger.threads()
+    seat = ledger.runs.report(
+        run_id, done=done, failed=failed, chunks_out=chunks_out, threads=threads, now=time.time()
+    )
+    if seat is None:  # the ledger was registered again (a restarted scheduler): sit down anew
+        return {"seated": False}
+    return {
+        "threads": threads,
+        "share": seat.share,
+        "runs": len(ledger.runs.seats),
+        "clients": ledger.clients(),
+        "cancel_by": seat.cancel_by,
+        "seated": True,
+    }
+
+
+def leave_run(run_id: str, dask_scheduler: Any = None) -> None:
+    """On the scheduler: a run ended; the others share its threads."""
+    ledger = ledger_of(dask_scheduler)
+    ledger.runs.leave(run_id, threads=ledger.threads())
+
+
+def list_runs(dask_scheduler: Any = None) -> dict[str, Any]:
+    """On the scheduler: every run seated now, the envs with their holders, the threads."""
+    try:
+        ledger = ledger_of(dask_scheduler)
+    except RuntimeError:  # no Kit session ever connected: no run, no env of Kit's
+        return {"threads": _threads(dask_scheduler), "runs": [], "envs": {}}
+    return {
+        "threads": ledger.threads(),
+        "runs": [seat.as_dict() for seat in ledger.runs.seats.values()],
+        "envs": {name: ledger.envs.holders(name) for name in ledger.present()},
+    }
+
+
+def cancel_run(run_id: str, by: str, dask_scheduler: Any = None) -> dict[str, Any]:
+    """On the scheduler: ask run ``run_id`` (or the one its id starts with) to stop.
+
+    The run reads the request at its next report (within a fraction of a
+    second) and ends as cancelled, its completed items kept. Raises
+    ``KeyError`` naming the runs there are when none or several match.
+    """
+    return ledger_of(dask_scheduler).runs.cancel(run_id, by=by).as_dict()
+
+
+def _threads(scheduler: Any) -> int:
+    return sum(ws.nthreads for ws in scheduler.workers.values())

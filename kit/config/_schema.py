@@ -166,6 +166,11 @@ class RunnerConfig:
         on every worker) may take before the run ends with a
         ``ProviderSetupError``; None waits as long as it takes. Either way a
         submitted run's ``cancel()`` ends it within a second, in setup too.
+    max_slots
+        Worker threads this run keeps busy at most. Runs sharing a cluster
+        (a class, two notebooks) each get a fair share of its threads (equal
+        by default); a run's ``max_slots`` caps its share, and what it leaves
+        goes to the others. None: as many as its share.
 
     Examples
     --------
@@ -185,6 +190,7 @@ class RunnerConfig:
     backups: str = field(default="auto", metadata={"choices": ("auto", "off")})
     record_format: str = field(default="data", metadata={"choices": ("data", "pickle")})
     setup_timeout: float | None = field(default=None, metadata={"min": 0})
+    max_slots: int | None = field(default=None, metadata={"min": 1})
 
 
 @dataclass

@@ -3,57 +3,15 @@ each other's runs by switching engines, leaving, or dying."""
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
 from distributed import Client
 
 from kit.cluster._shared import held_envs
-from tests.servers import ROOT, dask_cluster
+from tests.class_client import attendee, reports, until
+from tests.cluster.conftest import WORKERS
 from tests.workloads import lines
-
-WORKERS = 2
-
-
-@pytest.fixture
-def scheduler(tmp_path: Path) -> Iterator[str]:
-    with dask_cluster(tmp_path, WORKERS, threads=2) as address:
-        yield address
-
-
-@pytest.fixture
-def watcher(scheduler: str) -> Iterator[Client]:
-    """The teacher's view: a plain Dask client asking the scheduler what it holds."""
-    with Client(scheduler) as client:
-        client.wait_for_workers(WORKERS)
-        yield client
-
-
-def attendee(address: str, *jobs: dict[str, Any]) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "tests.class_client", address, *map(json.dumps, jobs)]
-    environ = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.Popen(command, cwd=ROOT, env=environ, stdout=subprocess.PIPE, text=True)
-
-
-def reports(proc: subprocess.Popen[str]) -> list[dict[str, Any]]:
-    out, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 0, out
-    return [json.loads(line) for line in out.splitlines()]
-
-
-def until(condition: Any, what: str, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"waited {seconds:.0f} s for {what}"
-        time.sleep(0.05)
 
 
 def test_switching_engines_never_tears_down_an_env_another_attendee_holds(

@@ -1,0 +1,183 @@
+"""The runs on one cluster, their fair shares of its slots, and cancel requests: no I/O.
+
+One :class:`RunBook` lives in the scheduler's Kit ledger (see
+:mod:`kit.cluster._shared`). Each run on the cluster has a seat in it while
+it runs: who started it (user and host), its runner and env, how far it is,
+how many chunks it has out. The book gives each run its share of the
+cluster's worker threads (:func:`fair_shares`: equal by default, a run's
+``max_slots`` caps it, what a capped run leaves goes to the others), and
+holds a teacher's cancel request until the run reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+def fair_shares(threads: int, caps: dict[str, int | None]) -> dict[str, int]:
+    """Split ``threads`` slots among runs: equal, each at most its cap, at least 1.
+
+    What a capped run leaves is shared by the others (water filling); a run
+    alone on the cluster gets all of it.
+
+    Examples
+    --------
+    >>> fair_shares(8, {"a": None})
+    {'a': 8}
+    >>> fair_shares(8, {"a": None, "b": None})
+    {'a': 4, 'b': 4}
+    >>> fair_shares(8, {"a": None, "b": 2, "c": None})
+    {'a': 3, 'b': 2, 'c': 3}
+    >>> fair_shares(2, {"a": None, "b": None, "c": None})
+    {'a': 1, 'b': 1, 'c': 1}
+    """
+    shares: dict[str, int] = {}
+    left, open_runs = threads, sorted(caps)
+    # Capped runs below an equal split take their cap; the rest split what remains.
+    while open_runs:
+        equal = left // len(open_runs)
+        capped = [run for run in open_runs if (cap := caps[run]) is not None and cap <= equal]
+        if not capped:
+            extra = left - equal * len(open_runs)
+            for i, run in enumerate(open_runs):
+                shares[run] = max(1, equal + (1 if i < extra else 0))
+            break
+        for run in capped:
+            shares[run] = max(1, caps[run] or 1)
+            left -= shares[run]
+            open_runs.remove(run)
+    return {run: shares[run] for run in sorted(caps)}
+
+
+@dataclass
+class Seat:
+    """One run on the cluster, as the teacher sees it.
+
+    Attributes
+    ----------
+    run_id
+        The run's id (names its Dask tasks).
+    client
+        The Dask client that started it.
+    user, host
+        Who started it, where: ``JUPYTERHUB_USER`` (else the login name) and the host name.
+    runner
+        The runner's class; ``env`` the env it holds.
+    total, done, failed
+        Its items, those finished (ok or failed), those failed.
+    chunks_out
+        Chunk tasks it has out now (running or queued on the cluster).
+    share
+        Worker threads it may keep busy now (its fair share).
+    max_slots
+        The cap its config set, or None.
+    started, seen
+        When it joined, when it last reported (scheduler clock, seconds).
+    cancel_by
+        Who asked for it to be cancelled, or None.
+    """
+
+    run_id: str
+    client: str
+    user: str
+    host: str
+    runner: str
+    env: str
+    total: int
+    max_slots: int | None = None
+    done: int = 0
+    failed: int = 0
+    chunks_out: int = 0
+    share: int = 0
+    started: float = 0.0
+    seen: float = 0.0
+    cancel_by: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the seat as plain data (what crosses the wire to a client)."""
+        return asdict(self)
+
+
+@dataclass
+class RunBook:
+    """The seats of the runs on one cluster.
+
+    Examples
+    --------
+    >>> book = RunBook()
+    >>> book.join(Seat("r1", "c1", "alice", "lab", "Decode", "env", total=100), threads=8, now=0.0)
+    8
+    >>> book.join(Seat("r2", "c2", "bob", "lab", "Decode", "env", total=16), threads=8, now=1.0)
+    4
+    >>> book.report("r1", done=50, failed=0, chunks_out=8, threads=8, now=2.0).share
+    4
+    >>> book.cancel("r2", by="teacher").user
+    'bob'
+    >>> book.report("r2", done=3, failed=0, chunks_out=2, threads=8, now=3.0).cancel_by
+    'teacher'
+    >>> book.leave("r2", threads=8)
+    >>> [seat.share for seat in book.seats.values()]
+    [8]
+    """
+
+    seats: dict[str, Seat] = field(default_factory=dict)
+
+    def join(self, seat: Seat, *, threads: int, now: float) -> int:
+        """Give ``seat`` a place; return its share of ``threads``."""
+        seat.started = seat.seen = now
+        self.seats[seat.run_id] = seat
+        self._share_out(threads)
+        return seat.share
+
+    def report(
+        self, run_id: str, *, done: int, failed: int, chunks_out: int, threads: int, now: float
+    ) -> Seat | None:
+        """Take a run's progress; return its seat with its share now (None if it has none)."""
+        seat = self.seats.get(run_id)
+        if seat is None:
+            return None
+        seat.done, seat.failed, seat.chunks_out, seat.seen = done, failed, chunks_out, now
+        self._share_out(threads)
+        return seat
+
+    def leave(self, run_id: str, *, threads: int) -> None:
+        """Take the run's seat away (it ended); the others share its slots."""
+        if self.seats.pop(run_id, None) is not None:
+            self._share_out(threads)
+
+    def drop_client(self, client: str, *, threads: int) -> list[str]:
+        """Take away the seats of ``client``'s runs (it went away); return their ids."""
+        gone = [run_id for run_id, seat in self.seats.items() if seat.client == client]
+        for run_id in gone:
+            del self.seats[run_id]
+        if gone:
+            self._share_out(threads)
+        return gone
+
+    def find(self, run_id: str) -> Seat:
+        """Return the seat whose id is ``run_id`` or starts with it (one only).
+
+        Raises
+        ------
+        KeyError
+            Saying which runs there are, when none or several match.
+        """
+        matches = [seat for rid, seat in self.seats.items() if rid.startswith(run_id)]
+        if len(matches) == 1:
+            return matches[0]
+        listed = ", ".join(sorted(self.seats)) or "none"
+        if not matches:
+            raise KeyError(f"no run {run_id!r} on this cluster (runs now: {listed})")
+        raise KeyError(f"{run_id!r} names {len(matches)} runs ({listed}): give more of the id")
+
+    def cancel(self, run_id: str, *, by: str) -> Seat:
+        """Ask the run ``run_id`` (or the one its id starts with) to stop; return its seat."""
+        seat = self.find(run_id)
+        seat.cancel_by = by
+        return seat
+
+    def _share_out(self, threads: int) -> None:
+        shares = fair_shares(threads, {rid: s.max_slots for rid, s in self.seats.items()})
+        for run_id, share in shares.items():
+            self.seats[run_id].share = share

@@ -1,0 +1,142 @@
+"""What a teacher does with a class's cluster: list its runs, stop one.
+
+``kit cluster runs`` and ``kit cluster cancel`` call these (``kit cluster
+warm`` attaches a config's env with a session of its own); the cluster panel
+widget shows :func:`class_runs` too. A target is a
+scheduler address (``tcp://host:8786``) or a YAML config whose ``parallel``
+section says how to reach it (the address and, for TLS, the certificates).
+"""
+
+from __future__ import annotations
+
+import functools
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from kit.config import ParallelConfig, load_config, parallel_section
+
+
+def parallel_for(target: str) -> ParallelConfig:
+    """Return the ``parallel`` section that reaches ``target`` (an address or a config file).
+
+    Examples
+    --------
+    >>> parallel_for("tcp://127.0.0.1:8786").address
+    'tcp://127.0.0.1:8786'
+    """
+    path = Path(target).expanduser()
+    if path.is_file():
+        section = load_config(path).get("parallel") or {}
+        merged = OmegaConf.merge({"env": "remote"}, section)
+        assert isinstance(merged, DictConfig)
+        parallel = parallel_section(merged)
+    else:
+        parallel = parallel_section({"env": "remote", "address": target})
+    return parallel
+
+
+def connect(target: str) -> Any:
+    """Return a Dask client of the cluster at ``target`` (the caller closes it)."""
+    from kit.cluster._builders import start
+
+    client, _ = start(parallel_for(target))
+    return client
+
+
+def class_runs(client: Any) -> dict[str, Any]:
+    """Return every run on the cluster (its seat), the envs with their holders, the threads."""
+    from kit.cluster._shared import list_runs
+
+    listing: dict[str, Any] = client.run_on_scheduler(list_runs)
+    return listing
+
+
+def runs_table(listing: dict[str, Any], now: float | None = None) -> str:
+    """Draw :func:`class_runs` as the lines ``kit cluster runs`` prints.
+
+    Examples
+    --------
+    >>> seat = {"run_id": "1a2b3c", "user": "alice", "host": "lab", "runner": "Decode",
+    ...         "env": "kit-env:m.Whisper:9f8e7d6c5b4a", "total": 200, "done": 50, "failed": 1,
+    ...         "chunks_out": 4, "share": 2, "started": 0.0, "cancel_by": None}
+    >>> print(runs_table({"threads": 4, "runs": [seat], "envs": {seat["env"]: ["c1"]}}, now=75))
+    1 run on 4 worker threads
+    RUN     USER   HOST  RUNNER  ITEMS   FAILED  SLOTS  ENV                   FOR
+    1a2b3c  alice  lab   Decode  50/200  1       2      m.Whisper:9f8e7d6c5b  1m15s
+    1 env on the workers
+    m.Whisper:9f8e7d6c5b  held by 1 run
+    """
+    now = time.time() if now is None else now
+    runs, envs = listing["runs"], listing["envs"]
+    lines = [f"{_count(len(runs), 'run')} on {listing['threads']} worker threads"]
+    if runs:
+        rows = [["RUN", "USER", "HOST", "RUNNER", "ITEMS", "FAILED", "SLOTS", "ENV", "FOR"]]
+        for seat in sorted(runs, key=lambda s: s["started"]):
+            stopping = " (cancelling)" if seat.get("cancel_by") else ""
+            rows.append(
+                [
+                    seat["run_id"],
+                    seat["user"],
+                    seat["host"],
+                    seat["runner"] + stopping,
+                    f"{seat['done']}/{seat['total']}",
+                    str(seat["failed"]),
+                    str(seat["share"]),
+                    _env(seat["env"]),
+                    _age(now - seat["started"]),
+                ]
+            )
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines += [
+            "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+        ]
+    lines.append(f"{_count(len(envs), 'env')} on the workers")
+    width = max((len(_env(name)) for name in envs), default=0)
+    for name, holders in sorted(envs.items()):
+        held = f"held by {_count(len(holders), 'run')}" if holders else "idle"
+        lines.append(f"{_env(name).ljust(width)}  {held}")
+    return "\n".join(lines)
+
+
+def cancel(client: Any, run_id: str) -> dict[str, Any]:
+    """Ask the run ``run_id`` (or the one whose id starts so) to stop; return its seat.
+
+    Raises
+    ------
+    KeyError
+        Naming the runs on the cluster, when none or several match.
+    """
+    from kit.cluster._shared import cancel_run
+
+    by = f"{_who()}@{socket.gethostname()}"
+    seat: dict[str, Any] = client.run_on_scheduler(functools.partial(cancel_run, run_id, by))
+    return seat
+
+
+def _who() -> str:
+    from kit.cluster._seats import who
+
+    return who()
+
+
+def _env(name: str) -> str:
+    """``kit-env:pkg.mod.Provider:9f8e7d6c5b4a`` -> ``mod.Provider:9f8e7d6c5b``."""
+    _, path, digest = name.split(":", 2)
+    return f"{'.'.join(path.split('.')[-2:])}:{digest[:10]}"
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

@@ -1,0 +1,76 @@
+"""The run book's decisions, without Dask: fair shares, seats, cancel requests."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kit.cluster._run_book import RunBook, Seat, fair_shares
+
+
+def seat(run_id: str, client: str = "c", max_slots: int | None = None) -> Seat:
+    return Seat(run_id, client, "alice", "lab", "Decode", "kit-env:m.P:1", 100, max_slots)
+
+
+def test_a_run_alone_takes_the_whole_cluster() -> None:
+    assert fair_shares(256, {"a": None}) == {"a": 256}
+
+
+def test_runs_share_equally_and_a_cap_leaves_its_rest_to_the_others() -> None:
+    assert fair_shares(8, {"a": None, "b": None}) == {"a": 4, "b": 4}
+    assert fair_shares(10, {"a": None, "b": 1, "c": 2}) == {"a": 7, "b": 1, "c": 2}
+    assert fair_shares(9, {"a": None, "b": None}) == {"a": 5, "b": 4}
+
+
+@given(
+    st.integers(1, 512),
+    st.lists(st.one_of(st.none(), st.integers(1, 64)), min_size=1, max_size=40),
+)
+def test_shares_never_pass_the_threads_or_a_cap_and_leave_nothing_idle(
+    threads: int, caps: list[int | None]
+) -> None:
+    runs = {f"r{i}": cap for i, cap in enumerate(caps)}
+    shares = fair_shares(threads, runs)
+    assert all(share >= 1 for share in shares.values())
+    assert all(cap is None or shares[run] <= cap for run, cap in runs.items())
+    if threads >= len(runs):
+        assert sum(shares.values()) <= threads
+        # Idle threads only when every run is at its cap.
+        if sum(shares.values()) < threads:
+            assert all(cap is not None and shares[run] == cap for run, cap in runs.items())
+        # Equal: no uncapped run gets more than one thread over another.
+        free = [shares[run] for run, cap in runs.items() if cap is None]
+        assert not free or max(free) - min(free) <= 1
+
+
+def test_a_run_joining_halves_the_first_ones_share_and_leaving_gives_it_back() -> None:
+    book = RunBook()
+    assert book.join(seat("r1"), threads=8, now=0.0) == 8
+    assert book.join(seat("r2"), threads=8, now=1.0) == 4
+    assert book.seats["r1"].share == 4
+    book.leave("r2", threads=8)
+    assert book.seats["r1"].share == 8
+
+
+def test_a_client_that_goes_away_leaves_its_runs_seats() -> None:
+    book = RunBook()
+    book.join(seat("r1", client="alice"), threads=4, now=0.0)
+    book.join(seat("r2", client="bob"), threads=4, now=0.0)
+    assert book.drop_client("alice", threads=4) == ["r1"]
+    assert list(book.seats) == ["r2"] and book.seats["r2"].share == 4
+
+
+def test_a_cancel_names_the_run_by_its_first_characters_and_says_which_runs_there_are() -> None:
+    book = RunBook()
+    book.join(seat("1a2b"), threads=4, now=0.0)
+    book.join(seat("1a9c"), threads=4, now=0.0)
+    assert book.cancel("1a2", by="teacher@lab").cancel_by == "teacher@lab"
+    with pytest.raises(KeyError, match=r"'1a' names 2 runs \(1a2b, 1a9c\): give more of the id"):
+        book.cancel("1a", by="teacher")
+    with pytest.raises(KeyError, match=r"no run 'ff' on this cluster \(runs now: 1a2b, 1a9c\)"):
+        book.cancel("ff", by="teacher")
+
+
+def test_a_report_from_a_run_without_a_seat_says_so() -> None:
+    assert RunBook().report("r9", done=1, failed=0, chunks_out=1, threads=4, now=0.0) is None

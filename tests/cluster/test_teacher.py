@@ -1,0 +1,106 @@
+"""A teacher's controls on a class's cluster, through the `kit cluster` commands: the runs,
+their fair shares, stopping one, warming an env before the class arrives."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from distributed import Client
+
+from kit.cluster._shared import list_runs
+from tests.class_client import ROOT, attendee, reports, until
+from tests.cluster.conftest import WORKERS
+from tests.workloads import lines
+
+KIT = str(Path(sys.executable).with_name("kit"))
+
+
+def kit(*args: str) -> subprocess.CompletedProcess[str]:
+    environ = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([KIT, *args], capture_output=True, text=True, env=environ, cwd=ROOT)
+
+
+def gated(logs: Path, gate: Path, **job: Any) -> dict[str, Any]:
+    """A job of 12 items whose last one waits for ``gate``: it runs until the test says so."""
+    logs.mkdir()
+    return {
+        "items": 12,
+        "log_dir": str(logs),
+        "log_calls": True,
+        "gate": str(gate),
+        "gate_from": 11,
+        **job,
+    }
+
+
+def test_the_teacher_lists_the_class_runs_and_stops_one_without_touching_the_others(
+    scheduler: str, watcher: Client, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    alice = attendee(scheduler, gated(tmp_path / "a", gate, factor=3), user="alice")
+    bob = attendee(
+        scheduler, gated(tmp_path / "b", gate, factor=4, runner={"max_slots": 1}), user="bob"
+    )
+    until(lambda: len(watcher.run_on_scheduler(list_runs)["runs"]) == 2, "both runs to start")
+    for who in "ab":
+        until(lambda w=who: len(lines(tmp_path / w, "calls.log")) == 11, f"{who}'s first 11 items")
+    listing = kit("cluster", "runs", scheduler)
+    assert listing.returncode == 0, listing.stderr
+    said = listing.stdout.splitlines()
+    assert said[0] == "2 runs on 4 worker threads"
+    assert said[1].split() == [
+        "RUN",
+        "USER",
+        "HOST",
+        "RUNNER",
+        "ITEMS",
+        "FAILED",
+        "SLOTS",
+        "ENV",
+        "FOR",
+    ]
+    rows = {line.split()[1]: line.split() for line in said[2:4]}
+    # Bob's max_slots caps his share; Alice takes the rest. Both wait on their last item.
+    assert [rows["alice"][3], rows["alice"][6]] == ["tests.workloads.Affine", "3"]
+    assert rows["bob"][6] == "1"
+    assert all(row[4].endswith("/12") and row[4] != "12/12" for row in rows.values())
+    assert said[4] == "2 envs on the workers" and all("held by 1 run" in s for s in said[5:])
+
+    stopped = kit("cluster", "cancel", scheduler, rows["alice"][0][:5])
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout.startswith(f"asked run {rows['alice'][0]} (alice@")
+    (report,) = reports(alice)
+    assert (report["status"], report["failed"]) == ("cancelled", 0) and report["ok"] < 12
+
+    unknown = kit("cluster", "cancel", scheduler, "zzz")
+    assert unknown.returncode == 2
+    assert (
+        unknown.stderr == f"kit: error: no run 'zzz' on this cluster (runs now: {rows['bob'][0]})\n"
+    )
+    gate.touch()
+    (report,) = reports(bob)
+    assert (report["status"], report["ok"]) == ("completed", 12)
+    assert watcher.run_on_scheduler(list_runs)["runs"] == []
+
+
+def test_warming_builds_the_env_once_per_worker_before_the_class_uses_it(
+    scheduler: str, watcher: Client, tmp_path: Path
+) -> None:
+    config = tmp_path / "class.yaml"
+    config.write_text(
+        "provider: {_target_: tests.workloads.Paced}\n"
+        f"factor: 9\nsleep: 0.01\nlog_dir: {tmp_path}\n"
+    )
+    warmed = kit("cluster", "warm", scheduler, str(config))
+    assert warmed.returncode == 0, warmed.stderr
+    assert warmed.stdout.startswith("built kit-env:tests.workloads.Paced:")
+    assert f"on {WORKERS * 2} workers" not in warmed.stdout  # threads are not workers
+    assert len(lines(tmp_path, "setup.log")) == WORKERS
+    job = {"items": 8, "factor": 9, "sleep": 0.01, "log_dir": str(tmp_path)}
+    assert [r["ok"] for r in reports(attendee(scheduler, job, user="carol"))] == [8]
+    assert len(lines(tmp_path, "setup.log")) == WORKERS  # carol's run built nothing
+    assert kit("cluster", "runs", scheduler).stdout.splitlines()[-1].endswith("  idle")
