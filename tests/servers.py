@@ -227,3 +227,42 @@ def make_certificates(folder: Path, name: str = "kit-test") -> Certificates:
         "ext.cnf",
     )
     return Certificates(folder / "ca.pem", folder / "node.pem", folder / "node.key")
+
+
+GATEWAY_CONFIG = """\
+c.Gateway.address = "127.0.0.1:{api}"
+c.Gateway.backend_class = "dask_gateway_server.backends.local.UnsafeLocalBackend"
+c.Gateway.authenticator_class = "dask_gateway_server.auth.SimpleAuthenticator"
+c.SimpleAuthenticator.password = {password!r}
+c.ClusterConfig.worker_cores = 1
+c.ClusterConfig.worker_memory = "1 G"
+c.ClusterConfig.scheduler_memory = "1 G"
+c.ClusterConfig.scheduler_cmd = [{dask!r}, "scheduler"]
+c.ClusterConfig.worker_cmd = [{dask!r}, "worker"]
+c.ClusterConfig.environment = {{"PYTHONPATH": {root!r}}}
+c.UnsafeLocalBackend.clusters_directory = {clusters!r}
+"""
+
+
+@contextlib.contextmanager
+def gateway_server(folder: Path, password: str) -> Iterator[str]:
+    """A dask-gateway-server on 127.0.0.1: local processes, a password for every user.
+
+    Its wheel ships the proxy; the local backend and the simple authenticator
+    need no root and no network. Yields the address clients use.
+    """
+    config = folder / "gateway_config.py"
+    config.write_text(
+        GATEWAY_CONFIG.format(
+            api=free_port(),
+            password=password,
+            dask=DASK,
+            root=str(ROOT),
+            clusters=str(folder / "clusters"),
+        )
+    )
+    server = str(Path(sys.executable).with_name("dask-gateway-server"))
+    # The proxy's address is the one clients use: the port http_server chose.
+    command = [server, "-f", str(config), "--Proxy.address=127.0.0.1:{port}"]
+    with http_server(command, "/api/health", folder) as address:
+        yield address

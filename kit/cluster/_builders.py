@@ -463,6 +463,12 @@ def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any
         cluster = job_queue_cluster(parallel, hook)
         cluster.scale(parallel.n_workers)
         return Client(cluster, set_as_default=False), cluster  # type: ignore[no-untyped-call]
+    if env == "gateway":
+        cluster = gateway_cluster(parallel)
+        # With the cluster's TLS credentials. A cluster connected to by name (the
+        # class's) has shutdown_on_close off: closing its handle leaves it running.
+        security = cluster.security
+        return Client(cluster, security=security, set_as_default=False), cluster  # type: ignore[no-untyped-call]
     if env in DEPLOYMENTS:
         cluster = DEPLOYMENTS[env](parallel)
         return Client(cluster, set_as_default=False), cluster  # type: ignore[no-untyped-call]
@@ -540,9 +546,99 @@ def ssh_cluster(parallel: ParallelConfig) -> Any:
     return SSHCluster(list(hosts), worker_options=worker_options, **options)
 
 
+#: ``parallel.options.auth.type`` -> the dask-gateway auth class it names.
+GATEWAY_AUTH = {"basic": "BasicAuth", "kerberos": "KerberosAuth", "jupyterhub": "JupyterHubAuth"}
+
+
+def gateway_cluster(parallel: ParallelConfig) -> Any:
+    """Create a dask-gateway cluster, or connect to one running (``options.cluster_name``).
+
+    ``parallel.address`` is the gateway's address; ``options.auth`` is an
+    auth type (``basic``, ``kerberos``, ``jupyterhub``) or a mapping with a
+    ``type`` and that class's arguments (``{type: basic, username: ...,
+    password: ${oc.env:GATEWAY_PASSWORD}}``); the other options go to
+    ``Gateway.new_cluster`` (the gateway's cluster options). A new cluster
+    is scaled to ``n_workers`` and shut down with the session; a cluster
+    connected to by name is left running, as a remote scheduler is.
+    """
+    try:
+        import dask_gateway
+    except ImportError:
+        raise _missing("gateway", "dask-gateway", "gateway") from None
+    if not parallel.address:
+        raise _config_error(
+            "parallel.address",
+            "env 'gateway' needs the gateway's address",
+            "set it, e.g. `parallel.address=https://gateway.example.org`",
+        )
+    options = dict(parallel.options)
+    name = options.pop("cluster_name", None)
+    auth = _gateway_auth(options.pop("auth", None))
+    # Not closed here but dropped at the return (a cluster object keeps a gateway client
+    # of its own): dask-gateway closes it again when it is collected, and a second close
+    # prints an error.
+    gateway = dask_gateway.Gateway(parallel.address, auth=auth)
+    try:
+        if name is not None:
+            return gateway.connect(str(name), shutdown_on_close=False)
+        cluster = gateway.new_cluster(**options)
+    except Exception as exc:
+        raise _gateway_refused(gateway, parallel, name, exc) from None
+    cluster.scale(parallel.n_workers)
+    return cluster
+
+
+def close_cluster(cluster: Any) -> None:
+    """Close a cluster object Kit holds (for a gateway cluster connected to by name: its handle)."""
+    cluster.close()
+    gateway = getattr(cluster, "gateway", None)
+    if gateway is not None and type(gateway).__module__.startswith("dask_gateway"):
+        # dask-gateway closes the cluster's Gateway client again when it is collected, and
+        # that second close raises once their shared event loop has stopped ("Exception
+        # ignored in Gateway.__del__" on stderr). It is closed: nothing is left to stop.
+        with contextlib.suppress(AttributeError):
+            del gateway._loop_runner
+
+
+def _gateway_refused(
+    gateway: Any, parallel: ParallelConfig, name: Any, exc: Exception
+) -> Exception:
+    """Say why the gateway gave no cluster: a name it does not have, or its own refusal."""
+    if isinstance(exc, ValueError) and name is not None:
+        with contextlib.suppress(Exception):
+            names = ", ".join(c.name for c in gateway.list_clusters()) or "none"
+            return _config_error(
+                "parallel.options.cluster_name",
+                f"the gateway at {parallel.address} has no cluster {name!r} of yours running",
+                f"give one of: {names}; or leave cluster_name out to create one",
+            )
+    return SchedulerUnreachableError(
+        f"the gateway at {parallel.address} refused: {type(exc).__name__}: {exc}; check the "
+        "address, parallel.options.auth and the gateway's cluster options"
+    )
+
+
+def _gateway_auth(auth: Any) -> Any:
+    """Return the dask-gateway auth ``auth`` names (None: the gateway's configured default)."""
+    if auth is None or isinstance(auth, str):
+        return auth
+    kwargs = dict(auth)
+    kind = kwargs.pop("type", None)
+    if kind not in GATEWAY_AUTH:
+        raise _config_error(
+            "parallel.options.auth.type",
+            f"unknown auth type {kind!r}",
+            f"use one of: {', '.join(GATEWAY_AUTH)}",
+        )
+    import dask_gateway.auth
+
+    return getattr(dask_gateway.auth, GATEWAY_AUTH[kind])(**kwargs)
+
+
 #: Deployments built from the ``parallel`` section by a function (not job queues).
 DEPLOYMENTS: dict[str, Callable[[ParallelConfig], Any]] = {
     "local_gpu": local_gpu_cluster,
     "kube": kube_cluster,
     "ssh": ssh_cluster,
+    "gateway": gateway_cluster,
 }

@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 
 from kit._errors import ClusterError, NoWorkersError
 from kit.cluster._bounded import SetupCancelled
-from kit.cluster._builders import SubmitHook, job_states, submit_failures
+from kit.cluster._builders import SubmitHook, close_cluster, job_states, submit_failures
 from kit.cluster._envs import EnvCache
 from kit.config import ParallelConfig, parallel_section
 from kit.config._api import plain_hash
@@ -250,7 +250,7 @@ class Session:
             if _SESSIONS.get(self.key) is self:
                 del _SESSIONS[self.key]
         self.envs.close()
-        if self.cluster is not None and self.client is not None and self.client.status == "running":
+        if self.owns_cluster and self.client is not None and self.client.status == "running":
             from kit.cluster._nanny import quiet_worker_for_close
 
             # A losing copy of a chunk may still run: the close ends it, which is no news.
@@ -267,7 +267,16 @@ class Session:
             # mid-start fails in distributed, so let the restart finish first.
             wait_for_restarts(self.cluster)
             with quiet_nannies():
-                self.cluster.close()
+                close_cluster(self.cluster)
+
+    @property
+    def owns_cluster(self) -> bool:
+        """Whether closing the session ends its cluster (Kit started it).
+
+        Not for a remote scheduler, nor for a dask-gateway cluster connected
+        to by name (the class's): their handle closes, the cluster runs on.
+        """
+        return self.cluster is not None and getattr(self.cluster, "shutdown_on_close", True)
 
     def describe(self) -> dict[str, Any]:
         """Describe the session for JSON: env, workers, dashboard."""
@@ -278,7 +287,7 @@ class Session:
             "cluster": None if self.cluster is None else type(self.cluster).__name__,
             "dashboard": self.dashboard_link,
             "workers": self.n_workers,
-            "owns_cluster": self.cluster is not None,
+            "owns_cluster": self.owns_cluster,
             "job_logs": self.job_logs,
         }
 

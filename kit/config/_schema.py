@@ -24,6 +24,7 @@ PARALLEL_ENVS = (
     "local",
     "local_gpu",
     "remote",
+    "gateway",
     "ssh",
     "kube",
     "slurm",
@@ -71,7 +72,8 @@ class ParallelConfig:
     env
         Where items run: ``inline`` (this process, no Dask), ``local`` (a
         LocalCluster on this machine), ``remote`` (an existing scheduler at
-        ``address``) or a job queue (``slurm``, ``pbs``, ...).
+        ``address``), ``gateway`` (a dask-gateway cluster; ``address`` is the
+        gateway's) or a job queue (``slurm``, ``pbs``, ...).
     n_workers
         Number of worker processes (or job-queue jobs) to start.
     address

@@ -48,8 +48,8 @@ def test_an_unknown_env_suggests_the_closest(tmp_path: Path) -> None:
         load_config(path)
     assert str(info.value) == (
         "parallel.env: 'slurmm' is not a valid choice; did you mean 'slurm'?\n"
-        "    expected: one of inline, local, local_gpu, remote, ssh, kube, slurm, pbs, sge, lsf, "
-        "htcondor, moab, oar\n"
+        "    expected: one of inline, local, local_gpu, remote, gateway, ssh, kube, slurm, pbs, "
+        "sge, lsf, htcondor, moab, oar\n"
         "    full_key: parallel.env\n"
         f"    file: {path.resolve()}\n"
         "    fix: set it with `parallel.env=slurm`"
