@@ -18,27 +18,22 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
+from _cluster import ENV, HERE, remote_cluster
 from _machine import describe, write_results
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-DASK = str(Path(sys.executable).with_name("dask"))
 ATTENDEES = 10
 ITEMS = 40
 WORKERS, THREADS = 2, 4
-ENV = dict(os.environ, PYTHONPATH=f"{ROOT}:{HERE}")
 
 
 def jain(values: list[float]) -> float:
@@ -80,45 +75,6 @@ class MemoryPeak:
                         with contextlib.suppress(psutil.Error):
                             total += p.memory_info().rss
             self.peak = max(self.peak, total)
-
-
-@contextlib.contextmanager
-def class_cluster(folder: Path) -> Iterator[tuple[str, list[int]]]:
-    """A ``dask scheduler`` and ``dask worker`` processes; yield its address and their pids."""
-    scheduler_file = folder / "scheduler.json"
-    common: dict[str, Any] = {"env": ENV, "cwd": folder, "stdout": subprocess.DEVNULL}
-    common["stderr"] = subprocess.DEVNULL
-    host = ["--host", "127.0.0.1", "--no-dashboard"]
-    workers = ["--nworkers", str(WORKERS), "--nthreads", str(THREADS)]
-    procs = [
-        subprocess.Popen(
-            [DASK, "scheduler", "--port", "0", "--scheduler-file", str(scheduler_file), *host],
-            **common,
-        )
-    ]
-    try:
-        while not scheduler_file.exists():
-            time.sleep(0.1)
-        procs.append(
-            subprocess.Popen(
-                [DASK, "worker", "--scheduler-file", str(scheduler_file), *workers, *host],
-                **common,
-            )
-        )
-        address = json.loads(scheduler_file.read_text())["address"]
-        from distributed import Client
-
-        with Client(address) as client:
-            client.wait_for_workers(WORKERS)
-        yield address, [proc.pid for proc in procs]
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 def attendee(parallel: dict[str, Any], items: int, log_dir: Path, times: int = 1) -> Any:
@@ -193,7 +149,7 @@ def main() -> int:
         )
         for folder in (shared_logs, private_logs, late_logs):
             folder.mkdir()
-        with class_cluster(Path(tmp)) as (address, pids):
+        with remote_cluster(Path(tmp), WORKERS, THREADS) as (address, pids):
             shared = a_class({"env": "remote", "address": address}, shared_logs, pids)
             late = late_small_run(address, late_logs)
         private = a_class({"env": "local", "n_workers": WORKERS}, private_logs, [])

@@ -19,20 +19,16 @@ Run: ``python benchmarks/bench_scale.py`` (part of ``make bench``).
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import json
-import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
+from _cluster import remote_cluster
 from _machine import describe, write_results
 from bench_engine import Nap, list_scheduling_bound, nap, nap_shard
 from distributed import Client
@@ -42,8 +38,6 @@ from kit import EnvironmentProvider
 from kit.events import ChunkFinished
 
 RESULTS = Path(__file__).resolve().parent / "results"
-ROOT = Path(__file__).resolve().parents[1]
-DASK = str(Path(sys.executable).with_name("dask"))
 PROCESSES = 4
 #: (threads a worker process, items, target x bound): 256 slots, then 1,024.
 CASES = ((64, 20_000, 1.05), (256, 80_000, 1.10))
@@ -89,53 +83,6 @@ def guided_chunks(count: int, slots: int) -> list[tuple[int, int]]:
         out.append((start, start + size))
         start += size
     return out
-
-
-@contextlib.contextmanager
-def remote_cluster(folder: Path, threads: int) -> Iterator[str]:
-    """Start ``dask scheduler`` and ``dask worker`` processes; yield the scheduler's address."""
-    scheduler_file = folder / "scheduler.json"
-    common: dict[str, Any] = {
-        "env": dict(os.environ, PYTHONPATH=f"{ROOT}:{ROOT / 'benchmarks'}"),
-        "cwd": folder,
-        "stdout": subprocess.DEVNULL,
-        "stderr": subprocess.DEVNULL,
-    }
-    host = ["--host", "127.0.0.1", "--no-dashboard"]
-    procs = [
-        subprocess.Popen(
-            [DASK, "scheduler", "--port", "0", "--scheduler-file", str(scheduler_file), *host],
-            **common,
-        )
-    ]
-    try:
-        while not scheduler_file.exists():
-            time.sleep(0.1)
-        procs.append(
-            subprocess.Popen(
-                [
-                    DASK,
-                    "worker",
-                    "--scheduler-file",
-                    str(scheduler_file),
-                    "--nworkers",
-                    str(PROCESSES),
-                    "--nthreads",
-                    str(threads),
-                    *host,
-                ],
-                **common,
-            )
-        )
-        yield json.loads(scheduler_file.read_text())["address"]
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 def chunk_spans(spans: list[tuple[int, int]], event: Any) -> None:
@@ -268,7 +215,10 @@ def main() -> int:
         config = OmegaConf.create({"seed": SEED, "count": items, "median": MEDIAN, "sigma": SIGMA})
         durations = lognormal_naps(config)
         mean = sum(durations) / len(durations)
-        with tempfile.TemporaryDirectory() as tmp, remote_cluster(Path(tmp), threads) as address:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            remote_cluster(Path(tmp), PROCESSES, threads) as (address, _),
+        ):
             case = run_case(address, config, PROCESSES * threads)
         cases.append(case)
         if not lines[2:]:
