@@ -104,7 +104,8 @@ class ClusterSeat:
             "total": total,
             "max_slots": max_slots,
         }
-        client.register_plugin(self._ledger())  # idempotent: the one there is kept
+        # No registration here: the run's attach registered the ledger a moment ago
+        # (a scheduler started again since is met at the first report).
         said = client.run_on_scheduler(functools.partial(join_run, self._seat))
         self.last = Share(said["threads"], said["share"], said["runs"], said["clients"])
 
