@@ -76,13 +76,45 @@ def header_html(snap: Snapshot, title: str) -> str:
             f"<br><span class='kit-run-error' style='color:{FAILED_COLOR}'>"
             f"{html.escape(snap.error)}</span>"
         )
-    means = {**snap.metric_means, **snap.summary}
-    if means:
-        shown = ", ".join(
-            f"{html.escape(str(k))} = {html.escape(number(v))}" for k, v in means.items()
+    groups = metric_groups(snap)
+    if groups:
+        shown = " · ".join(
+            f"{html.escape(label)}: "
+            + ", ".join(f"{html.escape(str(k))} = {html.escape(number(v))}" for k, v in values)
+            for label, values in groups
         )
         line += f"<br><span class='kit-metrics'>{shown}</span>"
     return f"<div class='kit-header' style='font-size:13px'>{line}</div>"
+
+
+#: What a metric's one number is, by its x axis; the plot titles use the same words.
+METRIC_LABELS = {"items": "mean over items", "step": "last logged"}
+
+
+def metric_groups(snap: Snapshot) -> list[tuple[str, list[tuple[str, Any]]]]:
+    """Return the header's metric numbers, grouped under what each number is.
+
+    A per-item metric's mean, a logged metric's last value and the runner's
+    summary are different numbers even under one name (a summary's share of
+    all words is not the mean of per-item shares), so each group says which
+    it is, in the words the plot titles use.
+
+    Examples
+    --------
+    >>> from kit.dashboard import DashboardState
+    >>> snap = DashboardState().snapshot()
+    >>> snap.metric_means, snap.metric_axis = {"share": 0.5}, {"share": "items"}
+    >>> snap.summary = {"share": 0.6}
+    >>> metric_groups(snap)
+    [('mean over items', [('share', 0.5)]), ('summary', [('share', 0.6)])]
+    """
+    groups: dict[str, list[tuple[str, Any]]] = {}
+    for name, value in snap.metric_means.items():
+        label = METRIC_LABELS[snap.metric_axis.get(name, "items")]
+        groups.setdefault(label, []).append((name, value))
+    if snap.summary:
+        groups["summary"] = list(snap.summary.items())
+    return list(groups.items())
 
 
 def failures_html(failures: Sequence[tuple[Any, str]]) -> str:
@@ -282,7 +314,7 @@ class DashboardView:
                 # Items done, from 0 to the run's size: the curve's end shows how far it got.
                 plot.x_range.end = max(snap.total, 1)
             latest = f" = {number(y[-1])}" if y else ""
-            what = "last value" if by_step else "running mean"
-            plot.title.text = f"{name} ({what}){latest}"
+            what = METRIC_LABELS["step" if by_step else "items"]
+            plot.title.text = f"{name}: {what}{latest}"
             self._metric_sources[name].data = {"x": x, "y": y}
         self.failures.text = failures_html(snap.failures)
