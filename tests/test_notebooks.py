@@ -81,6 +81,10 @@ def test_04_workshop_runs_with_the_solutions_switch(site: Path) -> None:
     assert "{'known_share': 0.6666666666666666}" in out  # 8 of 12 words
     assert "[3]" in out and "ZeroDivisionError" in out
     assert out.count("exercise 1 skipped, its solution runs below") == 1
+    # Each solution passes its hidden check, which runs it on the workshop's cluster.
+    for number in (1, 2, 3, 4):
+        assert f"✔ Exercise {number} passes its checks" in out
+    assert "runs on: two local workers · stored in: runs/" in out
     dashboard_cell = next(c for c in book.cells if "show_dashboard(handle)" in c.source)
     assert "application/vnd.jupyter.widget-view+json" in str(dashboard_cell.outputs)
     # Exercise 4's sweep: the larger vocabulary knows every word of the three sentences.

@@ -22,6 +22,18 @@ variable ``KIT_WORKSHOP_SOLUTIONS=1`` (the notebook test sets it) exercise cells
 are skipped and every solution runs, so the notebook runs top to bottom without
 shipping the answers in the exercise cells.
 
+**Checks.** ``%checks MODULE`` names a module of hidden checks (its ``CHECKS``:
+exercise number to a function of the notebook's namespace). After an exercise
+cell (or its solution) runs, its check runs: it prints what passed, or stops
+with what is wrong and a hint, never the answer. The checks live in the
+module, not in the notebook, so nothing in the notebook gives them away.
+
+**Where things run and go.** :func:`cluster` is the class cluster when the
+teacher set ``KIT_CLASS_CLUSTER`` (a scheduler's address, or a YAML file with a
+``parallel`` section), else two local workers; :func:`my_folder` is a folder of
+the attendee's own under ``runs/`` (their user name and notebook), so
+attendees sharing one server never collide or read each other's results.
+
 Examples
 --------
 >>> blanks("x = ...  # your code here\ny = 2\ndef f():\n    ...\n")
@@ -33,21 +45,110 @@ Examples
 from __future__ import annotations
 
 import ast
+import importlib
 import os
+import re
 import shlex
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "CLASS_CLUSTER_ENV",
+    "CheckFailed",
     "ExerciseFailed",
     "ExerciseNotDone",
+    "Hint",
     "blanks",
+    "cluster",
     "load_ipython_extension",
+    "my_folder",
     "solutions_mode",
 ]
 
 #: Set to 1 to run every solution and skip the exercises (``make test`` does).
 SOLUTIONS_ENV = "KIT_WORKSHOP_SOLUTIONS"
+#: The class cluster: a scheduler's address, or a YAML file with a ``parallel`` section.
+CLASS_CLUSTER_ENV = "KIT_CLASS_CLUSTER"
+#: Without a class cluster: small, so thirty of them would still fit a server.
+LOCAL_CLUSTER: dict[str, Any] = {
+    "env": "local",
+    "n_workers": 2,
+    "options": {"threads_per_worker": 1},
+}
+
+#: A check: the notebook's namespace in, what it checked out (short phrases); raises Hint.
+Check = Callable[[Mapping[str, Any]], list[str]]
+
+
+def cluster() -> dict[str, Any]:
+    """Return the ``parallel`` section the workshop's runs use.
+
+    The class cluster when ``KIT_CLASS_CLUSTER`` names one (the teacher sets it
+    for every attendee, e.g. in JupyterHub's ``Spawner.environment``): a
+    scheduler's address, or the path of a YAML file whose ``parallel`` section
+    reaches it (for TLS). Else two local workers of one thread each.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ.pop(CLASS_CLUSTER_ENV, None) and None
+    >>> cluster()["env"]
+    'local'
+    >>> os.environ[CLASS_CLUSTER_ENV] = "tcp://127.0.0.1:8786"
+    >>> cluster()
+    {'env': 'remote', 'address': 'tcp://127.0.0.1:8786'}
+    >>> del os.environ[CLASS_CLUSTER_ENV]
+    """
+    value = os.environ.get(CLASS_CLUSTER_ENV, "").strip()
+    if not value:
+        return dict(LOCAL_CLUSTER)
+    if "://" in value:
+        return {"env": "remote", "address": value}
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise ValueError(
+            f"{CLASS_CLUSTER_ENV}={value!r} is neither a scheduler address (tcp://HOST:PORT, "
+            f"tls://HOST:PORT) nor a YAML file: ask the teacher for the class cluster's line"
+        )
+    from omegaconf import OmegaConf
+
+    loaded = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    section = loaded.get("parallel", loaded) if isinstance(loaded, dict) else None
+    if not isinstance(section, dict):
+        raise ValueError(f"{path}: expected a `parallel:` section (env, address, security)")
+    return {str(k): v for k, v in section.items()}
+
+
+def my_folder(notebook: str | None = None, *, root: str | os.PathLike[str] = "runs") -> Path:
+    """Return ``runs/<user>/<notebook>``: where this attendee's runs and sweeps go.
+
+    The user is ``JUPYTERHUB_USER``, else the login name; the notebook is the
+    one this kernel runs (Jupyter says which), so two attendees on one server,
+    or one login with a notebook copy each, never share a folder.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["JUPYTERHUB_USER"] = "ada"
+    >>> my_folder("04_workshop-copy.ipynb").as_posix()
+    'runs/ada/04_workshop-copy'
+    >>> my_folder("../../etc/passwd").as_posix()  # a name, never a way out of runs/
+    'runs/ada/passwd'
+    >>> del os.environ["JUPYTERHUB_USER"]
+    """
+    from kit.cluster._seats import who
+
+    name = notebook or os.environ.get("JPY_SESSION_NAME") or "notebook"
+    stem = Path(name).stem or "notebook"
+    return Path(root) / _safe(who()) / _safe(stem)
+
+
+def _safe(part: str) -> str:
+    """One folder name: word characters, dots and dashes; never '.' or '..'."""
+    cleaned = re.sub(r"[^\w.-]", "_", part).strip(".") or "_"
+    return cleaned
 
 
 def solutions_mode() -> bool:
@@ -94,11 +195,31 @@ class ExerciseNotDone(Exception):
         return [f"\x1b[31mExerciseNotDone\x1b[0m: {self}"]
 
 
-class ExerciseFailed(Exception):
-    """The attendee's code raised; its traceback is already shown above."""
+class Hint(Exception):
+    """What a check found wrong, and a hint to fix it (never the answer)."""
 
-    def __init__(self, number: str) -> None:
-        super().__init__(f"exercise {number} raised an error: see its traceback above")
+    def __init__(self, wrong: str, hint: str) -> None:
+        self.wrong, self.hint = wrong, hint
+        super().__init__(f"{wrong}\nHint: {hint}")
+
+
+class CheckFailed(Exception):
+    """An exercise ran but its check found something wrong; the message says what."""
+
+    def __init__(self, number: str, found: Hint) -> None:
+        self.number, self.found = number, found
+        super().__init__(f"Exercise {number} is not right yet: {found}")
+
+    def _render_traceback_(self) -> list[str]:
+        # The check's own traceback would show its code, which gives the answer away.
+        return [f"\x1b[31mCheckFailed\x1b[0m: {self}"]
+
+
+class ExerciseFailed(Exception):
+    """An exercise's (or a solution's) code raised; its traceback is already shown above."""
+
+    def __init__(self, number: str, cell: str = "exercise") -> None:
+        super().__init__(f"{cell} {number} raised an error: see its traceback above")
 
     def _render_traceback_(self) -> list[str]:
         # One line: the traceback of the attendee's own code is what helps, and it is shown.
@@ -111,6 +232,28 @@ class Workshop:
 
     shell: Any
     finished: set[str] = field(default_factory=set)
+    #: The hidden checks by exercise number (``%checks MODULE`` loads them).
+    checks: dict[str, Check] = field(default_factory=dict)
+
+    def load_checks(self, line: str) -> None:
+        """Load ``%checks MODULE``'s ``CHECKS``, to run after each exercise."""
+        name = line.strip()
+        module = importlib.import_module(name)
+        found = getattr(module, "CHECKS", None)
+        if not isinstance(found, Mapping):
+            raise ValueError(f"{name} has no CHECKS dict (exercise number -> check function)")
+        self.checks = {str(k): v for k, v in found.items()}
+
+    def check(self, number: str) -> None:
+        """Run exercise ``number``'s check, if there is one: print what passed, or stop."""
+        found = self.checks.get(number)
+        if found is None:
+            return
+        try:
+            passed = found(self.shell.user_ns)
+        except Hint as wrong:
+            raise CheckFailed(number, wrong) from None
+        print(f"\u2714 Exercise {number} passes its checks: {', '.join(passed)}.")
 
     def exercise(self, line: str, cell: str) -> None:
         """Run an exercise cell unless it has blanks (or the solutions run instead)."""
@@ -124,6 +267,7 @@ class Workshop:
         if not self.shell.run_cell(cell).success:
             raise ExerciseFailed(number)
         self.finished.add(number)
+        self.check(number)
 
     def solution(self, line: str, cell: str) -> None:
         """Run a solution cell unless the attendee finished that exercise themselves."""
@@ -135,7 +279,9 @@ class Workshop:
                 f"(it would replace your code). To run it anyway: %%solution {number} --force"
             )
             return
-        self.shell.run_cell(cell)
+        if not self.shell.run_cell(cell).success:
+            raise ExerciseFailed(number, "solution")  # Run All stops here, not three cells on
+        self.check(number)
 
 
 def _number(line: str, magic: str) -> str:
@@ -149,8 +295,9 @@ def _number(line: str, magic: str) -> str:
 
 
 def load_ipython_extension(shell: Any) -> None:
-    """Register ``%%exercise`` and ``%%solution`` (``%load_ext kit.widgets.workshop``)."""
+    """Register ``%%exercise``, ``%%solution`` and ``%checks`` (by ``%load_ext``)."""
     workshop = Workshop(shell)
     shell.register_magic_function(workshop.exercise, "cell", "exercise")
     shell.register_magic_function(workshop.solution, "cell", "solution")
+    shell.register_magic_function(workshop.load_checks, "line", "checks")
     shell.user_ns["_kit_workshop"] = workshop

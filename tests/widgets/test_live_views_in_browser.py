@@ -60,6 +60,15 @@ METRIC_ENDS = """() => {
     return ends;
 }"""
 
+#: The texts of the newest dashboard's models (its header, the plots' titles...).
+TEXTS = """() => {
+    const isDashboard = (d) => d.roots().some((r) => r.name === "kit-dashboard");
+    const dashboards = Bokeh.documents.filter(isDashboard);
+    const doc = dashboards[dashboards.length - 1];
+    if (doc === undefined) return [];
+    return [...doc.all_models].map((m) => m.text).filter((t) => typeof t === "string");
+}"""
+
 #: What each bokeh document on the page holds: its roots, header, and metric line ends.
 DOCUMENTS = """() => Bokeh.documents.map((doc) => {
     const out = {roots: doc.roots().map((r) => r.name), models: doc.all_models.size, metrics: {}};
@@ -329,11 +338,17 @@ def test_the_workshop_dashboard_shows_the_run_it_follows(
                 timeout=90_000
             )
             run_from(page, page.locator(".jp-CodeCell", has_text=f"%%solution {number}").first)
-    header = page.locator(".kit-header", has_text="completed · 300/300 items").first
+    header = page.locator(".kit-header", has_text="completed · 600/600 items").first
     header.wait_for(timeout=120_000)
     shots(page, f"{mode}-dashboard", focus=header)
-    ends = wait_for_metric_ends(page, {"known_share": 300})
-    assert ends == {"known_share": 300}, ends
+    ends = wait_for_metric_ends(page, {"known_share": 600})
+    assert ends == {"known_share": 600}, ends
+    # One name, one number per label: the plot's line is the header's mean over items.
+    metrics = header.locator(".kit-metrics").text_content() or ""
+    assert "mean over items: known_share = 0.5556" in metrics, metrics
+    assert "summary: known_share = 0.6667" in metrics, metrics
+    titles = page.evaluate(TEXTS)
+    assert "known_share: mean over items = 0.5556" in titles, titles
     dashboard_cell = page.locator(".jp-CodeCell", has_text="widgets.show_dashboard(handle)")
     assert "Dashboard at 0x" not in (dashboard_cell.first.text_content() or "")
     assert log_console_entries(page, ui) == []

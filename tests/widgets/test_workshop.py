@@ -20,6 +20,7 @@ def shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     ipython.user_ns.pop("double", None)
     yield ipython
     ipython.user_ns["_kit_workshop"].finished.clear()
+    ipython.user_ns["_kit_workshop"].checks.clear()
 
 
 def workshop(shell: Any) -> Workshop:
@@ -60,6 +61,11 @@ def test_an_error_in_the_attendees_code_stops_run_all(shell: Any) -> None:
     with pytest.raises(ExerciseFailed, match="exercise 3 raised an error: see its traceback"):
         workshop(shell).exercise("3", "1 / 0\n")
     assert "3" not in workshop(shell).finished
+
+
+def test_a_solution_that_raises_stops_run_all_there(shell: Any) -> None:
+    with pytest.raises(ExerciseFailed, match="solution 4 raised an error: see its traceback"):
+        workshop(shell).solution("4", "1 / 0\n")
 
 
 def test_the_solutions_switch_skips_exercises_and_runs_solutions(
