@@ -60,6 +60,14 @@ CLAIMS: dict[str, list[str]] = {
         "tests/cluster/test_teacher.py::"
         "test_warming_builds_the_env_once_per_worker_before_the_class_uses_it",
     ],
+    "builds the config's env (its `provider._target_`) on every worker": [
+        "tests/cluster/test_teacher.py::"
+        "test_warming_builds_the_env_once_per_worker_before_the_class_uses_it",
+    ],
+    "It runs every exercise on a cluster": [
+        "tests/test_notebooks.py::test_04_workshop_runs_with_the_solutions_switch",
+        "tests/widgets/test_workshop_checks.py::test_the_class_cluster_comes_from_the_teachers_variable",
+    ],
     "`kit cluster runs TARGET` lists every run on the cluster": [
         "tests/cluster/test_teacher.py::"
         "test_the_teacher_lists_the_class_runs_and_stops_one_without_touching_the_others"
