@@ -55,6 +55,54 @@ def class_runs(client: Any) -> dict[str, Any]:
     return listing
 
 
+#: The columns of the class's runs, as ``kit cluster runs`` and the cluster panel show them.
+RUN_COLUMNS = ("run", "user", "host", "runner", "items", "failed", "slots", "env", "for")
+
+
+def run_rows(listing: dict[str, Any], now: float | None = None) -> list[dict[str, str]]:
+    """Return one row per run of :func:`class_runs`, oldest first, in :data:`RUN_COLUMNS`.
+
+    Examples
+    --------
+    >>> seat = {"run_id": "1a2b3c", "user": "alice", "host": "lab", "runner": "Decode",
+    ...         "env": "kit-env:m.Whisper:9f8e7d6c5b4a", "total": 200, "done": 50, "failed": 1,
+    ...         "chunks_out": 4, "share": 2, "started": 0.0, "cancel_by": "bob@lab"}
+    >>> run_rows({"threads": 4, "runs": [seat], "envs": {}}, now=75)[0]["runner"]
+    'Decode (cancelling)'
+    """
+    now = time.time() if now is None else now
+    rows = []
+    for seat in sorted(listing["runs"], key=lambda s: s["started"]):
+        stopping = " (cancelling)" if seat.get("cancel_by") else ""
+        rows.append(
+            {
+                "run": seat["run_id"],
+                "user": seat["user"],
+                "host": seat["host"],
+                "runner": seat["runner"] + stopping,
+                "items": f"{seat['done']}/{seat['total']}",
+                "failed": str(seat["failed"]),
+                "slots": str(seat["share"]),
+                "env": _env(seat["env"]),
+                "for": _age(now - seat["started"]),
+            }
+        )
+    return rows
+
+
+def env_rows(listing: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return each env on the workers with who holds it: ``(env, "held by 2 runs" | "idle")``."""
+    return [
+        (_env(name), f"held by {_count(len(holders), 'run')}" if holders else "idle")
+        for name, holders in sorted(listing["envs"].items())
+    ]
+
+
+def runs_headline(listing: dict[str, Any]) -> str:
+    """Return ``"2 runs on 4 worker threads"``."""
+    return f"{_count(len(listing['runs']), 'run')} on {listing['threads']} worker threads"
+
+
 def runs_table(listing: dict[str, Any], now: float | None = None) -> str:
     """Draw :func:`class_runs` as the lines ``kit cluster runs`` prints.
 
@@ -70,35 +118,18 @@ def runs_table(listing: dict[str, Any], now: float | None = None) -> str:
     1 env on the workers
     m.Whisper:9f8e7d6c5b  held by 1 run
     """
-    now = time.time() if now is None else now
-    runs, envs = listing["runs"], listing["envs"]
-    lines = [f"{_count(len(runs), 'run')} on {listing['threads']} worker threads"]
+    lines = [runs_headline(listing)]
+    runs = run_rows(listing, now)
     if runs:
-        rows = [["RUN", "USER", "HOST", "RUNNER", "ITEMS", "FAILED", "SLOTS", "ENV", "FOR"]]
-        for seat in sorted(runs, key=lambda s: s["started"]):
-            stopping = " (cancelling)" if seat.get("cancel_by") else ""
-            rows.append(
-                [
-                    seat["run_id"],
-                    seat["user"],
-                    seat["host"],
-                    seat["runner"] + stopping,
-                    f"{seat['done']}/{seat['total']}",
-                    str(seat["failed"]),
-                    str(seat["share"]),
-                    _env(seat["env"]),
-                    _age(now - seat["started"]),
-                ]
-            )
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        rows = [[c.upper() for c in RUN_COLUMNS], *([row[c] for c in RUN_COLUMNS] for row in runs)]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(RUN_COLUMNS))]
         lines += [
             "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
         ]
+    envs = env_rows(listing)
     lines.append(f"{_count(len(envs), 'env')} on the workers")
-    width = max((len(_env(name)) for name in envs), default=0)
-    for name, holders in sorted(envs.items()):
-        held = f"held by {_count(len(holders), 'run')}" if holders else "idle"
-        lines.append(f"{_env(name).ljust(width)}  {held}")
+    width = max((len(name) for name, _ in envs), default=0)
+    lines += [f"{name.ljust(width)}  {held}" for name, held in envs]
     return "\n".join(lines)
 
 

@@ -1,4 +1,9 @@
-"""ClusterPanel: start, scale and watch the cluster a ``parallel`` section describes."""
+"""ClusterPanel: start, scale and watch the cluster a ``parallel`` section describes.
+
+On a cluster shared by a class it also lists every run on it (who, what,
+how far, how many slots, which env), as ``kit cluster runs`` prints them,
+and cancels one, as ``kit cluster cancel`` does: the teacher's view.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,9 @@ from typing import Any
 import ipywidgets as w
 
 import kit
+from kit.cluster._teacher import RUN_COLUMNS, cancel, class_runs, env_rows, run_rows, runs_headline
 from kit.config import PARALLEL_ENVS, ParallelConfig, parallel_section
+from kit.views import rows_table
 from kit.widgets._kernel import on_kernel_thread
 from kit.widgets._style import TABLE_STYLE, error_html
 
@@ -44,6 +51,36 @@ def workers_table(info: dict[str, Any]) -> str:
     return (
         f"{TABLE_STYLE}<table class='kit-workers kit-table'><tr><th>worker</th><th>status</th>"
         f"<th>memory</th><th>tasks</th></tr>{body}</table>"
+    )
+
+
+def class_runs_html(listing: dict[str, Any], now: float | None = None) -> str:
+    """Return the runs on the cluster and its envs (:func:`kit.cluster._teacher.class_runs`).
+
+    Examples
+    --------
+    >>> seat = {"run_id": "1a2b3c", "user": "<ana>", "host": "lab", "runner": "Decode",
+    ...         "env": "kit-env:m.Whisper:9f8e7d6c5b4a", "total": 200, "done": 50, "failed": 1,
+    ...         "chunks_out": 4, "share": 2, "started": 0.0, "cancel_by": None}
+    >>> page = class_runs_html({"threads": 4, "runs": [seat], "envs": {seat["env"]: []}}, now=5)
+    >>> "1 run on 4 worker threads" in page, "&lt;ana&gt;" in page, "idle" in page
+    (True, True, True)
+    """
+    table = rows_table(
+        run_rows(listing, now),
+        RUN_COLUMNS,
+        table_class="kit-class-runs kit-table",
+        row_class="kit-class-run",
+    )
+    envs = "".join(
+        f"<li><code>{html.escape(name)}</code> {html.escape(held)}</li>"
+        for name, held in env_rows(listing)
+    )
+    return (
+        f"{TABLE_STYLE}<b>{html.escape(runs_headline(listing))}</b>"
+        f"{table if listing['runs'] else ''}"
+        f"<div class='kit-class-envs'>envs on the workers: "
+        f"{f'<ul>{envs}</ul>' if envs else '<i>none</i>'}</div>"
     )
 
 
@@ -100,11 +137,16 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         self.adapt_button = w.Button(description="Adapt", icon="magic", disabled=True)
         self.status = w.HTML()
         self.workers = w.HTML()
+        #: Every run on the cluster (other notebooks' too) and the envs on its workers.
+        self.runs = w.HTML()
+        self.run_choice = w.Dropdown(options=[], description="run", layout=w.Layout(width="360px"))
+        self.cancel_button = w.Button(description="Cancel run", icon="ban", disabled=True)
         self.script = w.HTML()
         self.start_button.on_click(lambda _: self._guarded(self.start))
         self.stop_button.on_click(lambda _: self._guarded(self.stop))
         self.scale_button.on_click(lambda _: self._guarded(self.scale))
         self.adapt_button.on_click(lambda _: self._guarded(self.adapt))
+        self.cancel_button.on_click(lambda _: self._guarded(self.cancel_run))
         self.env.observe(lambda _: self._guarded(self._show_script), names="value")
         self.children = [
             w.HBox([self.env, self.n_workers]),
@@ -112,6 +154,8 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             w.HBox([self.adapt_min, self.adapt_max, self.adapt_button]),
             self.status,
             self.workers,
+            self.runs,
+            w.HBox([self.run_choice, self.cancel_button]),
             self.script,
         ]
         self._show_script()
@@ -210,7 +254,8 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         if self.session is not None:
             self.session.close()
         self.session = None
-        self.workers.value = ""
+        self.workers.value = self.runs.value = ""
+        self.run_choice.options = []
         self._set_status()
 
     def scale(self) -> None:
@@ -228,10 +273,23 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         self.session.cluster.adapt(minimum=self.adapt_min.value, maximum=self.adapt_max.value)
         self._set_status(f"adaptive: {self.adapt_min.value} to {self.adapt_max.value} workers")
 
+    def cancel_run(self) -> dict[str, Any]:
+        """Ask the run chosen in the runs list to stop, as ``kit cluster cancel`` does.
+
+        It ends as cancelled at its next report, its completed items kept, and
+        its notebook is told who cancelled it; other runs go on.
+        """
+        if self.session is None or self.session.client is None or not self.run_choice.value:
+            raise RuntimeError("choose a run on a running cluster to cancel")
+        seat = cancel(self.session.client, self.run_choice.value)
+        self._set_status(f"asked run {seat['run_id']} ({seat['user']}) to stop")
+        return seat
+
     def refresh(self) -> None:
-        """Redraw the workers table now."""
+        """Redraw the workers table and the runs list now."""
         if self.session is not None and self.session.client is not None:
             self._show_workers(self.session, self.session.client.scheduler_info())
+            self._show_runs(self.session, class_runs(self.session.client))
 
     # ------------------------------------------------------------ drawing
     def _show_workers(self, session: kit.Session, info: dict[str, Any]) -> None:
@@ -241,6 +299,22 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         if self._target is not None and len(info.get("workers", {})) == self._target:
             self._target = None  # scaled: "scaling to N workers" would read as still going on
             self._set_status()
+
+    def _show_runs(self, session: kit.Session, listing: dict[str, Any]) -> None:
+        if session is not self.session:
+            return
+        self.runs.value = class_runs_html(listing)
+        rows = run_rows(listing)
+        options = [
+            (f"{r['run']} · {r['user']} · {r['runner']} · {r['items']}", r["run"]) for r in rows
+        ]
+        if list(self.run_choice.options) != options:
+            chosen = self.run_choice.value
+            self.run_choice.options = options
+            runs = [value for _, value in options]
+            # The run chosen stays chosen; else the oldest, so "Cancel run" never names nothing.
+            self.run_choice.value = chosen if chosen in runs else (runs[0] if runs else None)
+        self.cancel_button.disabled = not options
 
     def _watch(self) -> None:
         # Asks the scheduler on this thread; the widgets change on the kernel's.
@@ -254,14 +328,16 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             try:
                 assert session.client is not None  # show() watches only clusters
                 info = session.client.scheduler_info()
+                listing = class_runs(session.client)
             except Exception as exc:  # the cluster went away: say so, stop watching
                 on_kernel_thread(functools.partial(self._show_error, exc))
                 return
             on_kernel_thread(functools.partial(self._show_workers, session, info))
+            on_kernel_thread(functools.partial(self._show_runs, session, listing))
 
     def _closed_elsewhere(self) -> None:
         self.session = None
-        self.workers.value = ""
+        self.workers.value = self.runs.value = ""
         self._set_status()
 
     def _set_status(self, note: str = "") -> None:
