@@ -26,7 +26,9 @@ quickstart: $(STAMP)
 	$(BIN)/python -m kit.examples.quickstart
 
 # JupyterLab on the notebooks (as root too, as in most workshop containers), without
-# the "get notified about Jupyter news?" prompt over every attendee's first notebook.
+# the "get notified about Jupyter news?" prompt over every attendee's first notebook,
+# saving widget state with each notebook (reopened, a dashboard shows its last picture)
+# and with Kit's server extension (BokehJS served once, not stored in every output).
 # Its terminals open in notebooks/ with the venv first on PATH, so the commands the
 # notebooks print (`kit submit ...`, `python -m kit.examples...`) run there as printed.
 # It speaks notebook 02's corpus first (once), so a cold kernel gets to the WER table
@@ -41,9 +43,7 @@ lab: $(STAMP)
 	  echo "lab: speaking notebook 02's corpus once, into $(LAB_CORPUS) (reused afterwards)" && \
 	  $(BIN)/python -m kit.examples.asr.corpus $(LAB_CORPUS); fi
 	mkdir -p $(LAB_SETTINGS)
-	test -e $(LAB_SETTINGS)/overrides.json || \
-	  echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}' \
-	  > $(LAB_SETTINGS)/overrides.json
+	$(BIN)/python notebooks/.kit-lab/settings.py $(LAB_SETTINGS)/overrides.json
 	cd notebooks && KIT_VENV="$(abspath $(VENV))" PATH="$(abspath $(BIN)):$$PATH" \
 	  "$(abspath $(BIN))/jupyter" lab --ip=127.0.0.1 \
 	  $$(test "$$(id -u)" = 0 && echo --allow-root) \

@@ -170,6 +170,19 @@ def jupyter_server(ui: str, tmp: Path, *, as_make_lab: bool = False) -> Iterator
     news = tmp / "jupyter-config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)
     (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    # As make lab does: widget state saved with the notebook, so a notebook reopened on
+    # a fresh kernel shows the last picture of each widget, not "model not found".
+    widgets = tmp / "jupyter-config" / "lab" / "user-settings" / "@jupyter-widgets"
+    (widgets / "jupyterlab-manager").mkdir(parents=True)
+    (widgets / "jupyterlab-manager" / "plugin.jupyterlab-settings").write_text(
+        '{"saveState": true}'
+    )
+    # As a wheel install of Kit does: its server extension on (editable installs lack it).
+    enabled = tmp / "jupyter-config" / "jupyter_server_config.d"
+    enabled.mkdir(parents=True)
+    shutil.copy(
+        ROOT / "kit" / "widgets" / "jupyter-server-extension.json", enabled / "kit-lab.json"
+    )
     # The test workloads live in this repository: its kernels import them (tests.workloads)
     # without a sys.path cell, which the manual's pictures would show.
     python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
@@ -215,6 +228,17 @@ def jupyter_server(ui: str, tmp: Path, *, as_make_lab: bool = False) -> Iterator
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def save(page: Any, notebook: Path) -> None:
+    """Save the notebook (Ctrl+S) as a person would; wait until it is on disk."""
+    before = notebook.stat().st_mtime_ns
+    page.locator(".jp-Notebook").first.click()
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + 30
+    while notebook.stat().st_mtime_ns == before:
+        assert time.monotonic() < deadline, f"{notebook.name} was not saved"
+        page.wait_for_timeout(200)
 
 
 #: Where ``make screenshots`` has the browser tests put the manual's pictures.

@@ -12,20 +12,7 @@ from jupyter_bokeh.widgets import BokehModel
 from kit.dashboard import Dashboard
 from kit.views import status_words
 from kit.widgets._kernel import Painter
-
-
-def load_bokehjs() -> None:
-    """Load BokehJS into the notebook, inline (no CDN, works offline).
-
-    jupyter_bokeh's widget fails with "Cannot read properties of undefined
-    (reading 'require')" unless BokehJS was loaded first, by the output of a
-    cell: call this while a cell runs (the panels do it when they are built),
-    not from a button callback, whose output goes nowhere.
-    """
-    from bokeh.io import output_notebook
-    from bokeh.resources import INLINE
-
-    output_notebook(INLINE, hide_banner=True)
+from kit.widgets.bokehjs import load_bokehjs
 
 
 class DashboardWidget(BokehModel):  # type: ignore[misc]

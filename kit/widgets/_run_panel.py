@@ -22,9 +22,10 @@ from kit.history import items_digest
 from kit.result import Index
 from kit.runner import normalize_indices
 from kit.views import failed_html, number, status_html
-from kit.widgets._dashboard import dashboard_widget, load_bokehjs
+from kit.widgets._dashboard import dashboard_widget
 from kit.widgets._kernel import on_kernel_thread
 from kit.widgets._style import TABLE_STYLE, error_html, scrolling
+from kit.widgets.bokehjs import load_bokehjs
 
 MAX_ROWS = 200
 

@@ -7,3 +7,7 @@ from pathlib import Path
 c.ServerApp.terminado_settings = {  # type: ignore[name-defined]  # noqa: F821
     "shell_command": ["bash", "--rcfile", str(Path(__file__).with_name("bashrc")), "-i"]
 }
+
+# BokehJS from the server, once per page, not 8 MB in each widget cell's output
+# (a wheel install enables this by itself; an editable one does not).
+c.ServerApp.jpserver_extensions.update({"kit.widgets.bokehjs": True})  # type: ignore[name-defined]  # noqa: F821

@@ -25,6 +25,7 @@ from tests.jupyter import (
     jupyter_server,
     log_console_entries,
     open_and_run_all,
+    save,
 )
 
 pytestmark = pytest.mark.slow
@@ -468,6 +469,11 @@ def test_the_decoding_check_reaches_its_wer_table(
     history = page.locator(".kit-history").first
     assert history.locator("td", has_text="completed").count() >= 2
     assert broken_words(page, ".kit-history") == []
+    # Saved after Run All, it stays small: BokehJS is served, not stored in each output.
+    saved = jupyter.folder / "02_decoding_check.ipynb"
+    save(page, saved)
+    print(f"notebook 02 saved after Run All: {saved.stat().st_size:,} bytes")
+    assert saved.stat().st_size < 1_000_000
     shots(page, "run-history", focus=history)
 
 
