@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import sysconfig
@@ -112,3 +113,15 @@ def test_the_installed_workshop_magics_load(installed: tuple[Path, Path]) -> Non
     loaded = sh(python, "-c", script, cwd=where)
     assert loaded.returncode == 0, loaded.stderr
     assert "'exercise'" in loaded.stdout and "'solution'" in loaded.stdout
+
+
+def test_the_installed_wheel_turns_on_the_server_extension_for_its_environment(
+    installed: tuple[Path, Path],
+) -> None:
+    python, where = installed
+    enabled = python.parent.parent / "etc" / "jupyter" / "jupyter_server_config.d"
+    assert (enabled / "jupyter-server-extension.json").is_file()
+    listed = sh(python, "-m", "jupyter_server.extension.serverextension", "list", cwd=where)
+    said = re.sub(r"\x1b\[[0-9;]*m", "", listed.stdout + listed.stderr)  # no colours
+    assert "kit.widgets.bokehjs enabled" in said, said
+    assert re.search(r"kit\.widgets\.bokehjs\s+OK", said), said  # it imports and loads
