@@ -64,6 +64,13 @@ CLAIMS: dict[str, list[str]] = {
         "tests/cluster/test_teacher.py::"
         "test_warming_builds_the_env_once_per_worker_before_the_class_uses_it",
     ],
+    "BokehJS is served once by the Jupyter server instead of stored in every widget cell's": [
+        "tests/widgets/test_flows_in_browser.py::test_the_decoding_check_reaches_its_wer_table",
+        "tests/widgets/test_live_views_in_browser.py::"
+        "test_the_workshop_dashboard_shows_the_run_it_follows",
+        "tests/test_dist.py::"
+        "test_the_installed_wheel_turns_on_the_server_extension_for_its_environment",
+    ],
     "It runs every exercise on a cluster": [
         "tests/test_notebooks.py::test_04_workshop_runs_with_the_solutions_switch",
         "tests/widgets/test_workshop_checks.py::test_the_class_cluster_comes_from_the_teachers_variable",
