@@ -136,7 +136,13 @@ class EnvironmentProvider(abc.ABC):
         >>> P(OmegaConf.create({"a": 1})).env_name()
         'kit-env:kit.provider.P:23eef9c51146'
         """
-        return f"{env_name_prefix(type(self))}{config_hash(self.env_config())}"
+        name = f"{env_name_prefix(type(self))}{config_hash(self.env_config())}"
+        if type(self).__module__ == "__main__":
+            # Defined in a notebook cell or a script: the class itself is part of what the
+            # env is. A cell run again with fixed code builds anew instead of reusing the env
+            # the old code built, and two kernels' classes of one name never share an env.
+            name += f"-{class_digest(type(self))}"
+        return name
 
     def check_config(self) -> None:
         """Check the sections in ``config_schemas``, whole: a typo fails before anything runs.
@@ -270,6 +276,19 @@ def env_only_setup(setup: Callable[[], Env], provider: type[EnvironmentProvider]
     """Run a worker setup function under :func:`reading_env` (picklable with ``partial``)."""
     with reading_env(provider):
         return setup()
+
+
+def class_digest(cls: type) -> str:
+    """Return a digest of a class as cloudpickle sends it: its code, and which class it is.
+
+    Stable for one class object; another definition (a cell run again, another
+    kernel) gives another digest, even with the same code.
+    """
+    import hashlib
+
+    import cloudpickle
+
+    return hashlib.sha256(cloudpickle.dumps(cls)).hexdigest()[:8]
 
 
 def env_name_prefix(cls: type) -> str:

@@ -71,6 +71,14 @@ CLAIMS: dict[str, list[str]] = {
         "tests/test_dist.py::"
         "test_the_installed_wheel_turns_on_the_server_extension_for_its_environment",
     ],
+    "so one attendee's code never runs in another's": [
+        "tests/cluster/test_shared_envs.py::"
+        "test_an_attendees_own_provider_never_runs_in_another_attendees_run",
+    ],
+    "two kernels' classes of one name never share an env": [
+        "tests/cluster/test_shared_envs.py::"
+        "test_an_attendees_own_provider_never_runs_in_another_attendees_run",
+    ],
     "It runs every exercise on a cluster": [
         "tests/test_notebooks.py::test_04_workshop_runs_with_the_solutions_switch",
         "tests/widgets/test_workshop_checks.py::test_the_class_cluster_comes_from_the_teachers_variable",

@@ -4,6 +4,8 @@ each other's runs by switching engines, leaving, or dying."""
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from distributed import Client
@@ -87,3 +89,63 @@ def test_an_env_nobody_holds_for_its_idle_timeout_is_torn_down(
     assert reports(attendee(scheduler, job))[0]["failed"] == 0
     until(lambda: watcher.run_on_scheduler(held_envs) == {}, "the idle env to be torn down")
     assert len(lines(tmp_path, "teardown.log")) == WORKERS
+
+
+#: An attendee's notebook, as a script: its own provider (in ``__main__``) and a run of it;
+#: then the provider's cell again with other code (the attendee fixed it), and a run.
+OWN_PROVIDER = """
+import sys
+import kit
+from kit import EnvironmentProvider, Runner
+
+address, mine = sys.argv[1:]
+parallel = {"env": "remote", "address": address}
+
+
+class Vocabulary(EnvironmentProvider):
+    def build_env_local(self):
+        return {"words": mine}
+
+    def make_worker_setup_fn(self):
+        return lambda: {"words": mine}
+
+
+class Count(Runner):
+    @staticmethod
+    def forward(idx, words):
+        return words
+
+
+print(sorted(set(Count(Vocabulary({"n": 1}), parallel=parallel).run(range(8)).records)))
+
+
+class Vocabulary(EnvironmentProvider):
+    def build_env_local(self):
+        return {"words": mine + " fixed"}
+
+    def make_worker_setup_fn(self):
+        return lambda: {"words": mine + " fixed"}
+
+
+print(sorted(set(Count(Vocabulary({"n": 1}), parallel=parallel).run(range(8)).records)))
+kit.cluster.shutdown()
+"""
+
+
+def test_an_attendees_own_provider_never_runs_in_another_attendees_run(
+    scheduler: str, tmp_path: Path
+) -> None:
+    """Two notebooks define a provider of one name and config; each gets its own env, and a
+    provider defined again (its code fixed) builds anew instead of reusing the old env."""
+    script = tmp_path / "notebook.py"
+    script.write_text(OWN_PROVIDER)
+    runs = {
+        who: subprocess.Popen(
+            [sys.executable, str(script), scheduler, who], stdout=subprocess.PIPE, text=True
+        )
+        for who in ("alice", "bob")
+    }
+    for who, proc in runs.items():
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out
+        assert out.splitlines() == [f"['{who}']", f"['{who} fixed']"]
