@@ -84,8 +84,12 @@ screenshots: $(STAMP)
 	@ls -l docs/_static/*.png
 
 # System packages (SLURM, munge, openssl) via apt, and a single-node SLURM (as root).
-system-deps:
+# The hub test's proxy, configurable-http-proxy, from the npm registry into the venv.
+HUB_PROXY := $(VENV)/node/node_modules/.bin/configurable-http-proxy
+system-deps: $(STAMP)
 	bash .ci/system-deps.sh
+	test -x $(HUB_PROXY) || ! command -v npm >/dev/null || \
+	  npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@5
 
 test: system-deps lint typecheck unit
 

@@ -157,6 +157,25 @@ def terminal_screen(
         return pool.submit(asyncio.run, _read_terminal(url, typed, until, timeout)).result()
 
 
+def config_dir(folder: Path) -> Path:
+    """Write a Jupyter config folder (``JUPYTER_CONFIG_DIR``) set up as ``make lab`` sets up."""
+    # No "Jupyter news?" prompt over the notebook (user settings here).
+    news = folder / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    # Widget state saved with the notebook, so a notebook reopened on a fresh kernel
+    # shows the last picture of each widget, not "model not found".
+    widgets = folder / "lab" / "user-settings" / "@jupyter-widgets" / "jupyterlab-manager"
+    widgets.mkdir(parents=True)
+    (widgets / "plugin.jupyterlab-settings").write_text('{"saveState": true}')
+    # Kit's server extension on, as a wheel install of Kit has it (editable installs lack it).
+    enabled = folder / "jupyter_server_config.d"
+    enabled.mkdir(parents=True)
+    extension = ROOT / "kit" / "widgets" / "jupyter-server-extension.json"
+    shutil.copy(extension, enabled / "kit-lab.json")
+    return folder
+
+
 @contextmanager
 def jupyter_server(ui: str, tmp: Path, *, as_make_lab: bool = False) -> Iterator[Jupyter]:
     """Start JupyterLab (``ui="lab"``) or Notebook 7 on 127.0.0.1 with a token.
@@ -166,23 +185,7 @@ def jupyter_server(ui: str, tmp: Path, *, as_make_lab: bool = False) -> Iterator
     folder = tmp / "served"
     folder.mkdir(parents=True)
     token, port = secrets.token_hex(16), free_port()
-    # As make lab does: no "Jupyter news?" prompt over the notebook (user settings here).
-    news = tmp / "jupyter-config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
-    news.mkdir(parents=True)
-    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
-    # As make lab does: widget state saved with the notebook, so a notebook reopened on
-    # a fresh kernel shows the last picture of each widget, not "model not found".
-    widgets = tmp / "jupyter-config" / "lab" / "user-settings" / "@jupyter-widgets"
-    (widgets / "jupyterlab-manager").mkdir(parents=True)
-    (widgets / "jupyterlab-manager" / "plugin.jupyterlab-settings").write_text(
-        '{"saveState": true}'
-    )
-    # As a wheel install of Kit does: its server extension on (editable installs lack it).
-    enabled = tmp / "jupyter-config" / "jupyter_server_config.d"
-    enabled.mkdir(parents=True)
-    shutil.copy(
-        ROOT / "kit" / "widgets" / "jupyter-server-extension.json", enabled / "kit-lab.json"
-    )
+    config_dir(tmp / "jupyter-config")
     # The test workloads live in this repository: its kernels import them (tests.workloads)
     # without a sys.path cell, which the manual's pictures would show.
     python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
