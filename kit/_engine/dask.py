@@ -34,7 +34,7 @@ from kit.store._chunk_result import ChunkResult
 CAPACITY_CHECK = 0.2  # at most this often, ask the scheduler how many threads it has
 #: Work in a chunk at most, in seconds, while other clients share the cluster: a run that
 #: starts late waits for slots to free, one every SHARED_CHUNK_SECONDS / threads.
-SHARED_CHUNK_SECONDS = 0.1
+SHARED_CHUNK_SECONDS = 0.05
 
 #: Chunks sent in one graph update. The scheduler starts none of an update's tasks
 #: before it has taken them all in: on 256 slots the first of 512 one-item tasks
