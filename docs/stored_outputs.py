@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -124,6 +125,9 @@ def store(name: str, folder: Path = STORED) -> Path:
             raise SystemExit(f"{name} needs a running SLURM (`.ci/slurm-up.sh` as root)")
     book = nbformat.read(NOTEBOOKS / name, as_version=4)
     workdir = Path(tempfile.mkdtemp(prefix="kit-notebook-outputs-"))
+    # The kernel learns its notebook's name as Jupyter tells it (runs/<user>/<notebook>/).
+    before = os.environ.get("JPY_SESSION_NAME")
+    os.environ["JPY_SESSION_NAME"] = str(workdir / name)
     try:
         client = nbclient.NotebookClient(
             book, timeout=900, kernel_name="python3", resources={"metadata": {"path": workdir}}
@@ -131,6 +135,10 @@ def store(name: str, folder: Path = STORED) -> Path:
         client.execute()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+        if before is None:
+            os.environ.pop("JPY_SESSION_NAME", None)
+        else:
+            os.environ["JPY_SESSION_NAME"] = before
     for cell in book.cells:
         if cell.cell_type == "code":
             cell.outputs = [o for o in map(_shown, cell.outputs) if o is not None]

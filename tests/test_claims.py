@@ -79,6 +79,12 @@ CLAIMS: dict[str, list[str]] = {
         "tests/cluster/test_shared_envs.py::"
         "test_an_attendees_own_provider_never_runs_in_another_attendees_run",
     ],
+    "so attendees on one server never number runs in, or read results from": [
+        "tests/widgets/test_panels.py::"
+        "test_attendees_on_one_server_keep_their_histories_apart_by_default",
+        "tests/widgets/test_class_on_jupyterhub.py::"
+        "test_a_class_of_three_runs_the_workshop_on_one_cluster_through_jupyterhub",
+    ],
     "It runs every exercise on a cluster": [
         "tests/test_notebooks.py::test_04_workshop_runs_with_the_solutions_switch",
         "tests/widgets/test_workshop_checks.py::test_the_class_cluster_comes_from_the_teachers_variable",

@@ -6,6 +6,7 @@ restart, or in a colleague's notebook opened on the same folder. The
 notebook's Experiment keeps its runs this way; a script can too.
 """
 
+from kit.history._folders import user_folder
 from kit.history._history import (
     describe_items,
     items_digest,
@@ -22,4 +23,5 @@ __all__ = [
     "read_history",
     "record_experiment",
     "record_unstarted",
+    "user_folder",
 ]

@@ -23,7 +23,13 @@ from kit import (
     to_overrides,
 )
 from kit.config import parallel_section
-from kit.history import new_run_dir, read_history, record_experiment, record_unstarted
+from kit.history import (
+    new_run_dir,
+    read_history,
+    record_experiment,
+    record_unstarted,
+    user_folder,
+)
 from kit.tracking import Tracking
 from kit.views import number, status_html
 from kit.widgets._cluster_panel import ClusterPanel
@@ -99,7 +105,8 @@ class Experiment(w.VBox):  # type: ignore[misc]
     config_path
         The file the config came from, for the scale-out command.
     runs_dir
-        Where the runs are stored; default ``runs/<runner class, lower case>``.
+        Where the runs are stored; default ``runs/<user>/<notebook>/<runner class, lower
+        case>`` (:func:`kit.history.user_folder`): pass a folder to share one history.
 
     The "track" box exports every run and sweep to TensorBoard and MLflow as
     it goes (as the config's ``tracking`` section says, else to
@@ -146,8 +153,10 @@ class Experiment(w.VBox):  # type: ignore[misc]
         self.provider_cls = provider_cls
         self.runner_cls = runner_cls
         self.base = load_config(config)
+        # By default a folder of this user's and notebook's own: attendees on one server
+        # never number runs in, or read results from, one another's history.
         self.runs_dir = (
-            Path(runs_dir) if runs_dir is not None else Path("runs") / (runner_cls.__name__.lower())
+            Path(runs_dir) if runs_dir is not None else user_folder() / runner_cls.__name__.lower()
         )
         self.editor = ConfigEditor(self.base, schemas=provider_cls.config_schemas)
         self.cluster = ClusterPanel(self.base.get("parallel") or {"env": "inline"})

@@ -47,7 +47,6 @@ from __future__ import annotations
 import ast
 import importlib
 import os
-import re
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -124,9 +123,9 @@ def cluster() -> dict[str, Any]:
 def my_folder(notebook: str | None = None, *, root: str | os.PathLike[str] = "runs") -> Path:
     """Return ``runs/<user>/<notebook>``: where this attendee's runs and sweeps go.
 
-    The user is ``JUPYTERHUB_USER``, else the login name; the notebook is the
-    one this kernel runs (Jupyter says which), so two attendees on one server,
-    or one login with a notebook copy each, never share a folder.
+    :func:`kit.history.user_folder`: the user is ``JUPYTERHUB_USER``, else the
+    login name; the notebook is the one this kernel runs, so two attendees on
+    one server, or one login with a notebook copy each, never share a folder.
 
     Examples
     --------
@@ -134,21 +133,11 @@ def my_folder(notebook: str | None = None, *, root: str | os.PathLike[str] = "ru
     >>> os.environ["JUPYTERHUB_USER"] = "ada"
     >>> my_folder("04_workshop-copy.ipynb").as_posix()
     'runs/ada/04_workshop-copy'
-    >>> my_folder("../../etc/passwd").as_posix()  # a name, never a way out of runs/
-    'runs/ada/passwd'
     >>> del os.environ["JUPYTERHUB_USER"]
     """
-    from kit.cluster._seats import who
+    from kit.history import user_folder
 
-    name = notebook or os.environ.get("JPY_SESSION_NAME") or "notebook"
-    stem = Path(name).stem or "notebook"
-    return Path(root) / _safe(who()) / _safe(stem)
-
-
-def _safe(part: str) -> str:
-    """One folder name: word characters, dots and dashes; never '.' or '..'."""
-    cleaned = re.sub(r"[^\w.-]", "_", part).strip(".") or "_"
-    return cleaned
+    return user_folder(notebook, root=root)
 
 
 def solutions_mode() -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import kit
+from kit.cluster._seats import who
 from tests.browser import browser
 from tests.jupyter import (
     ROOT,
@@ -442,7 +443,9 @@ def test_the_decoding_check_reaches_its_wer_table(
         summaries[name] = ast.literal_eval(output)  # a plain dict literal
     assert summaries["whisper"]["wer"] < summaries["sphinx"]["wer"]
     assert all(s["utterances"] == 10 for s in summaries.values())
-    swept = kit.attach(jupyter.folder / "runs" / "decoderunner" / "sweep-001").result(timeout=10)
+    # In the notebook's own folder, runs/<user>/<notebook>/ (kit.history.user_folder).
+    mine = jupyter.folder / "runs" / who() / "02_decoding_check" / "decoderunner"
+    swept = kit.attach(mine / "sweep-001").result(timeout=10)
     rows = swept.rows()
     assert [(r["trial"], r["decoder.beam_size"], r["decoder.engine"]) for r in rows] == [
         ("trial-000", "1", "whisper"),

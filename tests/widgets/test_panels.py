@@ -389,3 +389,25 @@ def test_the_cluster_panel_says_scaling_only_until_the_workers_are_there() -> No
         assert "Dask dashboard" not in panel.status.value and panel.workers.value == ""
     finally:
         panel.stop()
+
+
+def test_attendees_on_one_server_keep_their_histories_apart_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two attendees, one notebooks folder: each Experiment numbers and reads its own runs."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "02_decoding_check.ipynb"))
+    apps = {}
+    for who in ("alice", "bob"):
+        monkeypatch.setenv("JUPYTERHUB_USER", who)
+        apps[who] = Experiment(toy_config(), ToyProvider, Affine, indices=range(20))
+    alice, bob = apps["alice"], apps["bob"]
+    assert alice.runs_dir == Path("runs/alice/02_decoding_check/affine")
+    assert bob.runs_dir == Path("runs/bob/02_decoding_check/affine")
+    alice.run_panel.how_many.value = 5
+    alice.run_panel.run_button.click()
+    alice.run_panel.wait(timeout=60)
+    wait_for(lambda: len(alice.history) == 1)
+    assert [r["run"] for r in alice.history] == ["001"]
+    bob.refresh()
+    assert bob.history == []  # Bob's history holds none of Alice's runs

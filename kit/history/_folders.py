@@ -1,0 +1,37 @@
+"""Where a person's runs go by default: a folder of their own under ``runs/``."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+
+def user_folder(notebook: str | None = None, *, root: str | os.PathLike[str] = "runs") -> Path:
+    """Return ``runs/<user>/<notebook>``: this person's runs, apart from everyone else's.
+
+    The user is ``JUPYTERHUB_USER``, else the login name; the notebook is the
+    one this kernel runs (Jupyter says which, in ``JPY_SESSION_NAME``), else
+    ``notebook``. So attendees sharing one server and one notebooks folder,
+    or one login with a notebook copy each, never write into or number runs
+    in one folder; the same notebook finds its runs again after a restart.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["JUPYTERHUB_USER"] = "ada"
+    >>> user_folder("/home/ada/04_workshop-copy.ipynb").as_posix()
+    'runs/ada/04_workshop-copy'
+    >>> user_folder("../../etc/passwd").as_posix()  # a name, never a way out of runs/
+    'runs/ada/passwd'
+    >>> del os.environ["JUPYTERHUB_USER"]
+    """
+    from kit.cluster._seats import who
+
+    name = notebook or os.environ.get("JPY_SESSION_NAME") or "notebook"
+    return Path(root) / _safe(who()) / _safe(Path(name).stem or "notebook")
+
+
+def _safe(part: str) -> str:
+    """Return ``part`` as one folder name: word characters, dots, dashes; never '.' or '..'."""
+    return re.sub(r"[^\w.-]", "_", part).strip(".") or "_"
