@@ -53,6 +53,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# The attendee's folder, runs/<user>/<notebook>: the Experiment's default folder too.
+from kit.history import user_folder as my_folder
+
 __all__ = [
     "CLASS_CLUSTER_ENV",
     "CheckFailed",
@@ -118,26 +121,6 @@ def cluster() -> dict[str, Any]:
     if not isinstance(section, dict):
         raise ValueError(f"{path}: expected a `parallel:` section (env, address, security)")
     return {str(k): v for k, v in section.items()}
-
-
-def my_folder(notebook: str | None = None, *, root: str | os.PathLike[str] = "runs") -> Path:
-    """Return ``runs/<user>/<notebook>``: where this attendee's runs and sweeps go.
-
-    :func:`kit.history.user_folder`: the user is ``JUPYTERHUB_USER``, else the
-    login name; the notebook is the one this kernel runs, so two attendees on
-    one server, or one login with a notebook copy each, never share a folder.
-
-    Examples
-    --------
-    >>> import os
-    >>> os.environ["JUPYTERHUB_USER"] = "ada"
-    >>> my_folder("04_workshop-copy.ipynb").as_posix()
-    'runs/ada/04_workshop-copy'
-    >>> del os.environ["JUPYTERHUB_USER"]
-    """
-    from kit.history import user_folder
-
-    return user_folder(notebook, root=root)
 
 
 def solutions_mode() -> bool:
