@@ -18,13 +18,27 @@ True
 from kit.cluster._builders import JOB_QUEUES, job_script
 from kit.cluster._scale_out import scale_out_command
 from kit.cluster._session import Session, SessionState, get_session, sessions, shutdown
+from kit.cluster._teacher import (
+    RUN_COLUMNS,
+    cancel,
+    class_runs,
+    env_rows,
+    run_rows,
+    runs_headline,
+)
 
 __all__ = [
     "JOB_QUEUES",
+    "RUN_COLUMNS",
     "Session",
     "SessionState",
+    "cancel",
+    "class_runs",
+    "env_rows",
     "get_session",
     "job_script",
+    "run_rows",
+    "runs_headline",
     "scale_out_command",
     "sessions",
     "shutdown",

@@ -48,7 +48,16 @@ def connect(target: str) -> Any:
 
 
 def class_runs(client: Any) -> dict[str, Any]:
-    """Return every run on the cluster (its seat), the envs with their holders, the threads."""
+    """Return every run on the cluster (its seat), the envs with their holders, the threads.
+
+    Examples
+    --------
+    >>> from distributed import Client, LocalCluster
+    >>> with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+    ...                   dashboard_address=None) as cluster, Client(cluster) as client:
+    ...     class_runs(client)
+    {'threads': 2, 'runs': [], 'envs': {}}
+    """
     from kit.cluster._shared import list_runs
 
     listing: dict[str, Any] = client.run_on_scheduler(list_runs)
@@ -91,7 +100,13 @@ def run_rows(listing: dict[str, Any], now: float | None = None) -> list[dict[str
 
 
 def env_rows(listing: dict[str, Any]) -> list[tuple[str, str]]:
-    """Return each env on the workers with who holds it: ``(env, "held by 2 runs" | "idle")``."""
+    """Return each env on the workers with who holds it: ``(env, "held by 2 runs" | "idle")``.
+
+    Examples
+    --------
+    >>> env_rows({"threads": 4, "runs": [], "envs": {"kit-env:m.Whisper:9f8e7d6c5b4a": []}})
+    [('m.Whisper:9f8e7d6c5b', 'idle')]
+    """
     return [
         (_env(name), f"held by {_count(len(holders), 'run')}" if holders else "idle")
         for name, holders in sorted(listing["envs"].items())
@@ -99,7 +114,13 @@ def env_rows(listing: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def runs_headline(listing: dict[str, Any]) -> str:
-    """Return ``"2 runs on 4 worker threads"``."""
+    """Return the listing's first line, how many runs on how many threads.
+
+    Examples
+    --------
+    >>> runs_headline({"threads": 4, "runs": [{}, {}], "envs": {}})
+    '2 runs on 4 worker threads'
+    """
     return f"{_count(len(listing['runs']), 'run')} on {listing['threads']} worker threads"
 
 
@@ -140,6 +161,16 @@ def cancel(client: Any, run_id: str) -> dict[str, Any]:
     ------
     KeyError
         Naming the runs on the cluster, when none or several match.
+
+    Examples
+    --------
+    >>> from distributed import Client, LocalCluster
+    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    >>> client = Client(cluster)
+    >>> cancel(client, "1a2b")  # no Kit session ever connected: no run to cancel
+    Traceback (most recent call last):
+    RuntimeError: this scheduler has no Kit ledger; it is registered when a Kit session connects
+    >>> client.close(); cluster.close()
     """
     from kit.cluster._shared import cancel_run
 

@@ -16,7 +16,7 @@ from typing import Any
 import ipywidgets as w
 
 import kit
-from kit.cluster._teacher import RUN_COLUMNS, cancel, class_runs, env_rows, run_rows, runs_headline
+from kit.cluster import RUN_COLUMNS, cancel, class_runs, env_rows, run_rows, runs_headline
 from kit.config import PARALLEL_ENVS, ParallelConfig, parallel_section
 from kit.views import rows_table
 from kit.widgets._kernel import on_kernel_thread
@@ -55,7 +55,7 @@ def workers_table(info: dict[str, Any]) -> str:
 
 
 def class_runs_html(listing: dict[str, Any], now: float | None = None) -> str:
-    """Return the runs on the cluster and its envs (:func:`kit.cluster._teacher.class_runs`).
+    """Return the runs on the cluster and its envs (:func:`kit.cluster.class_runs`).
 
     Examples
     --------
