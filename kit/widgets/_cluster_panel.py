@@ -296,6 +296,10 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         if session is not self.session:
             return  # a cluster the panel no longer shows
         self.workers.value = workers_table(info)
+        if session.cluster is None and info.get("workers"):
+            # A cluster Kit did not start (a class's, say): the box says how many it has,
+            # not the config's n_workers, which Kit never asked it for.
+            self.n_workers.value = len(info["workers"])
         if self._target is not None and len(info.get("workers", {})) == self._target:
             self._target = None  # scaled: "scaling to N workers" would read as still going on
             self._set_status()

@@ -43,6 +43,7 @@ def test_the_teachers_panel_lists_the_class_runs_and_cancels_one(tmp_path: Path)
             panel.refresh()
             page = html.unescape(re.sub(r"<[^>]+>", " ", panel.runs.value))
             assert "2 runs on 4 worker threads" in page
+            assert panel.n_workers.value == 2  # the class cluster's workers, not the config's
             # Both wait on their last item; each holds half of the 4 threads.
             assert re.search(r"alice\s+\S+\s+tests\.workloads\.Affine\s+\d+/12\s+0\s+2", page), page
             assert "bob" in page and "held by 1 run" in page
