@@ -136,6 +136,12 @@ def wait_for_restarts(cluster: Any, timeout: float = RESTART_GRACE) -> list[str]
 #: in its thread: the worker's words, and its nanny's once it kills a worker still busy.
 WORKER_LOG, WORKER_WORDS = "distributed.worker.state_machine", "ended with CancelledError"
 NANNY_LOG, NANNY_WORDS = "distributed.nanny", "Worker process still alive after"
+#: What a worker logs, as an ERROR, when its heartbeat finds the scheduler gone: closing a
+#: cluster stops the scheduler while a busy machine has not yet closed every worker.
+HEARTBEAT_LOG, HEARTBEAT_WORDS = (
+    "distributed.worker",
+    "Failed to communicate with scheduler during heartbeat",
+)
 
 
 class _EndedByClose(logging.Filter):
@@ -155,10 +161,23 @@ def quiet_worker_for_close() -> None:
     Kit cancels the copy of a chunk that lost to its twin (a backup, or the
     chunk its backup beat), but a task running in a worker's thread cannot be
     stopped: closing the worker ends it, and distributed warns of it, after
-    the run and its results are done. Run on the workers of a cluster Kit
-    started, just before Kit closes it (with ``client.run``).
+    the run and its results are done. Nor does it report a heartbeat that
+    finds the scheduler closed first (on a busy machine the scheduler may stop
+    before every worker has). Run on the workers of a cluster Kit started,
+    just before Kit closes it (with ``client.run``).
+
+    Examples
+    --------
+    >>> quiet_worker_for_close()
+    >>> record = logging.makeLogRecord(
+    ...     {"msg": "Failed to communicate with scheduler during heartbeat."})
+    >>> bool(logging.getLogger(HEARTBEAT_LOG).filter(record))
+    False
+    >>> for name in (WORKER_LOG, HEARTBEAT_LOG):  # this process is no worker: as it was
+    ...     logging.getLogger(name).filters.clear()
     """
     logging.getLogger(WORKER_LOG).addFilter(_EndedByClose(WORKER_WORDS))
+    logging.getLogger(HEARTBEAT_LOG).addFilter(_EndedByClose(HEARTBEAT_WORDS))
 
 
 @contextlib.contextmanager

@@ -253,7 +253,8 @@ class Session:
         if self.owns_cluster and self.client is not None and self.client.status == "running":
             from kit.cluster._nanny import quiet_worker_for_close
 
-            # A losing copy of a chunk may still run: the close ends it, which is no news.
+            # A losing copy of a chunk may still run: the close ends it, which is no news;
+            # nor is a last heartbeat that finds the scheduler already closed.
             self.client.run(quiet_worker_for_close, on_error="ignore")
         if self.client is not None and not self.borrowed:
             if self.client.status == "connecting":

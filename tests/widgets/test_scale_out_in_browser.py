@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import kit
+from kit.cluster._seats import who
 from tests.browser import browser
 from tests.jupyter import (
     ROOT,
@@ -79,7 +80,8 @@ def test_the_printed_command_runs_in_a_lab_terminal_and_completes_on_slurm(
             page.locator("button.kit-copy", has_text="Copied").first.wait_for(timeout=10_000)
             command = page.evaluate("navigator.clipboard.readText()")
             assert command == (command_box.text_content() or "").strip()
-            assert command.startswith("kit submit runs/decoderunner/decode.yaml ")
+            # The Experiment's runs folder: the user's and the notebook's (runs/<user>/scale/).
+            assert command.startswith(f"kit submit runs/{who()}/scale/decoderunner/decode.yaml ")
             assert "decoder.beam_size=1" in command and "parallel.env=slurm" in command
             # A terminal from the launcher, as a person opens one.
             page.get_by_title(re.compile("^New Launcher")).first.click()
