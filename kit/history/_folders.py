@@ -29,7 +29,31 @@ def user_folder(notebook: str | None = None, *, root: str | os.PathLike[str] = "
     from kit.cluster._seats import who
 
     name = notebook or os.environ.get("JPY_SESSION_NAME") or "notebook"
-    return Path(root) / _safe(who()) / _safe(Path(name).stem or "notebook")
+    user = Path(root) / _safe(who())
+    folder = user / _safe(Path(name).stem or "notebook")
+    # ``runs/`` may be shared: the two names below it are Kit's choice, so Kit checks them.
+    # A link planted there would write this person's runs elsewhere; a folder another
+    # user made there is theirs to read.
+    for part in (user, folder):
+        _check_own(part)
+    return folder
+
+
+def _check_own(path: Path) -> None:
+    """Refuse ``path`` if it is a link, or a folder another user owns (it may not exist yet)."""
+    from kit._files import UnsafeFileError, refuse_links
+
+    refuse_links(path.parent, (path.name,))
+    try:
+        owner = path.stat().st_uid
+    except FileNotFoundError:
+        return
+    if owner != os.getuid():
+        raise UnsafeFileError(
+            f"{path} belongs to another user (uid {owner}): Kit keeps your runs in a folder of "
+            "your own, which someone else could read or change there; remove it, or pass a "
+            "folder of your own (runs_dir=..., output_dir=...)"
+        )
 
 
 def _safe(part: str) -> str:
