@@ -25,6 +25,8 @@ import pickle
 from collections.abc import Mapping
 from typing import Any
 
+import cloudpickle
+
 from kit.widgets.workshop import Check, Hint
 
 __all__ = ["CHECKS", "check_failures", "check_metric", "check_provider", "check_sweep"]
@@ -71,7 +73,7 @@ def check_provider(ns: Mapping[str, Any]) -> list[str]:
             "a worker must get the same dict: a 'vocabulary' set and a 'sentences' list",
         )
     try:
-        pickle.loads(__import__("cloudpickle").dumps(setup))
+        pickle.loads(cloudpickle.dumps(setup))  # as Kit sends it to the workers
     except Exception as error:
         raise Hint(
             f"the setup function cannot be sent to a worker ({type(error).__name__})",
