@@ -24,6 +24,7 @@ import pytest
 
 import kit
 from kit._errors import KitError
+from kit.detached._run import DriverIdentity
 from kit.errors import StoreError, StoreWarning
 from kit.store._results import read_result
 from kit.store._store import LEDGER, RunStore
@@ -322,3 +323,25 @@ def test_a_run_dir_that_vanishes_mid_run_ends_the_run(tmp_path: Path, how: str) 
             range(20)
         )
         assert again.records == expected(range(20)) and again.stats.resumed == 5
+
+
+def test_a_driver_on_its_way_out_counts_as_ended_not_as_another_program(
+    bystander: subprocess.Popen[bytes],
+) -> None:
+    # A driver that just released the run's lock may still be exiting when
+    # cancel() looks at it: its command line reads empty, then it is a zombie.
+    # That is an ended driver (nothing to signal), not a process to refuse.
+    identity = DriverIdentity(
+        {
+            "pid": bystander.pid,
+            "host": socket.gethostname(),
+            "created": psutil.Process(bystander.pid).create_time(),
+        }
+    )
+    assert not identity.exiting()
+    bystander.kill()
+    os.waitid(os.P_PID, bystander.pid, os.WEXITED | os.WNOWAIT)  # exited, not yet reaped
+    assert identity.exiting()
+    assert not identity.running()
+    bystander.wait()
+    assert identity.exiting()

@@ -208,6 +208,23 @@ class DriverIdentity:
         except (psutil.Error, OSError):
             return False
 
+    def exiting(self) -> bool:
+        """Whether the recorded process is gone or on its way out.
+
+        A process that exits lets its memory go (its command line reads empty)
+        a moment before it turns zombie: an ended driver, not another program.
+        """
+        import psutil
+
+        if self.pid is None:
+            return True
+        try:
+            return not psutil.Process(self.pid).cmdline()
+        except psutil.NoSuchProcess:  # gone, or a zombie
+            return True
+        except psutil.AccessDenied:
+            return False
+
     def running(self) -> bool:
         """Whether the recorded driver is alive: same host, pid and start time."""
         if self.problem is not None or not self.here or self.pid is None:
@@ -264,6 +281,8 @@ def signal_driver(output_dir: Path) -> bool:
             f"(process {holder} does), so Kit cannot prove it is this run's driver{refused}"
         )
     if not identity.drives(output_dir):
+        if identity.exiting():
+            return False  # the driver ended between the checks above and this one
         raise StoreError(
             f"process {identity.pid}, named by {path}, is not Kit's driver of {output_dir}{refused}"
         )
