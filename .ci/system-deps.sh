@@ -11,6 +11,8 @@ MODE=${1:-test}
 PACKAGES=(flite espeak-ng sox)
 if [ "$MODE" != demo ]; then
     PACKAGES+=(slurm-wlm munge openssl chromium fonts-dejavu-core)
+    # sctk: NIST's sclite, which the decoding tests check Kit's error counts against.
+    PACKAGES+=(sctk)
     # npm: configurable-http-proxy (from npm) in front of the JupyterHub test's hub. Only
     # where there is no npm at all: a Node.js of another source already brings its own.
     command -v npm >/dev/null || PACKAGES+=(nodejs npm)

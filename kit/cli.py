@@ -480,6 +480,26 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _export(args: argparse.Namespace) -> int:
+    # Only the decoding check's runs have references and hypotheses to write.
+    from kit.examples.asr.export import export
+
+    try:
+        written = export(args.output_dir, args.out, args.format)
+    except ValueError as exc:
+        raise KitError(str(exc)) from None
+    for path in written:
+        _say(f"wrote {path}")
+    if args.format == "trn" and written:
+        import shutil
+
+        ref, hyp = written[0], written[1]
+        # Debian's sctk installs sclite behind its own front end.
+        sclite = "sctk sclite" if not shutil.which("sclite") and shutil.which("sctk") else "sclite"
+        _say(f"score them with sclite: {sclite} -r {ref} trn -h {hyp} trn -i rm -o sum stdout")
+    return EXIT_OK
+
+
 def _notebooks(args: argparse.Namespace) -> int:
     from kit._notebooks import copy_notebooks
 
@@ -643,6 +663,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     again.add_argument("--experiment", help="the MLflow experiment (default: kit)")
     again.set_defaults(handler=_export_tracking)
+    export = commands.add_parser(
+        "export",
+        help="write a decoding run's references and hypotheses for sclite (trn) or ESPnet (scp)",
+    )
+    export.add_argument("output_dir", metavar="OUTPUT_DIR", help="a decoding run or sweep")
+    export.add_argument(
+        "--format",
+        choices=("trn", "scp"),
+        default="trn",
+        help="trn: sclite's transcripts, normalised as Kit scored them (default); scp: ESPnet3's "
+        "ref.scp/hyp.scp, as decoded",
+    )
+    export.add_argument(
+        "-o",
+        "--out",
+        required=True,
+        metavar="OUT",
+        help="the folder to write (a sweep: one sub-folder per trial)",
+    )
+    export.set_defaults(handler=_export)
     notebooks = commands.add_parser(
         "notebooks",
         help="copy the notebooks Kit ships (quickstart, decoding, workshop...) into DIR",

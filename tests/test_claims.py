@@ -19,6 +19,12 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "sclite's `(#C #S #D #I)` equal Kit's for every utterance": [
+        "tests/examples/test_sclite.py::"
+        "test_kit_counts_every_utterances_words_and_characters_as_sclite_does",
+        "tests/examples/test_sclite.py::"
+        "test_kit_export_writes_a_decoded_runs_files_that_sclite_scores_as_kit_did",
+    ],
     "no other module of `kit` imports it": [
         "tests/test_layers.py::test_the_core_never_imports_the_notebook_ui",
         "tests/test_public_api.py::test_widgets_use_only_kits_public_api",

@@ -24,22 +24,10 @@ from kit.examples.asr.corpus import VOICES
 from kit.examples.asr.decode import CONFIG_PATH, read_wav
 from kit.examples.asr.recognizers import current_threads, make_recognizer
 from kit.examples.asr.wer import corpus_wer
+from tests.examples.speech import DIGITS, SENTENCES
 from tests.slurm import slurm_parallel
 
 ROOT = Path(__file__).resolve().parents[2]
-SENTENCES, DIGITS = 12, 8  # per voice: 5 voices x 20 = 100 utterances in corpus.jsonl
-
-
-@pytest.fixture(scope="session")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    missing = [tool for tool in ("flite", "espeak-ng", "sox") if shutil.which(tool) is None]
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"{', '.join(missing)} must be installed in CI (.ci/system-deps.sh)")
-        pytest.skip(f"{', '.join(missing)} missing (apt-get install flite espeak-ng sox)")
-    folder = tmp_path_factory.mktemp("asr-data")
-    build_corpus(folder, n_sentences=SENTENCES, n_digits=DIGITS)
-    return folder
 
 
 def config(corpus: Path, *overrides: str) -> DictConfig:

@@ -26,7 +26,7 @@ from kit.examples.asr.recognizers import (
     Recognizer,
     make_recognizer,
 )
-from kit.examples.asr.wer import corpus_wer, score
+from kit.examples.asr.wer import corpus_cer, corpus_wer, score
 
 
 def read_manifest(path: str | Path) -> list[dict[str, Any]]:
@@ -177,6 +177,7 @@ def decode_items(
                 "duration": round(duration, 3),
                 "metrics": {
                     "wer": scored["errors"] / max(1, scored["words"]),
+                    "cer": scored["char_errors"] / max(1, scored["chars"]),
                     "rtf": share / duration if duration else 0.0,
                 },
                 "decode_seconds": share,
@@ -222,7 +223,7 @@ class DecodeRunner(Runner):
             return float(wav.getnframes() / wav.getframerate())
 
     def summarize(self, records: list[Any]) -> dict[str, Any]:
-        """Corpus WER with its substitutions, deletions, insertions, and the real-time factor."""
+        """Corpus WER and CER, with their substitutions, deletions and insertions; the RTF."""
         done = [r for r in records if r is not None]
         if not done:
             return {}
@@ -230,6 +231,7 @@ class DecodeRunner(Runner):
         spent = sum(r["decode_seconds"] for r in done)
         return {
             **corpus_wer(done),
+            **corpus_cer(done),
             "rtf": round(spent / audio, 4) if audio else 0.0,
             "utterances": len(done),
         }

@@ -1,4 +1,4 @@
-"""Word error rate with Whisper's English text normalisation, through jiwer.
+"""Word and character error rates, counted as ``sclite`` counts them, after Whisper's normalisation.
 
 Reference and hypothesis both go through ``whisper-normalizer``'s
 ``EnglishTextNormalizer`` (case, punctuation, British/American spelling,
@@ -7,6 +7,11 @@ step is added for digit strings: that normaliser turns "zero one six six"
 into the single word "0166" and a hypothesis "0166" into "166", so a digit
 string would count as one word and a leading zero would be lost; here every
 digit is a word of its own, in both texts, before and after normalising.
+
+The normalised texts are aligned with sclite's weights and tie-breaking
+(:mod:`kit.examples.asr.align`): word counts are what ``sclite -i rm``
+reports on the exported ``ref.trn``/``hyp.trn``, character counts what
+``sclite -c`` reports (characters of the words, spaces left out).
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ from functools import cache
 from typing import Any
 
 from kit._extras import install
+from kit.examples.asr.align import align
+
+_ERRORS = ("substitutions", "deletions", "insertions")
 
 _DIGIT_WORDS = {
     "zero": "0",
@@ -66,32 +74,31 @@ def normalize(text: str) -> str:
 def score(ref: str, hyp: str) -> dict[str, Any]:
     """Compare one reference and hypothesis after :func:`normalize`.
 
-    Returns the normalised pair and the error counts (``words`` is the number
-    of reference words).
+    Returns the normalised pair, the word error counts (``words`` is the
+    number of reference words) and the character error counts (``chars``:
+    the reference's characters, spaces left out).
 
     Examples
     --------
     >>> s = score("two six zero", "2 6 0 1")
     >>> s["ref_norm"], s["hyp_norm"], s["errors"], s["insertions"], s["words"]
     ('2 6 0', '2 6 0 1', 1, 1, 3)
+    >>> s = score("the cat", "the cut")
+    >>> s["errors"], s["words"], s["char_errors"], s["chars"]
+    (1, 2, 1, 6)
     """
-    import jiwer
-
     ref_norm, hyp_norm = normalize(ref), normalize(hyp)
-    counts = {"substitutions": 0, "deletions": 0, "insertions": len(hyp_norm.split())}
-    if ref_norm.split():
-        out = jiwer.process_words(ref_norm, hyp_norm)
-        counts = {
-            "substitutions": out.substitutions,
-            "deletions": out.deletions,
-            "insertions": out.insertions,
-        }
+    words = align(ref_norm.split(), hyp_norm.split()).counts()
+    chars = align(list(ref_norm.replace(" ", "")), list(hyp_norm.replace(" ", ""))).counts()
     return {
         "ref_norm": ref_norm,
         "hyp_norm": hyp_norm,
-        **{k: int(v) for k, v in counts.items()},
-        "errors": int(sum(counts.values())),
+        **{key: words[key] for key in _ERRORS},
+        "errors": sum(words[key] for key in _ERRORS),
         "words": len(ref_norm.split()),
+        **{f"char_{key}": chars[key] for key in _ERRORS},
+        "char_errors": sum(chars[key] for key in _ERRORS),
+        "chars": len(ref_norm.replace(" ", "")),
     }
 
 
@@ -109,6 +116,24 @@ def corpus_wer(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
     errors = totals["substitutions"] + totals["deletions"] + totals["insertions"]
     return {"wer": round(errors / max(1, totals["words"]), 4), **totals}
+
+
+def corpus_cer(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Corpus CER of scored records: all character errors over all reference characters.
+
+    Records scored before Kit counted characters have none: then ``{}``.
+
+    Examples
+    --------
+    >>> corpus_cer([score("the cat", "the cut"), score("a dog", "a dog")])
+    {'cer': 0.1, 'char_substitutions': 1, 'char_deletions': 0, 'char_insertions': 0, 'chars': 10}
+    """
+    keys = [f"char_{key}" for key in _ERRORS]
+    if not records or any("chars" not in r for r in records):
+        return {}
+    totals = {key: sum(int(r[key]) for r in records) for key in (*keys, "chars")}
+    errors = sum(totals[key] for key in keys)
+    return {"cer": round(errors / max(1, totals["chars"]), 4), **totals}
 
 
 def wer_by(records: Sequence[dict[str, Any] | None], key: str) -> dict[str, float]:

@@ -1,0 +1,192 @@
+"""Kit's error counts are sclite's: NIST's scorer (Debian's sctk) reads Kit's exported files."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import kit
+from kit.cli import main
+from kit.examples.asr.decode import CONFIG_PATH, DecodeProvider, DecodeRunner
+from kit.examples.asr.export import lines
+from kit.examples.asr.wer import corpus_cer, corpus_wer, score
+
+pytest.importorskip("pocketsphinx")
+pytest.importorskip("jiwer")
+
+# Words the normaliser rewrites (numbers, spellings, contractions, case) among
+# plain ones, so the pairs also test that sclite sees the texts Kit scored.
+WORDS = [
+    "the",
+    "a",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "dog",
+    "ran",
+    "to",
+    "two",
+    "too",
+    "colour",
+    "color",
+    "it's",
+    "is",
+    "nine",
+    "9",
+    "Mr.",
+    "mister",
+    "zero",
+    "one",
+    "oh",
+    "six",
+    "Hello,",
+    "world!",
+    "fine",
+    "find",
+    "mind",
+]
+
+
+def sclite() -> list[str]:
+    """The command that runs sclite: Debian's sctk installs it behind its ``sctk`` front end."""
+    if shutil.which("sclite"):
+        return ["sclite"]
+    if shutil.which("sctk"):
+        return ["sctk", "sclite"]
+    if os.environ.get("CI"):
+        pytest.fail("sctk must be installed in CI (.ci/system-deps.sh)")
+    pytest.skip("sclite missing (apt-get install sctk)")
+
+
+def per_utterance(ref: Path, hyp: Path, *options: str) -> dict[str, tuple[int, ...]]:
+    """sclite's ``(#C #S #D #I)`` per utterance id, from its alignment dump."""
+    out = subprocess.run(
+        [
+            *sclite(),
+            "-r",
+            str(ref),
+            "trn",
+            "-h",
+            str(hyp),
+            "trn",
+            "-i",
+            "rm",
+            *options,
+            "-o",
+            "pra",
+            "stdout",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
+    found = re.findall(
+        r"^id: \((\S+)\)\nScores: \(#C #S #D #I\) (\d+) (\d+) (\d+) (\d+)", out, re.M
+    )
+    return {uid: tuple(int(n) for n in counts) for uid, *counts in found}
+
+
+def pairs(n: int, seed: int) -> list[dict[str, object]]:
+    rng = random.Random(seed)
+    records = []
+    for i in range(n):
+        ref = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9)))
+        hyp = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 9)))
+        speaker = f"spk{i % 3}"
+        records.append({"id": f"u{i:05d}", "speaker": speaker, "ref": ref, "hyp": hyp})
+    return records
+
+
+def test_kit_counts_every_utterances_words_and_characters_as_sclite_does(tmp_path: Path) -> None:
+    # Random pairs over a small vocabulary: many errors and many tied alignments, where
+    # aligners of the same edit distance split errors differently (jiwer's and kaldialign's
+    # splits differ from sclite's here).
+    records = [{**r, **score(str(r["ref"]), str(r["hyp"]))} for r in pairs(1500, seed=3)]
+    ref, hyp = tmp_path / "ref.trn", tmp_path / "hyp.trn"
+    ref_text, hyp_text = lines(records, "trn")
+    ref.write_text(ref_text)
+    hyp.write_text(hyp_text)
+    words, chars = per_utterance(ref, hyp), per_utterance(ref, hyp, "-c")
+    assert len(words) == len(chars) == len(records)
+    for record in records:
+        uid = f"{record['speaker']}-{record['id']}"
+        kit_words = (
+            int(record["words"])
+            - int(record["substitutions"])  # what is left of the reference is correct
+            - int(record["deletions"]),
+            record["substitutions"],
+            record["deletions"],
+            record["insertions"],
+        )
+        kit_chars = (
+            int(record["chars"])
+            - int(record["char_substitutions"])
+            - int(record["char_deletions"]),
+            record["char_substitutions"],
+            record["char_deletions"],
+            record["char_insertions"],
+        )
+        assert words[uid] == kit_words, (record["ref_norm"], record["hyp_norm"])
+        assert chars[uid] == kit_chars, (record["ref_norm"], record["hyp_norm"])
+    totals = corpus_wer(records)
+    assert sum(c[1] for c in words.values()) == totals["substitutions"]
+    assert corpus_cer(records)["chars"] == sum(sum(c[:3]) for c in chars.values())
+
+
+def test_kit_export_writes_a_decoded_runs_files_that_sclite_scores_as_kit_did(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    cfg = kit.load_config(
+        CONFIG_PATH,
+        [f"data.root={corpus}", "decoder.engine=pocketsphinx"],
+    )
+    items = [*range(0, 100, 9)]  # every voice, sentences and digit strings
+    result = DecodeRunner(DecodeProvider(cfg), output_dir=out).run(items)
+    assert result.status is kit.RunStatus.COMPLETED
+    assert main(["export", str(out), "--format", "trn", "-o", str(tmp_path / "trn")]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {tmp_path / 'trn' / 'ref.trn'}" in printed
+    assert re.search(r"score them with sclite: (sctk )?sclite -r \S+ref.trn trn -h ", printed)
+    words = per_utterance(tmp_path / "trn" / "ref.trn", tmp_path / "trn" / "hyp.trn")
+    assert len(words) == len(items)
+    for key, column in (("substitutions", 1), ("deletions", 2), ("insertions", 3)):
+        assert result.summary[key] == sum(counts[column] for counts in words.values()), key
+    assert result.summary["words"] == sum(sum(counts[:3]) for counts in words.values())
+    # ESPnet3's files: the texts as decoded, one "id text" line each.
+    assert main(["export", str(out), "--format", "scp", "-o", str(tmp_path / "scp")]) == 0
+    hyp_scp = (tmp_path / "scp" / "hyp.scp").read_text().splitlines()
+    first = result.records[0]
+    assert hyp_scp[0] == f"{first['id']} {first['hyp']}".rstrip()
+    assert len(hyp_scp) == len(items)
+
+
+def test_exporting_what_is_no_decoding_run_says_what_to_give(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["export", str(tmp_path), "-o", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (
+        f"kit: error: {tmp_path} holds no run or sweep; give the output_dir of one\n"
+    )
+    with pytest.raises(ValueError, match=r"item 1: utterance id 'u 1' has a space or a paren"):
+        lines(
+            [
+                {"id": "u0", "ref": "a", "hyp": "a", **score("a", "a")},
+                {"id": "u 1", "ref": "a", "hyp": "a", **score("a", "a")},
+            ],
+            "trn",
+            where="the run",
+        )
+    with pytest.raises(ValueError, match=r"item 0: the record has no 'ref_norm' and 'hyp_norm'; "):
+        lines([{"idx": 0}], "trn")
+    with pytest.raises(ValueError, match=r"item 1: utterance id 'u0' appears twice"):
+        record = {"id": "u0", "ref": "a", "hyp": "a", **score("a", "a")}
+        lines([record, record], "scp")
