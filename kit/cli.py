@@ -35,6 +35,7 @@ EXIT_ITEMS_FAILED = 1
 EXIT_USAGE = 2
 EXIT_TRIALS_FAILED = 3
 EXIT_NO_TRIALS = 4
+EXIT_GATE = 5
 #: What each exit code means, as ``kit --help`` (and the manual's CLI page) lists them.
 EXIT_CODES = {
     EXIT_OK: "success (for a run: every item ran; for a sweep: every trial completed with "
@@ -45,6 +46,7 @@ EXIT_CODES = {
     EXIT_TRIALS_FAILED: "a trial of the sweep ended in error or stopped early (its run failed, "
     "or it gave no number for the metric)",
     EXIT_NO_TRIALS: "a sweep ran no trial at all",
+    EXIT_GATE: "a score exceeded its gate (`--max-wer`, `--max-cer` of `kit score` or `kit run`)",
 }
 
 
@@ -160,7 +162,26 @@ def _run(args: argparse.Namespace) -> int:
     except RunError as exc:
         _say(f"kit: {first_line(exc)}", file=sys.stderr)
         return _print_result(exc.result) or EXIT_ITEMS_FAILED
-    return _print_result(result)
+    code = _print_result(result)
+    gated = _gate_summary(result.summary, _gates(args))
+    # Failed items come first: the scores of a run that lost items are not the run's.
+    return code or gated
+
+
+def _gate_summary(summary: dict[str, Any], gates: dict[str, float]) -> int:
+    """Print each gate's verdict on the run's summary; return EXIT_GATE if one failed."""
+    code = EXIT_OK
+    for metric, limit in gates.items():
+        value = summary.get(metric)
+        if not isinstance(value, (int, float)):
+            _say(f"gate max-{metric} {limit:.2%}: the run's summary has no {metric}, FAILED")
+            code = EXIT_GATE
+        elif value > limit:
+            _say(f"gate max-{metric} {limit:.2%}: {value:.2%}, FAILED")
+            code = EXIT_GATE
+        else:
+            _say(f"gate max-{metric} {limit:.2%}: {value:.2%}, passed")
+    return code
 
 
 def _minimize(args: argparse.Namespace) -> bool:
@@ -500,6 +521,34 @@ def _export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _gates(args: argparse.Namespace) -> dict[str, float]:
+    given = {"wer": getattr(args, "max_wer", None), "cer": getattr(args, "max_cer", None)}
+    return {metric: limit for metric, limit in given.items() if limit is not None}
+
+
+def _score(args: argparse.Namespace) -> int:
+    from kit.examples.asr.rescore import score_folder
+
+    metrics = [m.strip() for m in args.metric.split(",") if m.strip()]
+    unknown = [m for m in metrics if m not in ("wer", "cer")]
+    if unknown or not metrics:
+        raise KitError(f"--metric {args.metric!r}: give wer, cer or wer,cer")
+    try:
+        every = score_folder(args.output_dir, args.normalizer, _gates(args), not args.no_write)
+    except ValueError as exc:
+        raise KitError(str(exc)) from None
+    for scores in every:
+        _say(f"{scores.run} (normalizer: {scores.normalizer})")
+        if scores.missing:
+            _say(f"{scores.missing} item(s) have no hypothesis (failed or not run): not scored")
+        _say(scores.table(metrics))
+        for name, check in scores.gate.items():
+            verdict = "passed" if check["passed"] else "FAILED"
+            value = "none" if check["value"] is None else f"{check['value']:.2%}"
+            _say(f"gate {name.replace('_', '-')} {check['limit']:.2%}: {value}, {verdict}")
+    return EXIT_OK if all(scores.passed for scores in every) else EXIT_GATE
+
+
 def _notebooks(args: argparse.Namespace) -> int:
     from kit._notebooks import copy_notebooks
 
@@ -507,6 +556,27 @@ def _notebooks(args: argparse.Namespace) -> int:
         _say(f"copied {path}")
     _say(f"open them: jupyter lab {args.folder}")
     return EXIT_OK
+
+
+def _fraction(text: str) -> float:
+    """Return an option's error rate: a number from 0 (``0.1`` or ``10%``)."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an error rate (0.1 or 10%)") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is below 0")
+    return value
+
+
+def _with_gates(parser: argparse.ArgumentParser) -> None:
+    for metric in ("wer", "cer"):
+        parser.add_argument(
+            f"--max-{metric}",
+            type=_fraction,
+            metavar="X",
+            help=f"exit with code {EXIT_GATE} when the {metric.upper()} is above X (0.1 or 10%%)",
+        )
 
 
 def _positive(text: str) -> int:
@@ -574,6 +644,11 @@ def _run_or_sweep(args: argparse.Namespace) -> int:
     from kit.config._sweeps import is_sweep
 
     if args.multirun:
+        if _gates(args):
+            raise KitError(
+                "--max-wer and --max-cer gate one run; score each trial of a sweep with "
+                "`kit score SWEEP_DIR --max-wer X`"
+            )
         return _sweep(args)
     if is_sweep(args.overrides):
         swept = next(o for o in args.overrides if is_sweep([o]))
@@ -624,6 +699,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-m", "--multirun", action="store_true", help="sweep: as `kit sweep` (Hydra's flag)"
     )
     _sweep_options(run)
+    _with_gates(run)
     run.set_defaults(handler=_run_or_sweep)
     sweep = commands.add_parser(
         "sweep",
@@ -663,6 +739,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     again.add_argument("--experiment", help="the MLflow experiment (default: kit)")
     again.set_defaults(handler=_export_tracking)
+    rescore = commands.add_parser(
+        "score",
+        help="score a decoding run's stored hypotheses again (another normalizer, a gate); "
+        "no decoding",
+    )
+    rescore.add_argument("output_dir", metavar="OUTPUT_DIR", help="a decoding run or sweep")
+    rescore.add_argument(
+        "--metric", default="wer,cer", help="what to print: wer, cer or wer,cer (default)"
+    )
+    rescore.add_argument(
+        "--normalizer",
+        help="whisper, basic, none, or the dotted path of your own function "
+        "(default: the run's scoring.normalizer)",
+    )
+    _with_gates(rescore)
+    rescore.add_argument(
+        "--no-write", action="store_true", help="print only; do not write metrics.json"
+    )
+    rescore.set_defaults(handler=_score)
     export = commands.add_parser(
         "export",
         help="write a decoding run's references and hypotheses for sclite (trn) or ESPnet (scp)",

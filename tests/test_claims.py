@@ -19,6 +19,14 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "`--no-write` only prints": [
+        "tests/examples/test_rescore.py::"
+        "test_kit_score_scores_stored_hypotheses_again_without_their_audio"
+    ],
+    "reading a folder never runs the code it names": [
+        "tests/examples/test_rescore.py::"
+        "test_a_normaliser_a_folder_names_is_imported_only_when_you_name_it"
+    ],
     "sclite's `(#C #S #D #I)` equal Kit's for every utterance": [
         "tests/examples/test_sclite.py::"
         "test_kit_counts_every_utterances_words_and_characters_as_sclite_does",

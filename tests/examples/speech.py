@@ -23,3 +23,8 @@ def build_shared_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("asr-data")
     build_corpus(folder, n_sentences=SENTENCES, n_digits=DIGITS)
     return folder
+
+
+def shout(text: str) -> str:
+    """A normaliser of one's own, named by its dotted path: upper case, words kept."""
+    return " ".join(text.upper().split())

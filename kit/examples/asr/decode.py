@@ -20,13 +20,14 @@ from typing import Any, ClassVar
 from omegaconf import OmegaConf
 
 from kit import EnvironmentProvider, Runner
+from kit.config._errors import error
 from kit.examples.asr.recognizers import (
     ENV_DECODER_KEYS,
     DecoderConfig,
     Recognizer,
     make_recognizer,
 )
-from kit.examples.asr.wer import corpus_cer, corpus_wer, score
+from kit.examples.asr.wer import corpus_cer, corpus_wer, normalizer, score
 
 
 def read_manifest(path: str | Path) -> list[dict[str, Any]]:
@@ -137,6 +138,21 @@ class DecodeProvider(EnvironmentProvider):
         *(f"decoder.{name}" for name in ENV_DECODER_KEYS),
     )
 
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        # A mistyped normaliser is a config error now, not a failure of every item.
+        chosen = OmegaConf.select(self.config, "scoring.normalizer")
+        if chosen is not None:
+            try:
+                normalizer(str(chosen))
+            except ValueError as exc:
+                raise error(
+                    str(exc).split(": ", 1)[1],
+                    full_key="scoring.normalizer",
+                    value=chosen,
+                    show_value=True,
+                ) from None
+
     def _plain(self) -> dict[str, Any]:
         plain = OmegaConf.to_container(self.config, resolve=True)
         assert isinstance(plain, dict)
@@ -153,9 +169,13 @@ class DecodeProvider(EnvironmentProvider):
 
 
 def decode_items(
-    indices: list[int], recognizer: Recognizer, dataset: Any, beam_size: int | None = None
+    indices: list[int],
+    recognizer: Recognizer,
+    dataset: Any,
+    beam_size: int | None = None,
+    normalize_with: str = "whisper",
 ) -> list[dict[str, Any]]:
-    """Decode the utterances ``indices`` of the dataset in one recognizer call."""
+    """Decode the utterances ``indices`` of the dataset in one recognizer call; score each."""
     entries = [dataset[i] for i in indices]
     audio = [audio_pcm(entry["audio"]) for entry in entries]
     began = time.perf_counter()
@@ -165,7 +185,7 @@ def decode_items(
     total = sum(duration for _, duration in audio) or 1.0
     records = []
     for idx, entry, (_, duration), hyp in zip(indices, entries, audio, hyps, strict=True):
-        scored = score(entry["text"], hyp)
+        scored = score(entry["text"], hyp, normalize_with)
         share = seconds * duration / total
         records.append(
             {
@@ -198,13 +218,16 @@ class DecodeRunner(Runner):
     def forward(idx: Any, recognizer: Recognizer, dataset: Any, config: Any = None) -> Any:
         """Decode utterance ``idx`` (or the list of utterances ``idx``) of the dataset.
 
-        The beam size is the run's (``config.decoder.beam_size``), not the env's.
+        The beam size (``config.decoder.beam_size``) and the text normaliser
+        (``config.scoring.normalizer``) are the run's, not the env's.
         """
         beam = OmegaConf.select(config, "decoder.beam_size") if config is not None else None
         beam_size = None if beam is None else int(beam)
+        chosen = OmegaConf.select(config, "scoring.normalizer") if config is not None else None
+        norm = "whisper" if chosen is None else str(chosen)
         if isinstance(idx, list):
-            return decode_items(idx, recognizer, dataset, beam_size)
-        return decode_items([idx], recognizer, dataset, beam_size)[0]
+            return decode_items(idx, recognizer, dataset, beam_size, norm)
+        return decode_items([idx], recognizer, dataset, beam_size, norm)[0]
 
     @staticmethod
     def duration(idx: int, dataset: Any) -> float:

@@ -109,7 +109,7 @@ def lines(records: Sequence[Any], format: str, where: str = "the run") -> tuple[
     return "".join(refs), "".join(hyps)
 
 
-def _runs(folder: Path) -> list[tuple[Path, str]]:
+def runs_in(folder: Path) -> list[tuple[Path, str]]:
     """Return the runs in ``folder`` (itself, or a sweep's trials), each with its sub-folder."""
     if RunDir(folder).holds_run():
         return [(folder, "")]
@@ -141,7 +141,7 @@ def export(folder: str | os.PathLike[str], out: str | os.PathLike[str], format: 
     if format not in FORMATS:
         raise ValueError(f"--format {format!r}: choose one of {', '.join(FORMATS)}")
     written = []
-    for run, sub in _runs(Path(folder)):
+    for run, sub in runs_in(Path(folder)):
         result = read_result(run)
         texts = lines(result.records, format, where=str(run))
         target = Path(out) / sub

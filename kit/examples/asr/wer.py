@@ -16,8 +16,9 @@ reports on the exported ``ref.trn``/``hyp.trn``, character counts what
 
 from __future__ import annotations
 
+import importlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
@@ -71,8 +72,67 @@ def normalize(text: str) -> str:
     return _one_digit_per_word(" ".join(_DIGIT_WORDS.get(word, word) for word in words))
 
 
-def score(ref: str, hyp: str) -> dict[str, Any]:
-    """Compare one reference and hypothesis after :func:`normalize`.
+def _basic(text: str) -> str:
+    from whisper_normalizer.basic import BasicTextNormalizer
+
+    return " ".join(BasicTextNormalizer()(text).split())
+
+
+def _none(text: str) -> str:
+    return " ".join(text.split())
+
+
+#: The normalisers a config or ``kit score --normalizer`` names; a dotted path names your own.
+NORMALIZERS: dict[str, Callable[[str], str]] = {
+    "whisper": normalize,
+    "basic": _basic,
+    "none": _none,
+}
+
+
+@cache
+def normalizer(name: str = "whisper") -> Callable[[str], str]:
+    """Return the text normaliser ``name``: ``whisper``, ``basic``, ``none``, or a dotted path.
+
+    ``whisper`` is :func:`normalize`; ``basic`` is Whisper's language-neutral
+    normaliser (lower case, punctuation and symbols to spaces); ``none`` only
+    splits on white space. ``package.module.function`` (or
+    ``package.module:function``) is your own function from text to text.
+
+    Examples
+    --------
+    >>> normalizer("basic")("Hello, World!"), normalizer("none")("Hello,  World!")
+    ('hello world', 'Hello, World!')
+    >>> normalizer("string.capwords")("it's nice")
+    "It's Nice"
+    >>> normalizer("whispr")
+    Traceback (most recent call last):
+    ...
+    ValueError: normalizer 'whispr': choose whisper, basic or none, or give the dotted path ...
+    """
+    if name in NORMALIZERS:
+        return NORMALIZERS[name]
+    how = (
+        "choose whisper, basic or none, or give the dotted path of a function from text "
+        "to text (mypkg.norm.normalize)"
+    )
+    module, sep, attribute = name.replace(":", ".").rpartition(".")
+    if not sep or not module:
+        raise ValueError(f"normalizer {name!r}: {how}")
+    try:
+        found = getattr(importlib.import_module(module), attribute)
+    except ImportError as exc:
+        raise ValueError(f"normalizer {name!r}: cannot import {module} ({exc}); {how}") from None
+    except AttributeError:
+        raise ValueError(f"normalizer {name!r}: {module} has no {attribute!r}; {how}") from None
+    if not callable(found):
+        raise ValueError(f"normalizer {name!r}: {type(found).__name__} is not callable; {how}")
+    checked: Callable[[str], str] = found
+    return checked
+
+
+def score(ref: str, hyp: str, normalize_with: str = "whisper") -> dict[str, Any]:
+    """Compare one reference and hypothesis after normalising both (:func:`normalizer`).
 
     Returns the normalised pair, the word error counts (``words`` is the
     number of reference words) and the character error counts (``chars``:
@@ -87,7 +147,8 @@ def score(ref: str, hyp: str) -> dict[str, Any]:
     >>> s["errors"], s["words"], s["char_errors"], s["chars"]
     (1, 2, 1, 6)
     """
-    ref_norm, hyp_norm = normalize(ref), normalize(hyp)
+    norm = normalizer(normalize_with)
+    ref_norm, hyp_norm = str(norm(ref)), str(norm(hyp))
     words = align(ref_norm.split(), hyp_norm.split()).counts()
     chars = align(list(ref_norm.replace(" ", "")), list(hyp_norm.replace(" ", ""))).counts()
     return {

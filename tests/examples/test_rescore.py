@@ -1,0 +1,106 @@
+"""``kit score``: a decoding run's stored hypotheses scored again, with a gate; no decoding."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import kit
+from kit.cli import EXIT_GATE, EXIT_USAGE, main
+from kit.examples.asr.decode import CONFIG_PATH, DecodeProvider, DecodeRunner
+
+pytest.importorskip("pocketsphinx")
+
+ITEMS = [*range(0, 100, 7)]  # every voice, sentences and digit strings
+
+
+def decode(corpus: Path, out: Path, *overrides: str) -> kit.RunResult:
+    cfg = kit.load_config(
+        CONFIG_PATH, [f"data.root={corpus}", "decoder.engine=pocketsphinx", *overrides]
+    )
+    return DecodeRunner(DecodeProvider(cfg), output_dir=out).run(ITEMS)
+
+
+def test_kit_score_scores_stored_hypotheses_again_without_their_audio(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    audio = tmp_path / "audio"
+    shutil.copytree(corpus, audio)
+    result = decode(audio, tmp_path / "run")
+    shutil.rmtree(audio)  # scoring again needs the hypotheses, not the recordings
+    assert main(["score", str(tmp_path / "run")]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"{tmp_path / 'run'} (normalizer: whisper)\n")
+    assert "speaker espeak" in printed and "speaker slt" in printed
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    overall = metrics["overall"]
+    # The same normaliser as the run's: the same counts as when it decoded.
+    for key in ("wer", "substitutions", "deletions", "insertions", "words", "cer", "chars"):
+        assert overall[key] == result.summary[key], key
+    assert overall["utterances"] == len(ITEMS) and metrics["passed"] is True
+    assert set(metrics["by_speaker"]) == {"slt", "rms", "awb", "kal16", "espeak"}
+    words = sum(row["words"] for row in metrics["by_speaker"].values())
+    assert words == overall["words"]
+    # Another normaliser: other counts, from the same stored hypotheses.
+    assert main(["score", str(tmp_path / "run"), "--normalizer", "none", "--no-write"]) == 0
+    capsys.readouterr()
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text()) == metrics
+    assert main(["score", str(tmp_path / "run"), "--normalizer", "none"]) == 0
+    raw = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert raw["normalizer"] == "none" and raw["overall"]["wer"] > overall["wer"]
+
+
+def test_a_gate_exceeded_exits_with_its_own_code_in_kit_score_and_kit_run(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    common = ["run", str(CONFIG_PATH), f"data.root={corpus}", "decoder.engine=pocketsphinx"]
+    common += ["items.stop=6", "parallel.env=inline", f"output_dir={out}"]
+    assert main([*common, "--max-wer", "0", "--max-cer", "100%"]) == EXIT_GATE
+    printed = capsys.readouterr().out.splitlines()
+    wer = json.loads((out / "result.json").read_text())["summary"]["wer"]
+    assert printed[-2] == f"gate max-wer 0.00%: {wer:.2%}, FAILED"
+    assert printed[-1].startswith("gate max-cer 100.00%: ") and printed[-1].endswith(", passed")
+    assert main(["score", str(out), "--max-wer", "0"]) == EXIT_GATE
+    assert capsys.readouterr().out.splitlines()[-1] == f"gate max-wer 0.00%: {wer:.2%}, FAILED"
+    assert json.loads((out / "metrics.json").read_text())["passed"] is False
+    assert main(["score", str(out), "--max-wer", "1", "--max-cer", "1"]) == 0
+    assert json.loads((out / "metrics.json").read_text())["gate"]["max_wer"] == {
+        "limit": 1.0,
+        "value": wer,
+        "passed": True,
+    }
+
+
+def test_a_normaliser_a_folder_names_is_imported_only_when_you_name_it(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    result = decode(corpus, out, "scoring.normalizer=tests.examples.speech.shout")
+    assert result.records[0]["ref_norm"].isupper()
+    assert main(["score", str(out)]) == EXIT_USAGE
+    assert capsys.readouterr().err == (
+        f"kit: error: {out}: the run was scored with the normalizer "
+        "'tests.examples.speech.shout', a function of its own; Kit does not import code a "
+        "folder names: pass --normalizer tests.examples.speech.shout to use it, or another\n"
+    )
+    assert main(["score", str(out), "--normalizer", "tests.examples.speech.shout"]) == 0
+    assert json.loads((out / "metrics.json").read_text())["overall"]["wer"] == result.summary["wer"]
+
+
+def test_bad_scoring_input_is_a_usage_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["score", str(tmp_path), "--metric", "wer,bleu"]) == EXIT_USAGE
+    assert capsys.readouterr().err == "kit: error: --metric 'wer,bleu': give wer, cer or wer,cer\n"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["score", str(tmp_path), "--max-wer", "ten"])
+    assert exit_info.value.code == EXIT_USAGE
+    assert "argument --max-wer: 'ten' is not an error rate (0.1 or 10%)" in capsys.readouterr().err
+    assert main(["run", str(CONFIG_PATH), "-m", "decoder.beam_size=1,2", "--max-wer", "0.1"]) == 2
+    assert "--max-wer and --max-cer gate one run; score each trial" in capsys.readouterr().err
+    with pytest.raises(kit.ConfigError, match=r"scoring.normalizer: choose whisper, basic or"):
+        DecodeProvider(kit.load_config(CONFIG_PATH, ["scoring.normalizer=whispr"]))
