@@ -5,13 +5,17 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.kit-installed
-EXTRAS ?= dev,docs,jobqueue,notebook,asr,rl,search,mlflow,tensorboard
+EXTRAS ?= dev,docs,jobqueue,notebook,asr,lhotse,rl,search,mlflow,tensorboard
+# lhotse needs PyTorch: this CPU build (a file the machine keeps) is installed first,
+# so lhotse's plain `torch` does not pull a CUDA build of several GB.
+TORCH ?= torch==2.13.0
 
 .PHONY: demo quickstart lab test system-deps lint typecheck unit docs notebook-outputs screenshots bench dist clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet '$(TORCH)'
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	touch $@
 

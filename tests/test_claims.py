@@ -19,6 +19,13 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "Every recording is checked before anything is decoded": [
+        "tests/examples/test_kaldi.py::"
+        "test_bad_kaldi_data_is_refused_naming_the_file_the_line_and_the_utterance"
+    ],
+    "every cut is checked when the manifest is read": [
+        "tests/examples/test_lhotse.py::test_a_cut_the_recognizers_cannot_take_is_refused_naming_it"
+    ],
     "`--no-write` only prints": [
         "tests/examples/test_rescore.py::"
         "test_kit_score_scores_stored_hypotheses_again_without_their_audio"

@@ -319,13 +319,15 @@ class TableDataset:
 
 
 def test_decoded_audio_rows_decode_like_files(corpus: Path) -> None:
-    from kit.examples.asr.decode import audio_pcm
+    from kit.examples.asr.data import audio_pcm
 
     entry = read_manifest(corpus / "digits.jsonl")[1]
     pcm, _ = read_wav(entry["audio"])
+    # As soundfile (and so datasets and lhotse) reads 16-bit PCM: n / 32768.
     samples = [
-        int.from_bytes(pcm[i : i + 2], "little", signed=True) / 32767 for i in range(0, len(pcm), 2)
+        int.from_bytes(pcm[i : i + 2], "little", signed=True) / 32768 for i in range(0, len(pcm), 2)
     ]
+    assert audio_pcm({"array": samples, "sampling_rate": 16000})[0] == pcm  # the same samples
     rows = TableDataset(
         [{"audio": {"array": samples, "sampling_rate": 16000}, "text": entry["text"]}]
     )

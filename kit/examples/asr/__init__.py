@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kit.examples.asr.corpus import build_corpus
-    from kit.examples.asr.decode import DecodeProvider, DecodeRunner, read_manifest
+    from kit.examples.asr.data import read_manifest
+    from kit.examples.asr.decode import DecodeProvider, DecodeRunner
     from kit.examples.asr.wer import differences
 
 __all__ = ["DecodeProvider", "DecodeRunner", "build_corpus", "differences", "read_manifest"]
@@ -22,7 +23,7 @@ _WHERE = {
     "build_corpus": "corpus",
     "DecodeProvider": "decode",
     "DecodeRunner": "decode",
-    "read_manifest": "decode",
+    "read_manifest": "data",
     "differences": "wer",
 }
 

@@ -10,7 +10,6 @@ Nothing is downloaded. WER uses Whisper's English normalisation
 from __future__ import annotations
 
 import functools
-import json
 import time
 import wave
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +20,12 @@ from omegaconf import OmegaConf
 
 from kit import EnvironmentProvider, Runner
 from kit.config._errors import error
+from kit.examples.asr.data import (  # noqa: F401 (read_manifest, read_wav: their old home)
+    entry_pcm,
+    load_dataset_entries,
+    read_manifest,
+    read_wav,
+)
 from kit.examples.asr.recognizers import (
     ENV_DECODER_KEYS,
     DecoderConfig,
@@ -28,92 +33,6 @@ from kit.examples.asr.recognizers import (
     make_recognizer,
 )
 from kit.examples.asr.wer import corpus_cer, corpus_wer, normalizer, score
-
-
-def read_manifest(path: str | Path) -> list[dict[str, Any]]:
-    """Read a JSON-lines manifest of ``{"id", "audio", "text"}``; audio paths become absolute.
-
-    Relative audio paths are relative to the manifest. Errors name the file,
-    the line and what to fix.
-    """
-    manifest = Path(path)
-    if not manifest.is_file():
-        raise FileNotFoundError(
-            f"data.manifest: no such file: {manifest}; build the corpus with "
-            "`python -m kit.examples.asr.corpus runs/asr-data` or point it at your own"
-        )
-    entries = []
-    for number, line in enumerate(manifest.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{manifest}, line {number}: not valid JSON ({exc.msg})") from None
-        missing = [key for key in ("id", "audio", "text") if key not in entry]
-        if missing:
-            raise ValueError(
-                f"{manifest}, line {number}: missing {', '.join(missing)}; "
-                'each line needs {"id": ..., "audio": "path.wav", "text": ...}'
-            )
-        audio = Path(entry["audio"])
-        entry["audio"] = str(audio if audio.is_absolute() else manifest.parent / audio)
-        entries.append(entry)
-    return entries
-
-
-def read_wav(path: str) -> tuple[bytes, float]:
-    """Return the 16-bit PCM frames of a 16 kHz mono WAV file and its duration in seconds."""
-    with wave.open(path) as wav:
-        if wav.getframerate() != 16000 or wav.getnchannels() != 1 or wav.getsampwidth() != 2:
-            raise ValueError(
-                f"{path}: need 16 kHz 16-bit mono WAV, got {wav.getframerate()} Hz, "
-                f"{wav.getnchannels()} channel(s), {8 * wav.getsampwidth()}-bit; convert with "
-                "`sox in.wav -r 16000 -c 1 -b 16 out.wav`"
-            )
-        frames = wav.readframes(wav.getnframes())
-        return frames, wav.getnframes() / wav.getframerate()
-
-
-def audio_pcm(audio: Any) -> tuple[bytes, float]:
-    """Return 16-bit PCM and duration for a WAV path or a decoded ``{"array", "sampling_rate"}``.
-
-    The second form is what a Hugging Face ``datasets`` Audio column holds.
-
-    Examples
-    --------
-    >>> pcm, seconds = audio_pcm({"array": [0.0, 0.5, -0.5, 1.0], "sampling_rate": 16000})
-    >>> len(pcm), seconds
-    (8, 0.00025)
-    """
-    if isinstance(audio, (str, Path)):
-        return read_wav(str(audio))
-    if isinstance(audio, dict) and "array" in audio:
-        rate = audio.get("sampling_rate", 16000)
-        if rate != 16000:
-            raise ValueError(f"audio at {rate} Hz: resample it to 16 kHz (datasets: cast_column)")
-        import array
-
-        samples = array.array(
-            "h", (max(-32768, min(32767, round(x * 32767))) for x in audio["array"])
-        )
-        return samples.tobytes(), len(samples) / 16000
-    raise TypeError(f"audio must be a WAV path or {{'array', 'sampling_rate'}}, got {audio!r:.80}")
-
-
-def load_dataset_entries(data: dict[str, Any]) -> Any:
-    """Return the utterances: a manifest's entries, or a Hugging Face dataset saved to disk."""
-    hf = data.get("hf")
-    if hf:
-        try:
-            import datasets
-        except ImportError:
-            raise ImportError(
-                "data.hf needs the Hugging Face datasets package: pip install datasets"
-            ) from None
-        loaded = datasets.load_from_disk(hf["path"])
-        return loaded[hf["split"]] if hf.get("split") else loaded
-    return read_manifest(data["manifest"])
 
 
 def build_env(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -177,7 +96,7 @@ def decode_items(
 ) -> list[dict[str, Any]]:
     """Decode the utterances ``indices`` of the dataset in one recognizer call; score each."""
     entries = [dataset[i] for i in indices]
-    audio = [audio_pcm(entry["audio"]) for entry in entries]
+    audio = [entry_pcm(entry) for entry in entries]
     began = time.perf_counter()
     hyps = recognizer.decode([pcm for pcm, _ in audio], beam_size=beam_size)
     # A batch's decoding time is shared by its utterances in proportion to their length.
@@ -191,6 +110,7 @@ def decode_items(
             {
                 "id": entry.get("id", str(idx)),
                 "speaker": entry.get("speaker"),
+                **({"set": entry["set"]} if entry.get("set") is not None else {}),
                 "ref": entry["text"],
                 "hyp": hyp,
                 **scored,
@@ -233,12 +153,15 @@ class DecodeRunner(Runner):
     def duration(idx: int, dataset: Any) -> float:
         """Seconds of audio of utterance ``idx``, for ``runner.batch_by: duration``.
 
-        A manifest's ``duration`` field when it has one, else the WAV header
-        (or the decoded array's length): the audio itself is not read.
+        A manifest's ``duration`` field when it has one, a segment's length,
+        else the WAV header (or the decoded array's length): the audio itself
+        is not read.
         """
         entry = dataset[idx]
         if entry.get("duration") is not None:
             return float(entry["duration"])
+        if entry.get("start") is not None and entry.get("end") is not None:
+            return float(entry["end"]) - float(entry["start"])
         audio = entry["audio"]
         if isinstance(audio, dict) and "array" in audio:
             return len(audio["array"]) / float(audio.get("sampling_rate", 16000))

@@ -1,0 +1,385 @@
+"""Where the decoding check's utterances come from: your test sets, in the formats you keep them.
+
+``data`` in the config names one source:
+
+- ``manifest``: JSON lines of ``{"id", "audio", "text", "speaker"?}``;
+- ``kaldi``: a Kaldi data directory (``wav.scp``, ``text``, and optionally
+  ``segments`` and ``utt2spk``), as ESPnet and Kaldi recipes prepare them;
+- ``lhotse``: a Lhotse CutSet manifest (``cuts.jsonl.gz``), as icefall and
+  ESPnet's Lhotse recipes write them, read with lhotse (``pip install lhotse``);
+- ``hf``: a Hugging Face dataset saved to disk (``{path, split}``);
+
+or ``sets: {NAME: {one of those}}``: several named test sets in one run,
+each utterance carrying its set (``record["set"]``), so scores come per set.
+Every utterance is an entry ``{"id", "audio", "text", "speaker"?, "start"?,
+"end"?}``. Bad data is an error naming the file, the line and the utterance,
+found when the data is read, never a lost utterance later.
+"""
+
+from __future__ import annotations
+
+import json
+import wave
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+#: The sources ``data`` (or each of ``data.sets``) may name; ``manifest`` is the default.
+SOURCES = ("kaldi", "lhotse", "hf", "manifest")
+RATE = 16000
+
+
+def read_manifest(path: str | Path) -> list[dict[str, Any]]:
+    """Read a JSON-lines manifest of ``{"id", "audio", "text"}``; audio paths become absolute.
+
+    Relative audio paths are relative to the manifest. Errors name the file,
+    the line and what to fix.
+    """
+    manifest = Path(path)
+    if not manifest.is_file():
+        raise FileNotFoundError(
+            f"data.manifest: no such file: {manifest}; build the corpus with "
+            "`python -m kit.examples.asr.corpus runs/asr-data` or point it at your own"
+        )
+    entries = []
+    for number, line in enumerate(manifest.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{manifest}, line {number}: not valid JSON ({exc.msg})") from None
+        missing = [key for key in ("id", "audio", "text") if key not in entry]
+        if missing:
+            raise ValueError(
+                f"{manifest}, line {number}: missing {', '.join(missing)}; "
+                'each line needs {"id": ..., "audio": "path.wav", "text": ...}'
+            )
+        audio = Path(entry["audio"])
+        entry["audio"] = str(audio if audio.is_absolute() else manifest.parent / audio)
+        entries.append(entry)
+    return entries
+
+
+def read_wav(path: str) -> tuple[bytes, float]:
+    """Return the 16-bit PCM frames of a 16 kHz mono WAV file and its duration in seconds."""
+    with wave.open(path) as wav:
+        if wav.getframerate() != 16000 or wav.getnchannels() != 1 or wav.getsampwidth() != 2:
+            raise ValueError(
+                f"{path}: need 16 kHz 16-bit mono WAV, got {wav.getframerate()} Hz, "
+                f"{wav.getnchannels()} channel(s), {8 * wav.getsampwidth()}-bit; convert with "
+                "`sox in.wav -r 16000 -c 1 -b 16 out.wav`"
+            )
+        frames = wav.readframes(wav.getnframes())
+        return frames, wav.getnframes() / wav.getframerate()
+
+
+def audio_pcm(audio: Any) -> tuple[bytes, float]:
+    """Return 16-bit PCM and duration for a WAV path or a decoded ``{"array", "sampling_rate"}``.
+
+    The second form is what a Hugging Face ``datasets`` Audio column holds.
+
+    Examples
+    --------
+    >>> pcm, seconds = audio_pcm({"array": [0.0, 0.5, -0.5, 1.0], "sampling_rate": 16000})
+    >>> len(pcm), seconds
+    (8, 0.00025)
+    """
+    if isinstance(audio, (str, Path)):
+        return read_wav(str(audio))
+    if isinstance(audio, dict) and "array" in audio:
+        rate = audio.get("sampling_rate", 16000)
+        if rate != 16000:
+            raise ValueError(f"audio at {rate} Hz: resample it to 16 kHz (datasets: cast_column)")
+        import numpy as np
+
+        # Decoders (soundfile, lhotse, datasets) read 16-bit PCM as n / 32768: its inverse
+        # gives back the file's own samples, so an utterance decodes as its WAV file does.
+        floats = np.asarray(audio["array"], dtype=np.float64)
+        samples = np.clip(np.round(floats * 32768), -32768, 32767).astype("<i2")
+        return samples.tobytes(), len(samples) / 16000
+    raise TypeError(f"audio must be a WAV path or {{'array', 'sampling_rate'}}, got {audio!r:.80}")
+
+
+def _wav_problem(path: Path) -> str | None:
+    """Return what keeps ``path`` from being decoded (missing, another format), or None."""
+    if not path.is_file():
+        return f"no such file: {path}"
+    try:
+        with wave.open(str(path)) as wav:
+            rate, channels, width = wav.getframerate(), wav.getnchannels(), wav.getsampwidth()
+    except (wave.Error, EOFError) as exc:
+        return (
+            f"{path} is not a WAV file ({exc}); convert it with "
+            f"`sox {path} -r 16000 -c 1 -b 16 out.wav`"
+        )
+    if (rate, channels, width) != (RATE, 1, 2):
+        return (
+            f"{path} is {rate} Hz, {channels} channel(s), {8 * width}-bit; the recognizers take "
+            f"16 kHz 16-bit mono: convert it with `sox {path} -r 16000 -c 1 -b 16 out.wav`"
+        )
+    return None
+
+
+def _kaldi_lines(path: Path, fields: int) -> list[tuple[int, list[str]]]:
+    """Return ``(line number, fields)`` of a Kaldi table: a key, then up to ``fields - 1`` more."""
+    rows = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split(maxsplit=fields - 1)
+        if fields > 1 and len(parts) < fields and path.name != "text":
+            raise ValueError(
+                f"{path}, line {number}: expected {fields} fields, got {len(parts)}: {line!r}"
+            )
+        if parts[0] in seen:
+            raise ValueError(
+                f"{path}, line {number}: {parts[0]} appears again (first on line "
+                f"{seen[parts[0]]}); each key once"
+            )
+        seen[parts[0]] = number
+        rows.append((number, parts))
+    return rows
+
+
+def read_kaldi_dir(folder: str | Path) -> list[dict[str, Any]]:
+    r"""Read a Kaldi data directory: the utterances of ``text``, in its order.
+
+    ``wav.scp`` maps recordings to WAV files (paths relative to the data
+    directory, since workers do not share your current folder); a command
+    (``... |``) is refused: Kit does not run commands a data directory holds.
+    With ``segments``, utterances are stretches of recordings; ``utt2spk``
+    gives their speakers. Every audio file is checked (it exists, 16 kHz
+    16-bit mono WAV) before anything is decoded.
+
+    Examples
+    --------
+    >>> import tempfile, wave, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> with wave.open(str(d / "a.wav"), "wb") as w:
+    ...     w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+    ...     w.writeframes(bytes(32000))
+    >>> _ = (d / "wav.scp").write_text("rec1 a.wav\n")
+    >>> _ = (d / "segments").write_text("u1 rec1 0.0 0.5\nu2 rec1 0.5 1.0\n")
+    >>> _ = (d / "text").write_text("u1 hello there\nu2 general\n")
+    >>> _ = (d / "utt2spk").write_text("u1 ann\nu2 bob\n")
+    >>> [(e["id"], e["text"], e["speaker"], e["start"], e["end"]) for e in read_kaldi_dir(d)]
+    [('u1', 'hello there', 'ann', 0.0, 0.5), ('u2', 'general', 'bob', 0.5, 1.0)]
+    """
+    root = Path(folder)
+    for name in ("wav.scp", "text"):
+        if not (root / name).is_file():
+            raise FileNotFoundError(
+                f"data.kaldi: {root} has no {name}; a Kaldi data directory needs wav.scp "
+                "(recording-id path.wav) and text (utterance-id words...)"
+            )
+    recordings: dict[str, tuple[Path, int]] = {}
+    scp = root / "wav.scp"
+    for number, (rec, where) in _kaldi_lines(scp, 2):
+        if where.rstrip().endswith("|") or where.lstrip().startswith("|"):
+            raise ValueError(
+                f"{scp}, line {number}: recording {rec} is a command ({where.strip()!r}); Kit "
+                "does not run commands a data directory holds: write the audio to WAV files "
+                "first and list their paths"
+            )
+        path = Path(where.strip())
+        recordings[rec] = (path if path.is_absolute() else root / path, number)
+    segments: dict[str, tuple[str, float, float]] = {}
+    if (root / "segments").is_file():
+        for number, (utt, *rest) in _kaldi_lines(root / "segments", 4):
+            rec, start, end = rest[0], rest[1], rest[2].split()[0]
+            try:
+                begin, finish = float(start), float(end)
+            except ValueError:
+                raise ValueError(
+                    f"{root / 'segments'}, line {number}: utterance {utt}: start and end must "
+                    f"be seconds, got {start!r} and {end!r}"
+                ) from None
+            if rec not in recordings:
+                raise ValueError(
+                    f"{root / 'segments'}, line {number}: utterance {utt} is in recording "
+                    f"{rec}, which wav.scp does not list"
+                )
+            if not 0 <= begin < finish:
+                raise ValueError(
+                    f"{root / 'segments'}, line {number}: utterance {utt} runs from {begin} "
+                    f"to {finish} s; it must start at 0 or later and end after it starts"
+                )
+            segments[utt] = (rec, begin, finish)
+    speakers: dict[str, str] = {}
+    if (root / "utt2spk").is_file():
+        speakers = {utt: spk for _, (utt, spk) in _kaldi_lines(root / "utt2spk", 2)}
+    checked: dict[str, None] = {}
+    entries = []
+    for number, (utt, *words) in _kaldi_lines(root / "text", 2):
+        entry: dict[str, Any] = {"id": utt, "text": words[0].strip() if words else ""}
+        if segments:
+            if utt not in segments:
+                raise ValueError(
+                    f"{root / 'text'}, line {number}: utterance {utt} has no line in segments"
+                )
+            rec, entry["start"], entry["end"] = segments[utt]
+        elif utt in recordings:
+            rec = utt
+        else:
+            raise ValueError(
+                f"{root / 'text'}, line {number}: utterance {utt} has no audio: wav.scp has no "
+                "recording of that id (and there is no segments file)"
+            )
+        path, scp_line = recordings[rec]
+        if rec not in checked:
+            problem = _wav_problem(path)
+            if problem is not None:
+                raise ValueError(f"{scp}, line {scp_line}: recording {rec}: {problem}")
+            checked[rec] = None
+        entry["audio"] = str(path)
+        if utt in speakers:
+            entry["speaker"] = speakers[utt]
+        entries.append(entry)
+    return entries
+
+
+class LhotseCuts(Sequence[dict[str, Any]]):
+    """The cuts of a Lhotse CutSet manifest as entries; a cut's audio is loaded when asked for.
+
+    Every cut is checked when the manifest is read: one channel at 16 kHz,
+    audio files that exist, a supervision to score against.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        try:
+            from lhotse import CutSet
+        except ImportError:
+            raise ImportError("data.lhotse needs lhotse: pip install lhotse") from None
+        manifest = Path(path)
+        if not manifest.is_file():
+            raise FileNotFoundError(f"data.lhotse: no such file: {manifest}")
+        self.path = manifest
+        self.cuts = CutSet.from_file(manifest).to_eager()
+        for position, cut in enumerate(self.cuts):
+            where = f"{manifest}, cut {position} ({cut.id})"
+            if cut.sampling_rate != RATE or cut.num_channels != 1:
+                raise ValueError(
+                    f"{where}: {cut.sampling_rate} Hz, {cut.num_channels} channel(s); the "
+                    "recognizers take 16 kHz mono: write the cuts with "
+                    "`cuts.resample(16000).to_file(...)` (and one channel)"
+                )
+            if not cut.supervisions:
+                raise ValueError(f"{where}: no supervision, so no text to score against")
+            recording = getattr(cut, "recording", None)
+            for source in getattr(recording, "sources", []):
+                if source.type == "file" and not Path(source.source).is_file():
+                    raise ValueError(f"{where}: its audio is missing: no such file {source.source}")
+                if source.type == "command":
+                    raise ValueError(
+                        f"{where}: its audio is a command ({source.source!r}); Kit does not run "
+                        "commands a manifest holds: write the audio to files first"
+                    )
+
+    def __len__(self) -> int:
+        return len(self.cuts)
+
+    def __getitem__(self, index: Any) -> Any:
+        cut = self.cuts[index]
+        supervisions = cut.supervisions
+        text = " ".join(s.text for s in supervisions if s.text)
+        samples = cut.load_audio()[0]
+        entry: dict[str, Any] = {
+            "id": cut.id,
+            "text": text,
+            "audio": {"array": samples, "sampling_rate": cut.sampling_rate},
+            "duration": cut.duration,
+        }
+        if supervisions[0].speaker is not None:
+            entry["speaker"] = supervisions[0].speaker
+        return entry
+
+
+class Sets(Sequence[dict[str, Any]]):
+    """Several named test sets as one sequence; each entry says its ``set``.
+
+    Examples
+    --------
+    >>> both = Sets({"clean": [{"id": "a"}], "other": [{"id": "b"}, {"id": "c"}]})
+    >>> len(both), both[2], both.names
+    (3, {'id': 'c', 'set': 'other'}, ['clean', 'other'])
+    """
+
+    def __init__(self, sets: Mapping[str, Sequence[Any]]) -> None:
+        self.sets = dict(sets)
+        self.names = list(self.sets)
+        self._bounds: list[tuple[int, str]] = []
+        total = 0
+        for name, entries in self.sets.items():
+            total += len(entries)
+            self._bounds.append((total, name))
+
+    def __len__(self) -> int:
+        return self._bounds[-1][0] if self._bounds else 0
+
+    def __getitem__(self, index: Any) -> Any:
+        if not isinstance(index, int) or not -len(self) <= index < len(self):
+            raise IndexError(f"utterance {index!r}: the sets hold {len(self)} utterances")
+        index %= len(self)
+        start = 0
+        for stop, name in self._bounds:
+            if index < stop:
+                return {**self.sets[name][index - start], "set": name}
+            start = stop
+        raise IndexError(index)  # pragma: no cover (the bounds cover every index)
+
+
+def _source(data: Mapping[str, Any], where: str) -> Any:
+    """Return the utterances of the one source (kaldi, lhotse, hf, manifest) ``data`` gives."""
+    given = [name for name in ("kaldi", "lhotse", "hf") if data.get(name)]
+    if len(given) > 1:
+        raise ValueError(f"{where}: give one of {' or '.join(given)}, not several")
+    if given == ["kaldi"]:
+        return read_kaldi_dir(data["kaldi"])
+    if given == ["lhotse"]:
+        return LhotseCuts(data["lhotse"])
+    if given == ["hf"]:
+        hf = data["hf"]
+        try:
+            import datasets
+        except ImportError:
+            raise ImportError(
+                "data.hf needs the Hugging Face datasets package: pip install datasets"
+            ) from None
+        loaded = datasets.load_from_disk(hf["path"])
+        return loaded[hf["split"]] if hf.get("split") else loaded
+    if not data.get("manifest"):
+        raise ValueError(f"{where}: give kaldi, lhotse, hf or manifest")
+    return read_manifest(data["manifest"])
+
+
+def load_dataset_entries(data: Mapping[str, Any]) -> Any:
+    """Return the utterances ``data`` names: one source, or ``sets`` of them by name.
+
+    Examples
+    --------
+    >>> load_dataset_entries({"sets": {}})
+    Traceback (most recent call last):
+    ...
+    ValueError: data.sets is empty: give {NAME: {kaldi: DIR}} (or manifest, hf) per test set
+    """
+    sets = data.get("sets")
+    if sets is not None:
+        if not isinstance(sets, Mapping) or not sets:
+            raise ValueError(
+                "data.sets is empty: give {NAME: {kaldi: DIR}} (or manifest, hf) per test set"
+            )
+        return Sets({str(name): _source(each, f"data.sets.{name}") for name, each in sets.items()})
+    return _source(data, "data")
+
+
+def entry_pcm(entry: Mapping[str, Any]) -> tuple[bytes, float]:
+    """Return an entry's 16-bit PCM and duration: its whole file, or its segment of it."""
+    pcm, seconds = audio_pcm(entry["audio"])
+    if entry.get("start") is None and entry.get("end") is None:
+        return pcm, seconds
+    start = float(entry.get("start") or 0.0)
+    end = min(float(entry["end"]) if entry.get("end") is not None else seconds, seconds)
+    piece = pcm[2 * round(start * RATE) : 2 * round(end * RATE)]
+    return piece, len(piece) / (2 * RATE)
