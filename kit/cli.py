@@ -506,7 +506,7 @@ def _export(args: argparse.Namespace) -> int:
     from kit.examples.asr.export import export
 
     try:
-        written = export(args.output_dir, args.out, args.format)
+        written = export(args.output_dir, args.out, args.format, args.normalizer)
     except ValueError as exc:
         raise KitError(str(exc)) from None
     for path in written:
@@ -769,6 +769,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="trn",
         help="trn: sclite's transcripts, normalised as Kit scored them (default); scp: ESPnet3's "
         "ref.scp/hyp.scp, as decoded",
+    )
+    export.add_argument(
+        "--normalizer",
+        help="trn: whisper, basic, none, or the dotted path of your own function "
+        "(default: the run's scoring.normalizer)",
     )
     export.add_argument(
         "-o",

@@ -185,7 +185,7 @@ def test_exporting_what_is_no_decoding_run_says_what_to_give(
             "trn",
             where="the run",
         )
-    with pytest.raises(ValueError, match=r"item 0: the record has no 'ref_norm' and 'hyp_norm'; "):
+    with pytest.raises(ValueError, match=r"item 0: the record has no 'ref' and 'hyp'; "):
         lines([{"idx": 0}], "trn")
     with pytest.raises(ValueError, match=r"item 1: utterance id 'u0' appears twice"):
         record = {"id": "u0", "ref": "a", "hyp": "a", **score("a", "a")}

@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from kit._atomic import atomic_file
+from kit.examples.asr.stored import runs_in, stored_normalizer
+from kit.examples.asr.wer import normalizer
 from kit.store._results import read_result
-from kit.store._rundir import RunDir, SweepDir
 
 FORMATS = ("trn", "scp")
-#: Which record field each format writes, for the reference and the hypothesis.
-_FIELDS = {"trn": ("ref_norm", "hyp_norm"), "scp": ("ref", "hyp")}
 # An utterance id is one token: trn closes it with ")" and scp ends it at a space.
 _ID = re.compile(r"[^\s()]+")
 
@@ -50,17 +49,18 @@ def sclite_id(uid: str, speaker: Any = None) -> str:
     return uid if uid.startswith(prefix) else prefix + uid
 
 
-def lines(records: Sequence[Any], format: str, where: str = "the run") -> tuple[str, str]:
+def lines(
+    records: Sequence[Any], format: str, where: str = "the run", normalize_with: str = "whisper"
+) -> tuple[str, str]:
     """Return the reference and hypothesis files' text for decoded ``records``.
 
-    Records that failed (None) are left out of both files, so the two always
-    hold the same utterances.
+    ``trn`` texts are normalised with ``normalize_with``, as Kit scores them;
+    ``scp`` texts are as decoded. Records that failed (None) are left out of
+    both files, so the two always hold the same utterances.
 
     Examples
     --------
-    >>> from kit.examples.asr.wer import score
-    >>> records = [{"id": "u1", "speaker": "ann", "ref": "Hello, world.", "hyp": "hello word",
-    ...             **score("Hello, world.", "hello word")}]
+    >>> records = [{"id": "u1", "speaker": "ann", "ref": "Hello, world.", "hyp": "hello word"}]
     >>> print(*lines(records, "trn"), sep="")
     hello world (ann-u1)
     hello word (ann-u1)
@@ -70,15 +70,15 @@ def lines(records: Sequence[Any], format: str, where: str = "the run") -> tuple[
     """
     if format not in FORMATS:
         raise ValueError(f"--format {format!r}: choose one of {', '.join(FORMATS)}")
-    ref_key, hyp_key = _FIELDS[format]
+    norm = normalizer(normalize_with) if format == "trn" else None
     refs, hyps = [], []
     seen: set[str] = set()
     for position, record in enumerate(records):
         if record is None:
             continue
-        if not isinstance(record, dict) or ref_key not in record or hyp_key not in record:
+        if not isinstance(record, dict) or "ref" not in record or "hyp" not in record:
             raise ValueError(
-                f"{where}, item {position}: the record has no {ref_key!r} and {hyp_key!r}; "
+                f"{where}, item {position}: the record has no 'ref' and 'hyp'; "
                 "only a decoding run (kit.examples.asr's DecodeRunner) can be exported"
             )
         uid = str(record.get("id", position))
@@ -93,7 +93,10 @@ def lines(records: Sequence[Any], format: str, where: str = "the run") -> tuple[
                 "ESPnet pair utterances by id, so each needs its own"
             )
         seen.add(uid)
-        ref, hyp = (" ".join(str(record[key]).split()) for key in (ref_key, hyp_key))
+        ref, hyp = (
+            " ".join(str(record[key] if norm is None else norm(str(record[key]))).split())
+            for key in ("ref", "hyp")
+        )
         if format == "trn":
             trn_id = sclite_id(uid, record.get("speaker"))
             if _ID.fullmatch(trn_id) is None:
@@ -109,25 +112,17 @@ def lines(records: Sequence[Any], format: str, where: str = "the run") -> tuple[
     return "".join(refs), "".join(hyps)
 
 
-def runs_in(folder: Path) -> list[tuple[Path, str]]:
-    """Return the runs in ``folder`` (itself, or a sweep's trials), each with its sub-folder."""
-    if RunDir(folder).holds_run():
-        return [(folder, "")]
-    if SweepDir(folder).holds_sweep():
-        trials = sorted(
-            child
-            for child in folder.iterdir()
-            # A planted link is not followed: it may point anywhere.
-            if SweepDir.is_trial_name(child.name) and not child.is_symlink() and child.is_dir()
-        )
-        return [(trial, trial.name) for trial in trials if RunDir(trial).holds_run()]
-    raise FileNotFoundError(f"{folder} holds no run or sweep; give the output_dir of one")
-
-
-def export(folder: str | os.PathLike[str], out: str | os.PathLike[str], format: str) -> list[Path]:
+def export(
+    folder: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    format: str,
+    normalize_with: str | None = None,
+) -> list[Path]:
     """Write ``ref.<format>`` and ``hyp.<format>`` for the run (or each trial) in ``folder``.
 
-    Returns the files written.
+    ``trn`` texts are normalised with ``normalize_with``, by default the
+    normaliser the run scored with (as :func:`~kit.examples.asr.rescore.score_folder`
+    picks it). Returns the files written.
 
     Examples
     --------
@@ -143,7 +138,8 @@ def export(folder: str | os.PathLike[str], out: str | os.PathLike[str], format: 
     written = []
     for run, sub in runs_in(Path(folder)):
         result = read_result(run)
-        texts = lines(result.records, format, where=str(run))
+        name = normalize_with if normalize_with is not None else stored_normalizer(run)
+        texts = lines(result.records, format, where=str(run), normalize_with=name)
         target = Path(out) / sub
         target.mkdir(parents=True, exist_ok=True)
         for name, text in zip(("ref", "hyp"), texts, strict=True):

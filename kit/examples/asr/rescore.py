@@ -21,14 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kit._atomic import atomic_file
-from kit._files import UnsafeFileError, open_file
-from kit.examples.asr.export import runs_in
-from kit.examples.asr.wer import NORMALIZERS, corpus_cer, corpus_wer, score
+from kit.examples.asr.stored import runs_in, stored_normalizer
+from kit.examples.asr.wer import corpus_cer, corpus_wer, score
 from kit.store._results import read_result
-from kit.store._rundir import RunDir
 
 #: What ``kit score --metric`` may print and gate.
 METRICS = ("wer", "cer")
@@ -63,30 +59,6 @@ def grouped(records: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, 
         if record.get(key) is not None:
             groups.setdefault(str(record[key]), []).append(record)
     return {name: totals(group) for name, group in sorted(groups.items())}
-
-
-def stored_normalizer(run: Path) -> str:
-    """Return the normaliser the run's stored config chose if it is Kit's; else ``whisper``.
-
-    A dotted path stored in a folder is not followed (importing it would run
-    code the folder names): :func:`score_folder` asks for it on the command line.
-    """
-    try:
-        with open_file(RunDir(run).config) as fh:
-            config = yaml.safe_load(fh)
-    except (OSError, UnsafeFileError, yaml.YAMLError):
-        return "whisper"
-    scoring = config.get("scoring") if isinstance(config, dict) else None
-    chosen = scoring.get("normalizer") if isinstance(scoring, dict) else None
-    if chosen is None:
-        return "whisper"
-    if isinstance(chosen, str) and chosen in NORMALIZERS:
-        return chosen
-    raise ValueError(
-        f"{run}: the run was scored with the normalizer {chosen!r}, a function of its own; "
-        f"Kit does not import code a folder names: pass --normalizer {chosen} to use it, "
-        "or another"
-    )
 
 
 @dataclass

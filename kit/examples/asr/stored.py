@@ -1,0 +1,54 @@
+"""Reading decoding runs' folders: which runs a folder holds, and how they were scored.
+
+A folder may be a colleague's: nothing here follows a link or imports what
+the folder names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from kit._files import UnsafeFileError, open_file
+from kit.examples.asr.wer import NORMALIZERS
+from kit.store._rundir import RunDir, SweepDir
+
+
+def runs_in(folder: Path) -> list[tuple[Path, str]]:
+    """Return the runs in ``folder`` (itself, or a sweep's trials), each with its sub-folder."""
+    if RunDir(folder).holds_run():
+        return [(folder, "")]
+    if SweepDir(folder).holds_sweep():
+        trials = sorted(
+            child
+            for child in folder.iterdir()
+            # A planted link is not followed: it may point anywhere.
+            if SweepDir.is_trial_name(child.name) and not child.is_symlink() and child.is_dir()
+        )
+        return [(trial, trial.name) for trial in trials if RunDir(trial).holds_run()]
+    raise FileNotFoundError(f"{folder} holds no run or sweep; give the output_dir of one")
+
+
+def stored_normalizer(run: Path) -> str:
+    """Return the normaliser the run's stored config chose if it is Kit's; else ``whisper``.
+
+    A dotted path stored in a folder is not followed (importing it would run
+    code the folder names): :func:`score_folder` asks for it on the command line.
+    """
+    try:
+        with open_file(RunDir(run).config) as fh:
+            config = yaml.safe_load(fh)
+    except (OSError, UnsafeFileError, yaml.YAMLError):
+        return "whisper"
+    scoring = config.get("scoring") if isinstance(config, dict) else None
+    chosen = scoring.get("normalizer") if isinstance(scoring, dict) else None
+    if chosen is None:
+        return "whisper"
+    if isinstance(chosen, str) and chosen in NORMALIZERS:
+        return chosen
+    raise ValueError(
+        f"{run}: the run was scored with the normalizer {chosen!r}, a function of its own; "
+        f"Kit does not import code a folder names: pass --normalizer {chosen} to use it, "
+        "or another"
+    )
