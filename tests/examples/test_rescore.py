@@ -104,3 +104,24 @@ def test_bad_scoring_input_is_a_usage_error_naming_it(
     assert "--max-wer and --max-cer gate one run; score each trial" in capsys.readouterr().err
     with pytest.raises(kit.ConfigError, match=r"scoring.normalizer: choose whisper, basic or"):
         DecodeProvider(kit.load_config(CONFIG_PATH, ["scoring.normalizer=whispr"]))
+
+
+def test_each_recognizers_first_call_is_its_warm_up_and_rtf_warm_leaves_it_out(
+    corpus: Path, tmp_path: Path, local: dict[str, object]
+) -> None:
+    # Options of its own: an env (a recognizer) no other test built on the shared workers.
+    cfg = kit.load_config(
+        CONFIG_PATH,
+        [f"data.root={corpus}", "decoder.engine=pocketsphinx", "++decoder.options={beam: 1e-30}"],
+    )
+    runner = DecodeRunner(DecodeProvider(cfg), parallel=local, output_dir=tmp_path / "first")
+    first = runner.run(ITEMS)
+    # One warm-up call on each worker that decoded, however the items were shared out.
+    warm_ups = [r for r in first.records if r["warmup"]]
+    assert 1 <= len(warm_ups) <= 2
+    decoded = [r for r in first.records if not r["warmup"]]
+    expected = sum(r["decode_seconds"] for r in decoded) / sum(r["duration"] for r in decoded)
+    assert first.summary["rtf_warm"] == round(expected, 4)
+    # The workers' recognizers are warm now: a second run has no warm-up to leave out.
+    again = DecodeRunner(DecodeProvider(cfg), parallel=local, output_dir=tmp_path / "again")
+    assert not any(r["warmup"] for r in again.run(ITEMS).records)

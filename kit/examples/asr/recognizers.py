@@ -120,6 +120,8 @@ class WhisperRecognizer:
     """
 
     engine = "whisper"
+    #: How many times ``decode`` was called here: the first call is the warm-up.
+    calls = 0
 
     def __init__(
         self,
@@ -204,6 +206,8 @@ class SphinxRecognizer:
     """PocketSphinx with its general language model (``lm``) or a digits grammar."""
 
     engine = "pocketsphinx"
+    #: How many times ``decode`` was called here: the first call is the warm-up.
+    calls = 0
 
     def __init__(self, mode: str = "lm", options: Mapping[str, Any] | None = None) -> None:
         try:
