@@ -542,6 +542,8 @@ def _score(args: argparse.Namespace) -> int:
         if scores.missing:
             _say(f"{scores.missing} item(s) have no hypothesis (failed or not run): not scored")
         _say(scores.table(metrics))
+        if args.align:
+            _say(scores.alignments(args.align))
         for name, check in scores.gate.items():
             verdict = "passed" if check["passed"] else "FAILED"
             value = "none" if check["value"] is None else f"{check['value']:.2%}"
@@ -752,6 +754,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--normalizer",
         help="whisper, basic, none, or the dotted path of your own function "
         "(default: the run's scoring.normalizer)",
+    )
+    rescore.add_argument(
+        "--align",
+        type=_positive,
+        metavar="N",
+        help="also print the N utterances with the most errors, aligned, and the top substitutions",
     )
     _with_gates(rescore)
     rescore.add_argument(

@@ -31,12 +31,22 @@ def test_kit_score_scores_stored_hypotheses_again_without_their_audio(
     shutil.copytree(corpus, audio)
     result = decode(audio, tmp_path / "run")
     shutil.rmtree(audio)  # scoring again needs the hypotheses, not the recordings
-    assert main(["score", str(tmp_path / "run")]) == 0
+    assert main(["score", str(tmp_path / "run"), "--align", "2"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith(f"{tmp_path / 'run'} (normalizer: whisper)\n")
     assert "speaker espeak" in printed and "speaker slt" in printed
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     overall = metrics["overall"]
+    low, high = overall["wer_interval"]
+    assert low <= overall["wer"] <= high and low < high
+    # The worst utterances, aligned as sclite prints them, and the substitutions counted.
+    worst = metrics["worst"][0]
+    assert f"\n{worst['id']} ({worst['errors']} errors in {worst['words']} words)\n  REF: " in (
+        printed
+    )
+    assert worst["errors"] == max(r["errors"] for r in result.records)
+    assert sum(n for _, _, n in metrics["top_substitutions"]) <= overall["substitutions"]
+    assert "\ntop substitutions: " in printed
     # The same normaliser as the run's: the same counts as when it decoded.
     for key in ("wer", "substitutions", "deletions", "insertions", "words", "cer", "chars"):
         assert overall[key] == result.summary[key], key

@@ -72,7 +72,7 @@ class Alignment:
             width = max(len(r), len(h))
             ref_words.append((r or "*" * width).ljust(width))
             hyp_words.append((h or "*" * width).ljust(width))
-        return f"REF: {' '.join(ref_words)}\nHYP: {' '.join(hyp_words)}".rstrip()
+        return f"REF: {' '.join(ref_words)}".rstrip() + f"\nHYP: {' '.join(hyp_words)}".rstrip()
 
 
 def align(ref: Sequence[str], hyp: Sequence[str]) -> Alignment:

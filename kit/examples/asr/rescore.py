@@ -16,24 +16,68 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kit._atomic import atomic_file
+from kit.examples.asr.align import align
 from kit.examples.asr.stored import runs_in, stored_normalizer
 from kit.examples.asr.wer import corpus_cer, corpus_wer, score
 from kit.store._results import read_result
 
 #: What ``kit score --metric`` may print and gate.
 METRICS = ("wer", "cer")
+#: How many of the worst utterances ``metrics.json`` keeps, aligned.
+WORST = 20
 #: The file ``kit score`` writes beside the run.
 METRICS_FILE = "metrics.json"
 
 
+def interval(
+    records: Sequence[dict[str, Any]],
+    errors: str = "errors",
+    total: str = "words",
+    *,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """Bootstrap interval of a corpus error rate: utterances drawn with replacement.
+
+    Each resample draws as many utterances as there are and takes all their
+    errors over all their words (a corpus rate, not a mean of utterances'
+    rates); the interval holds the middle ``confidence`` of the resamples.
+    None for fewer than two utterances.
+
+    Examples
+    --------
+    >>> records = [score("the cat sat", "the cat sat")] * 8 + [score("a dog", "a log")] * 2
+    >>> low, high = interval(records)
+    >>> 0.0 <= low < corpus_wer(records)["wer"] < high
+    True
+    """
+    if len(records) < 2:
+        return None
+    import numpy as np
+
+    wrong = np.array([int(r[errors]) for r in records], dtype=np.int64)
+    size = np.array([int(r[total]) for r in records], dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    rates = []
+    rows = max(1, 2_000_000 // len(records))  # a block of draws at a time: bounded memory
+    for done in range(0, resamples, rows):
+        draws = rng.integers(0, len(records), size=(min(rows, resamples - done), len(records)))
+        rates.append(wrong[draws].sum(axis=1) / np.maximum(1, size[draws].sum(axis=1)))
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(np.concatenate(rates), [tail, 1 - tail])
+    return round(float(low), 4), round(float(high), 4)
+
+
 def totals(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Utterances, WER and CER with their counts, over scored records.
+    """Utterances, WER and CER with their counts and 95% bootstrap intervals.
 
     Examples
     --------
@@ -41,7 +85,11 @@ def totals(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     >>> t["utterances"], t["wer"], t["words"], t["cer"], t["chars"]
     (2, 0.25, 4, 0.1, 10)
     """
-    return {"utterances": len(records), **corpus_wer(records), **corpus_cer(records)}
+    found = {"utterances": len(records), **corpus_wer(records), **corpus_cer(records)}
+    found["wer_interval"] = interval(records)
+    if "cer" in found:
+        found["cer_interval"] = interval(records, "char_errors", "chars")
+    return found
 
 
 def grouped(records: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
@@ -74,6 +122,10 @@ class Scores:
     gate: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Items of the run with no record (failed or not run): not in the scores.
     missing: int = 0
+    #: The most frequent substitutions: ``[ref word, hyp word, count]``, most first.
+    top_substitutions: list[list[Any]] = field(default_factory=list)
+    #: The utterances with the most word errors, each with its aligned REF/HYP lines.
+    worst: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -90,15 +142,20 @@ class Scores:
             "gate": self.gate,
             "missing": self.missing,
             "passed": self.passed,
+            "top_substitutions": self.top_substitutions,
+            "worst": self.worst,
         }
 
     def table(self, metrics: Sequence[str] = METRICS) -> str:
-        """Return the scores as a text table: a row per set, per speaker, and overall."""
+        """Return the scores as a text table: a row per set, per speaker, and overall.
+
+        Each rate comes with its 95% bootstrap interval over utterances.
+        """
         head = f"{'':<16}{'utts':>6}"
         if "wer" in metrics:
-            head += f"{'words':>8}{'sub':>6}{'del':>6}{'ins':>6}{'WER':>8}"
+            head += f"{'words':>8}{'sub':>6}{'del':>6}{'ins':>6}{'WER':>8}{'95% CI':>16}"
         if "cer" in metrics:
-            head += f"{'chars':>8}{'sub':>6}{'del':>6}{'ins':>6}{'CER':>8}"
+            head += f"{'chars':>8}{'sub':>6}{'del':>6}{'ins':>6}{'CER':>8}{'95% CI':>16}"
         rows = [head]
         named = [(f"set {k}", v) for k, v in self.by_set.items()]
         named += [(f"speaker {k}", v) for k, v in self.by_speaker.items()]
@@ -106,12 +163,33 @@ class Scores:
             line = f"{name[:15]:<16}{row['utterances']:>6}"
             if "wer" in metrics:
                 line += f"{row['words']:>8}{row['substitutions']:>6}{row['deletions']:>6}"
-                line += f"{row['insertions']:>6}{row['wer']:>8.2%}"
+                line += f"{row['insertions']:>6}{row['wer']:>8.2%}{_ci(row.get('wer_interval'))}"
             if "cer" in metrics and "cer" in row:
                 line += f"{row['chars']:>8}{row['char_substitutions']:>6}"
                 line += f"{row['char_deletions']:>6}{row['char_insertions']:>6}{row['cer']:>8.2%}"
+                line += _ci(row.get("cer_interval"))
             rows.append(line)
         return "\n".join(rows)
+
+    def alignments(self, n: int = 3) -> str:
+        """Return the ``n`` utterances with the most errors, aligned, and the top substitutions."""
+        lines = []
+        for utterance in self.worst[:n]:
+            lines.append(
+                f"{utterance['id']} ({utterance['errors']} errors in {utterance['words']} words)"
+            )
+            lines.extend(f"  {line}" for line in utterance["alignment"].splitlines())
+        if self.top_substitutions:
+            pairs = ", ".join(f"{r} -> {h} ({c})" for r, h, c in self.top_substitutions[:10])
+            lines.append(f"top substitutions: {pairs}")
+        return "\n".join(lines)
+
+
+def _ci(bounds: Sequence[float] | None) -> str:
+    """Return a rate's interval as the table prints it, e.g. ``[5.1%, 14.2%]``."""
+    if not bounds:
+        return f"{'':>16}"
+    return f"{f'[{bounds[0]:.1%}, {bounds[1]:.1%}]':>16}"
 
 
 def score_run(
@@ -143,6 +221,26 @@ def score_run(
         by_set=grouped(records, "set"),
         missing=len(result.records) - len(records),
     )
+    substituted: Counter[tuple[str, str]] = Counter()
+    aligned = []
+    for record in records:
+        alignment = align(record["ref_norm"].split(), record["hyp_norm"].split())
+        substituted.update(alignment.substitutions())
+        aligned.append((int(record["errors"]), record, alignment))
+    scores.top_substitutions = [[r, h, n] for (r, h), n in substituted.most_common(20)]
+    # The worst first; among equals, the run's order.
+    ranked = sorted(enumerate(aligned), key=lambda pair: (-pair[1][0], pair[0]))
+    scores.worst = [
+        {
+            "id": record.get("id"),
+            "speaker": record.get("speaker"),
+            "errors": errors,
+            "words": int(record["words"]),
+            "alignment": alignment.pretty(),
+        }
+        for _, (errors, record, alignment) in ranked[:WORST]
+        if errors
+    ]
     for metric, limit in (gates or {}).items():
         value = scores.overall.get(metric)
         scores.gate[f"max_{metric}"] = {
