@@ -19,6 +19,10 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "`rtf` over every utterance and `rtf_warm` without each recognizer's first call": [
+        "tests/examples/test_rescore.py::"
+        "test_each_recognizers_first_call_is_its_warm_up_and_rtf_warm_leaves_it_out"
+    ],
     "Every recording is checked before anything is decoded": [
         "tests/examples/test_kaldi.py::"
         "test_bad_kaldi_data_is_refused_naming_the_file_the_line_and_the_utterance"
