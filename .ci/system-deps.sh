@@ -13,6 +13,9 @@ if [ "$MODE" != demo ]; then
     PACKAGES+=(slurm-wlm munge openssl chromium fonts-dejavu-core)
     # sctk: NIST's sclite, which the decoding tests check Kit's error counts against.
     PACKAGES+=(sctk)
+    # alsa-utils: eight spoken channel names (real speech) the decoding tests read where
+    # the package installs them; nothing of them is copied into the repository.
+    PACKAGES+=(alsa-utils)
     # npm: configurable-http-proxy (from npm) in front of the JupyterHub test's hub. Only
     # where there is no npm at all: a Node.js of another source already brings its own.
     command -v npm >/dev/null || PACKAGES+=(nodejs npm)

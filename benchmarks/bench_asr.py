@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import kit
+from kit.asr import DecodeProvider, DecodeRunner, read_manifest
+from kit.asr.wer import wer_by
 from kit.cluster._plugin import env_report
-from kit.examples.asr import DecodeProvider, DecodeRunner, build_corpus, read_manifest
+from kit.examples.asr import CONFIG_PATH, build_corpus
 from kit.examples.asr.corpus import FLITE_VOICES
-from kit.examples.asr.decode import CONFIG_PATH
-from kit.examples.asr.wer import wer_by
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import describe, write_results
@@ -45,7 +45,7 @@ _POOL_ENV: dict[str, Any] = {}
 
 
 def _pool_init(plain: dict[str, Any]) -> None:
-    from kit.examples.asr.decode import build_env
+    from kit.asr.decode import build_env
 
     _POOL_ENV.update(build_env(plain))
 

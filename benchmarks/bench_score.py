@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import kit
-from kit.examples.asr import DecodeProvider, DecodeRunner, build_corpus
+from kit.asr import DecodeProvider, DecodeRunner
+from kit.examples.asr import CONFIG_PATH, build_corpus
 from kit.examples.asr.corpus import SENTENCES
-from kit.examples.asr.decode import CONFIG_PATH
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import describe, write_results

@@ -43,10 +43,11 @@ from typing import Any
 from omegaconf import OmegaConf
 
 import kit
+from kit.asr import DecodeProvider, DecodeRunner, read_manifest
+from kit.asr.decode import build_env
 from kit.cluster._plugin import env_report
-from kit.examples.asr import DecodeProvider, DecodeRunner, build_corpus, read_manifest
+from kit.examples.asr import CONFIG_PATH, build_corpus
 from kit.examples.asr.corpus import FLITE_VOICES
-from kit.examples.asr.decode import CONFIG_PATH, build_env
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import describe, write_results
@@ -128,7 +129,7 @@ HYDRA_APP = textwrap.dedent(
 
     @hydra.main(version_base=None, config_path=".", config_name="decode")
     def main(cfg):
-        from kit.examples.asr.decode import DecodeRunner, build_env, corpus_wer
+        from kit.asr.decode import DecodeRunner, build_env, corpus_wer
         plain = OmegaConf.to_container(cfg, resolve=True)
         time.sleep(cfg.extra_setup)
         env = build_env(plain)  # the model, loaded for this trial
@@ -176,7 +177,7 @@ OPTUNA_SCRIPT = textwrap.dedent(
     import json, sys, time, threading
     import optuna
     from omegaconf import OmegaConf
-    from kit.examples.asr.decode import DecodeRunner, build_env, corpus_wer
+    from kit.asr.decode import DecodeRunner, build_env, corpus_wer
 
     plain, items, extra, beams = json.loads(sys.argv[1])
     loads = []

@@ -95,6 +95,7 @@ PACKAGES = {
     "kit.dashboard": "kit.dashboard: live dashboards and reports",
     "kit.views": "kit.views: what the terminal and the widgets draw",
     "kit.history": "kit.history: the notebook's run history",
+    "kit.asr": "kit.asr: the decoding check",
     "kit.rl": "kit.rl: reinforcement-learning workers",
     "kit.rl.pool": "kit.rl.pool: env pools and their envs' states",
     "kit.rl.shared": "kit.rl.shared: a pool over shared memory",

@@ -503,7 +503,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     # Only the decoding check's runs have references and hypotheses to write.
-    from kit.examples.asr.export import export
+    from kit.asr.export import export
 
     try:
         written = export(args.output_dir, args.out, args.format, args.normalizer)
@@ -527,7 +527,7 @@ def _gates(args: argparse.Namespace) -> dict[str, float]:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from kit.examples.asr.rescore import score_folder
+    from kit.asr.rescore import score_folder
 
     metrics = [m.strip() for m in args.metric.split(",") if m.strip()]
     unknown = [m for m in metrics if m not in ("wer", "cer")]

@@ -21,6 +21,14 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCAL = {"env": "local", "n_workers": 2}
 
 
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The spoken corpus (flite and espeak-ng voices), built once for every module that decodes."""
+    from tests.speech import build_shared_corpus
+
+    return build_shared_corpus(tmp_path_factory)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _close_sessions_at_the_end() -> Iterator[None]:
     yield

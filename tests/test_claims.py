@@ -20,28 +20,28 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
     "`rtf` over every utterance and `rtf_warm` without each recognizer's first call": [
-        "tests/examples/test_rescore.py::"
+        "tests/asr/test_rescore.py::"
         "test_each_recognizers_first_call_is_its_warm_up_and_rtf_warm_leaves_it_out"
     ],
     "Every recording is checked before anything is decoded": [
-        "tests/examples/test_kaldi.py::"
+        "tests/asr/test_kaldi.py::"
         "test_bad_kaldi_data_is_refused_naming_the_file_the_line_and_the_utterance"
     ],
     "every cut is checked when the manifest is read": [
-        "tests/examples/test_lhotse.py::test_a_cut_the_recognizers_cannot_take_is_refused_naming_it"
+        "tests/asr/test_lhotse.py::test_a_cut_the_recognizers_cannot_take_is_refused_naming_it"
     ],
     "`--no-write` only prints": [
-        "tests/examples/test_rescore.py::"
+        "tests/asr/test_rescore.py::"
         "test_kit_score_scores_stored_hypotheses_again_without_their_audio"
     ],
     "reading a folder never runs the code it names": [
-        "tests/examples/test_rescore.py::"
+        "tests/asr/test_rescore.py::"
         "test_a_normaliser_a_folder_names_is_imported_only_when_you_name_it"
     ],
     "sclite's `(#C #S #D #I)` equal Kit's for every utterance": [
-        "tests/examples/test_sclite.py::"
+        "tests/asr/test_sclite.py::"
         "test_kit_counts_every_utterances_words_and_characters_as_sclite_does",
-        "tests/examples/test_sclite.py::"
+        "tests/asr/test_sclite.py::"
         "test_kit_export_writes_a_decoded_runs_files_that_sclite_scores_as_kit_did",
     ],
     "no other module of `kit` imports it": [
@@ -374,7 +374,7 @@ CLAIMS: dict[str, list[str]] = {
         "test_decoding_threads_default_to_the_workers_threads_and_inline_to_every_core"
     ],
     "so every digit is made a word of its own on both sides": [
-        "kit/examples/asr/wer.py",
+        "kit/asr/wer.py",
         "tests/examples/test_asr.py::test_grammar_mode_beats_the_language_model_on_digits",
     ],
     "Whisper pads every utterance to a 30 s window": [
@@ -540,6 +540,7 @@ NOT_CLAIMS: dict[str, str] = {
     "Anyone who can write a run directory": "the trust model's premise, not Kit's behaviour",
     '`make lab LAB_ARGS="--no-browser': "an option's spelling",
     "The tests use real components": "what the suite is made of; each test is its own backing",
+    "And you always want to see it in the superlative degree": "a quoted ARCTIC prompt",
 }
 
 

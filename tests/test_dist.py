@@ -81,7 +81,7 @@ def test_the_installed_kit_runs_the_quickstart_and_reads_the_decoding_config(
     assert "300 ok, 0 failed" in ran.stdout
     shown = sh(kit, "config", "show", package / "examples" / "asr" / "decode.yaml", cwd=outside)
     assert shown.returncode == 0, shown.stderr
-    assert "kit.examples.asr.decode.DecodeProvider" in shown.stdout
+    assert "_target_: kit.asr.DecodeProvider" in shown.stdout
 
 
 def test_the_installed_kit_copies_out_the_notebooks_it_ships(

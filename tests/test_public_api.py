@@ -10,6 +10,7 @@ from types import ModuleType
 import pytest
 
 import kit
+import kit.asr
 import kit.cluster
 import kit.config
 import kit.dashboard
@@ -33,6 +34,7 @@ MODULES = [
     kit.dashboard,
     kit.history,
     kit.rl,
+    kit.asr,
     kit.tracking,
     widgets,
 ]

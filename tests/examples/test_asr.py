@@ -19,13 +19,14 @@ from kit.cluster._plugin import env_report
 
 pytest.importorskip("pocketsphinx")
 pytest.importorskip("faster_whisper")
-from kit.examples.asr import DecodeProvider, DecodeRunner, build_corpus, read_manifest
+from kit.asr import DecodeProvider, DecodeRunner, read_manifest
+from kit.asr.data import read_wav
+from kit.asr.recognizers import current_threads, make_recognizer
+from kit.asr.wer import corpus_wer
+from kit.examples.asr import CONFIG_PATH, build_corpus
 from kit.examples.asr.corpus import VOICES
-from kit.examples.asr.decode import CONFIG_PATH, read_wav
-from kit.examples.asr.recognizers import current_threads, make_recognizer
-from kit.examples.asr.wer import corpus_wer
-from tests.examples.speech import DIGITS, SENTENCES
 from tests.slurm import slurm_parallel
+from tests.speech import DIGITS, SENTENCES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -319,7 +320,7 @@ class TableDataset:
 
 
 def test_decoded_audio_rows_decode_like_files(corpus: Path) -> None:
-    from kit.examples.asr.data import audio_pcm
+    from kit.asr.data import audio_pcm
 
     entry = read_manifest(corpus / "digits.jsonl")[1]
     pcm, _ = read_wav(entry["audio"])
@@ -340,7 +341,7 @@ def test_decoded_audio_rows_decode_like_files(corpus: Path) -> None:
 
 
 def test_an_hf_dataset_without_the_package_names_it() -> None:
-    from kit.examples.asr.decode import load_dataset_entries
+    from kit.asr.decode import load_dataset_entries
 
     try:
         import datasets  # noqa: F401

@@ -130,7 +130,8 @@ def test_a_yaml_file_loads(tmp_path: Path) -> None:
     ],
 )
 def test_a_number_box_takes_exactly_what_was_typed_or_says_why_not(typed: str, says: str) -> None:
-    from kit.examples.asr.decode import CONFIG_PATH, DecodeProvider
+    from kit.asr import DecodeProvider
+    from kit.examples.asr import CONFIG_PATH
 
     editor = ConfigEditor(load_config(CONFIG_PATH), schemas=DecodeProvider.config_schemas)
     box = editor.fields["decoder.beam_size"]
@@ -149,7 +150,7 @@ def test_a_float_box_reads_exponents_and_code_may_set_numbers(editor: ConfigEdit
 
 
 def test_every_schema_problem_is_listed_at_its_field_at_once() -> None:
-    from kit.examples.asr.decode import DecodeProvider
+    from kit.asr import DecodeProvider
 
     cfg = {"decoder": {"engine": "wisper", "beam_size": 0, "mode": "gramar"}, "other": 1}
     editor = ConfigEditor(cfg, schemas=DecodeProvider.config_schemas)

@@ -511,8 +511,8 @@ def test_an_exercise_filled_in_runs_and_its_solution_stays_out_of_the_way(
 NUMBERS = (
     "import kit\n"
     "from kit import widgets\n"
-    "from kit.examples.asr import DecodeProvider, DecodeRunner\n"
-    "from kit.examples.asr.decode import CONFIG_PATH\n"
+    "from kit.asr import DecodeProvider, DecodeRunner\n"
+    "from kit.examples.asr import CONFIG_PATH\n"
     "app = widgets.Experiment(kit.load_config(CONFIG_PATH), DecodeProvider, DecodeRunner,\n"
     "                         runs_dir='runs/numbers')\n"
     "app"

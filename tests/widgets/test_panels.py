@@ -313,7 +313,7 @@ def test_items_given_twice_or_not_at_all_say_where_to_give_them(tmp_path: Path) 
 
 
 def test_run_refuses_a_config_with_problems_and_lists_them_all(tmp_path: Path) -> None:
-    from kit.examples.asr.decode import DecodeProvider, DecodeRunner
+    from kit.asr import DecodeProvider, DecodeRunner
 
     config = {"decoder": {"engine": "wisper", "beam_size": 0}, "data": {"root": "x"}}
     app = Experiment(config, DecodeProvider, DecodeRunner, indices=range(3), runs_dir=tmp_path)

@@ -27,8 +27,8 @@ pytestmark = pytest.mark.slow
 APP = (
     "import kit\n"
     "from kit import widgets\n"
-    "from kit.examples.asr import DecodeProvider, DecodeRunner\n"
-    "from kit.examples.asr.decode import CONFIG_PATH\n"
+    "from kit.asr import DecodeProvider, DecodeRunner\n"
+    "from kit.examples.asr import CONFIG_PATH\n"
     "cfg = kit.load_config(CONFIG_PATH, ['data.root=data', 'decoder.engine=pocketsphinx',\n"
     "                                    'items.stop=4', 'parallel.env=inline'])\n"
     "app = widgets.Experiment(cfg, DecodeProvider, DecodeRunner, config_path=str(CONFIG_PATH))\n"

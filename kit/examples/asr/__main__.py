@@ -14,9 +14,9 @@ from typing import Any
 
 import kit
 from kit._from_config import build_runner
+from kit.asr.wer import corpus_wer, wer_by
+from kit.examples.asr import CONFIG_PATH
 from kit.examples.asr.corpus import FLITE_VOICES, build_corpus
-from kit.examples.asr.decode import CONFIG_PATH
-from kit.examples.asr.wer import corpus_wer, wer_by
 from kit.result import RunResult
 
 ENGINES = ("whisper", "pocketsphinx")
@@ -41,7 +41,7 @@ def wer_table(records: Mapping[str, Sequence[Any]]) -> str:
 
     Examples
     --------
-    >>> from kit.examples.asr.wer import score
+    >>> from kit.asr.wer import score
     >>> rec = [{"speaker": "slt", **score("one two", "one two")}]
     >>> print(wer_table({"whisper": rec}))
     voice             whisper

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from omegaconf import OmegaConf
 
@@ -63,6 +63,7 @@ class DecoderConfig:
     language: str = "en"
     # pocketsphinx
     mode: str = field(default="lm", metadata={"choices": MODES})
+    grammar: str | None = None  # mode grammar: a JSGF grammar of your own (default: digits)
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -75,6 +76,7 @@ ENV_DECODER_KEYS = (
     "cpu_threads",
     "language",
     "mode",
+    "grammar",
     "options",
 )
 
@@ -203,13 +205,22 @@ class WhisperRecognizer:
 
 
 class SphinxRecognizer:
-    """PocketSphinx with its general language model (``lm``) or a digits grammar."""
+    """PocketSphinx with its general language model (``lm``) or a grammar.
+
+    ``mode="grammar"`` decodes with ``grammar``, a JSGF grammar (its public
+    rule is the one searched), by default digit strings.
+    """
 
     engine = "pocketsphinx"
     #: How many times ``decode`` was called here: the first call is the warm-up.
     calls = 0
 
-    def __init__(self, mode: str = "lm", options: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        mode: str = "lm",
+        options: Mapping[str, Any] | None = None,
+        grammar: str | None = None,
+    ) -> None:
         try:
             from pocketsphinx import Decoder
         except ImportError:
@@ -219,8 +230,14 @@ class SphinxRecognizer:
         self.mode = mode
         self.decoder = Decoder(samprate=16000, loglevel="FATAL", **dict(options or {}))
         if self.mode == "grammar":
-            self.decoder.add_jsgf_string("digits", DIGITS_JSGF)
-            self.decoder.activate_search("digits")
+            try:
+                self.decoder.add_jsgf_string("grammar", grammar or DIGITS_JSGF)
+            except (RuntimeError, ValueError) as exc:
+                raise ValueError(
+                    f"decoder.grammar: PocketSphinx cannot read it as JSGF ({exc}); write "
+                    "e.g. '#JSGF V1.0; grammar g; public <g> = ( yes | no ) ;'"
+                ) from None
+            self.decoder.activate_search("grammar")
 
     def decode(self, pcms: Sequence[bytes], beam_size: int | None = None) -> list[str]:
         """Decode utterances one after the other; return their texts.
@@ -241,14 +258,41 @@ class SphinxRecognizer:
         return texts
 
 
-Recognizer = WhisperRecognizer | SphinxRecognizer
+@runtime_checkable
+class Recognizer(Protocol):
+    """What the decoding check asks of a recognizer: utterances in, texts out.
+
+    ``decode`` gets a list of utterances, each 16-bit little-endian PCM at
+    16 kHz, mono, and returns one text per utterance, in order; it may decode
+    them as one batch. ``beam_size`` is the run's ``decoder.beam_size`` (a
+    recognizer without beams ignores it). Whisper and PocketSphinx here are
+    two; bring your own with :meth:`kit.asr.DecodeProvider.recognizer`.
+
+    Examples
+    --------
+    >>> class Silence:
+    ...     def decode(self, pcms, beam_size=None):
+    ...         return ["" for _ in pcms]
+    >>> isinstance(Silence(), Recognizer)
+    True
+    """
+
+    def decode(self, pcms: Sequence[bytes], beam_size: int | None = None) -> list[str]:
+        """Return the text of each utterance in ``pcms``."""
+        ...
 
 
 def make_recognizer(settings: Mapping[str, Any] | None) -> Recognizer:
-    """Build the recognizer the ``decoder`` settings ask for (checked, with did-you-mean)."""
+    """Build the recognizer the ``decoder`` settings ask for (checked, with did-you-mean).
+
+    Examples
+    --------
+    >>> make_recognizer({"engine": "pocketsphinx", "mode": "grammar"}).engine
+    'pocketsphinx'
+    """
     cfg = decoder_config(settings)
     if cfg.engine == "pocketsphinx":
-        return SphinxRecognizer(cfg.mode, cfg.options)
+        return SphinxRecognizer(cfg.mode, cfg.options, cfg.grammar)
     return WhisperRecognizer(
         cfg.model,
         beam_size=cfg.beam_size,

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from kit._files import UnsafeFileError, open_file
-from kit.examples.asr.wer import NORMALIZERS
+from kit.asr.wer import NORMALIZERS
 from kit.store._rundir import RunDir, SweepDir
 
 

@@ -2,7 +2,7 @@
 
 ``kit score OUTPUT_DIR [--normalizer NAME] [--max-wer X] [--max-cer X]``
 runs :func:`score_folder`: each utterance's stored reference and hypothesis
-are normalised and aligned again (:func:`kit.examples.asr.wer.score`), the
+are normalised and aligned again (:func:`kit.asr.wer.score`), the
 WER and CER tables are printed overall and per speaker (and per test set,
 when the records name one), ``metrics.json`` is written beside the run, and
 the gate decides the exit code. A sweep's folder is scored trial by trial.
@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from kit._atomic import atomic_file
-from kit.examples.asr.align import align
-from kit.examples.asr.stored import runs_in, stored_normalizer
-from kit.examples.asr.wer import corpus_cer, corpus_wer, score
+from kit.asr._stored import runs_in, stored_normalizer
+from kit.asr.align import align
+from kit.asr.wer import corpus_cer, corpus_wer, score
 from kit.store._results import read_result
 
 #: What ``kit score --metric`` may print and gate.
@@ -111,7 +111,16 @@ def grouped(records: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, 
 
 @dataclass
 class Scores:
-    """One run's scores: overall, per speaker and per set, and the gate's verdict."""
+    """One run's scores: overall, per speaker and per set, and the gate's verdict.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> scores = Scores(Path("run"), "none", totals([score("a b", "a c"), score("d", "d")]))
+    >>> print(scores.table(["wer"]))
+                      utts   words   sub   del   ins     WER          95% CI
+    all                  2       3     1     0     0  33.33%   [0.0%, 50.0%]
+    """
 
     run: Path
     normalizer: str
@@ -210,7 +219,7 @@ def score_run(
         if not isinstance(record, dict) or "ref" not in record or "hyp" not in record:
             raise ValueError(
                 f"{run}, item {position}: the record has no 'ref' and 'hyp'; only a decoding "
-                "run (kit.examples.asr's DecodeRunner) can be scored"
+                "run (kit.asr's DecodeRunner) can be scored"
             )
         records.append({**record, **score(str(record["ref"]), str(record["hyp"]), name)})
     scores = Scores(

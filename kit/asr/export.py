@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from kit._atomic import atomic_file
-from kit.examples.asr.stored import runs_in, stored_normalizer
-from kit.examples.asr.wer import normalizer
+from kit.asr._stored import runs_in, stored_normalizer
+from kit.asr.wer import normalizer
 from kit.store._results import read_result
 
 FORMATS = ("trn", "scp")
@@ -79,7 +79,7 @@ def lines(
         if not isinstance(record, dict) or "ref" not in record or "hyp" not in record:
             raise ValueError(
                 f"{where}, item {position}: the record has no 'ref' and 'hyp'; "
-                "only a decoding run (kit.examples.asr's DecodeRunner) can be exported"
+                "only a decoding run (kit.asr's DecodeRunner) can be exported"
             )
         uid = str(record.get("id", position))
         if _ID.fullmatch(uid) is None:
@@ -121,7 +121,7 @@ def export(
     """Write ``ref.<format>`` and ``hyp.<format>`` for the run (or each trial) in ``folder``.
 
     ``trn`` texts are normalised with ``normalize_with``, by default the
-    normaliser the run scored with (as :func:`~kit.examples.asr.rescore.score_folder`
+    normaliser the run scored with (as :func:`~kit.asr.rescore.score_folder`
     picks it). Returns the files written.
 
     Examples

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 import kit
+from kit.asr import DecodeProvider, DecodeRunner
 from kit.cli import EXIT_GATE, EXIT_USAGE, main
-from kit.examples.asr.decode import CONFIG_PATH, DecodeProvider, DecodeRunner
+from kit.examples.asr import CONFIG_PATH
 
 pytest.importorskip("pocketsphinx")
 
@@ -89,15 +90,15 @@ def test_a_normaliser_a_folder_names_is_imported_only_when_you_name_it(
     corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run"
-    result = decode(corpus, out, "scoring.normalizer=tests.examples.speech.shout")
+    result = decode(corpus, out, "scoring.normalizer=tests.speech.shout")
     assert result.records[0]["ref_norm"].isupper()
     assert main(["score", str(out)]) == EXIT_USAGE
     assert capsys.readouterr().err == (
         f"kit: error: {out}: the run was scored with the normalizer "
-        "'tests.examples.speech.shout', a function of its own; Kit does not import code a "
-        "folder names: pass --normalizer tests.examples.speech.shout to use it, or another\n"
+        "'tests.speech.shout', a function of its own; Kit does not import code a "
+        "folder names: pass --normalizer tests.speech.shout to use it, or another\n"
     )
-    assert main(["score", str(out), "--normalizer", "tests.examples.speech.shout"]) == 0
+    assert main(["score", str(out), "--normalizer", "tests.speech.shout"]) == 0
     assert json.loads((out / "metrics.json").read_text())["overall"]["wer"] == result.summary["wer"]
 
 

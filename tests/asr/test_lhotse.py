@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kit.examples.asr.data import LhotseCuts, read_manifest
-from tests.examples.test_kaldi import PICKS, decode
+from kit.asr.data import LhotseCuts, read_manifest
+from tests.asr.test_kaldi import PICKS, decode
 
 pytest.importorskip("pocketsphinx")
 lhotse = pytest.importorskip("lhotse")

@@ -30,10 +30,19 @@ RATE = 16000
 
 
 def read_manifest(path: str | Path) -> list[dict[str, Any]]:
-    """Read a JSON-lines manifest of ``{"id", "audio", "text"}``; audio paths become absolute.
+    r"""Read a JSON-lines manifest of ``{"id", "audio", "text"}``; audio paths become absolute.
 
     Relative audio paths are relative to the manifest. Errors name the file,
     the line and what to fix.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "test.jsonl"
+    >>> _ = path.write_text('{"id": "u1", "audio": "u1.wav", "text": "hi"}\n')
+    >>> entry = read_manifest(path)[0]
+    >>> entry["audio"] == str(path.parent / "u1.wav"), entry["text"]
+    (True, 'hi')
     """
     manifest = Path(path)
     if not manifest.is_file():

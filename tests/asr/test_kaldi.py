@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 import kit
+from kit.asr import DecodeProvider, DecodeRunner
+from kit.asr.data import read_kaldi_dir, read_manifest
 from kit.cli import main
-from kit.examples.asr.data import read_kaldi_dir, read_manifest
-from kit.examples.asr.decode import CONFIG_PATH, DecodeProvider, DecodeRunner
+from kit.examples.asr import CONFIG_PATH
 
 pytest.importorskip("pocketsphinx")
 

@@ -9,7 +9,7 @@ string would count as one word and a leading zero would be lost; here every
 digit is a word of its own, in both texts, before and after normalising.
 
 The normalised texts are aligned with sclite's weights and tie-breaking
-(:mod:`kit.examples.asr.align`): word counts are what ``sclite -i rm``
+(:mod:`kit.asr.align`): word counts are what ``sclite -i rm``
 reports on the exported ``ref.trn``/``hyp.trn``, character counts what
 ``sclite -c`` reports (characters of the words, spaces left out).
 """
@@ -23,7 +23,7 @@ from functools import cache
 from typing import Any
 
 from kit._extras import install
-from kit.examples.asr.align import align
+from kit.asr.align import align
 
 _ERRORS = ("substitutions", "deletions", "insertions")
 

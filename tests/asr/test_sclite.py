@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 import kit
+from kit.asr import DecodeProvider, DecodeRunner
+from kit.asr.export import lines
+from kit.asr.wer import corpus_cer, corpus_wer, score
 from kit.cli import main
-from kit.examples.asr.decode import CONFIG_PATH, DecodeProvider, DecodeRunner
-from kit.examples.asr.export import lines
-from kit.examples.asr.wer import corpus_cer, corpus_wer, score
+from kit.examples.asr import CONFIG_PATH
 
 pytest.importorskip("pocketsphinx")
 pytest.importorskip("jiwer")

