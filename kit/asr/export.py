@@ -121,7 +121,7 @@ def export(
     """Write ``ref.<format>`` and ``hyp.<format>`` for the run (or each trial) in ``folder``.
 
     ``trn`` texts are normalised with ``normalize_with``, by default the
-    normaliser the run scored with (as :func:`~kit.asr.rescore.score_folder`
+    normaliser the run scored with (as :func:`~kit.asr.score_folder`
     picks it). Returns the files written.
 
     Examples
