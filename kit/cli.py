@@ -534,7 +534,9 @@ def _score(args: argparse.Namespace) -> int:
     if unknown or not metrics:
         raise KitError(f"--metric {args.metric!r}: give wer, cer or wer,cer")
     try:
-        every = score_folder(args.output_dir, args.normalizer, _gates(args), not args.no_write)
+        every = score_folder(
+            args.output_dir, args.normalizer, _gates(args), not args.no_write, metrics
+        )
     except ValueError as exc:
         raise KitError(str(exc)) from None
     for scores in every:

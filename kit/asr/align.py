@@ -86,33 +86,37 @@ def align(ref: Sequence[str], hyp: Sequence[str]) -> Alignment:
     (1, 1)
     """
     n, m = len(ref), len(hyp)
-    # cost[i][j]: the cheapest alignment of ref[:i] with hyp[:j]; move[i][j]: its last step.
-    cost = [[0] * (m + 1) for _ in range(n + 1)]
-    move = [[""] * (m + 1) for _ in range(n + 1)]
-    for j in range(1, m + 1):
-        cost[0][j], move[0][j] = cost[0][j - 1] + INS, "I"
-    for i in range(1, n + 1):
-        cost[i][0], move[i][0] = cost[i - 1][0] + DEL, "D"
-        above, row = cost[i - 1], cost[i]
-        word, moves = ref[i - 1], move[i]
-        for j in range(1, m + 1):
-            diagonal = above[j - 1] + (0 if word == hyp[j - 1] else SUB)
-            deleted, inserted = above[j] + DEL, row[j - 1] + INS
+    # cost[i][j]: the cheapest alignment of ref[:i] with hyp[:j]; move[i][j]: its last
+    # step (0 diagonal, 1 deletion, 2 insertion). The loop is the hot path of scoring:
+    # plain locals, no indexing it can avoid.
+    cost = [[j * INS for j in range(m + 1)]]
+    move = [bytearray([2]) * (m + 1)]
+    for i, word in enumerate(ref, start=1):
+        above = cost[-1]
+        left = i * DEL
+        row, moves = [left], bytearray(m + 1)
+        moves[0] = 1
+        for j, heard in enumerate(hyp, start=1):
+            diagonal = above[j - 1] if word == heard else above[j - 1] + SUB
+            deleted, inserted = above[j] + DEL, left + INS
             # sclite's order: a match or substitution wins ties, then a deletion.
             if diagonal <= deleted and diagonal <= inserted:
-                row[j], moves[j] = diagonal, "S"
+                left = diagonal
             elif deleted < inserted:
-                row[j], moves[j] = deleted, "D"
+                left, moves[j] = deleted, 1
             else:
-                row[j], moves[j] = inserted, "I"
+                left, moves[j] = inserted, 2
+            row.append(left)
+        cost.append(row)
+        move.append(moves)
     steps: list[tuple[str, str | None, str | None]] = []
     i, j = n, m
     while i or j:
         step = move[i][j]
-        if step == "S":
+        if step == 0:
             i, j = i - 1, j - 1
             steps.append(("C" if ref[i] == hyp[j] else "S", ref[i], hyp[j]))
-        elif step == "D":
+        elif step == 1:
             i -= 1
             steps.append(("D", ref[i], None))
         else:

@@ -24,8 +24,8 @@ from typing import Any
 
 from kit._atomic import atomic_file
 from kit.asr._stored import runs_in, stored_normalizer
-from kit.asr.align import align
-from kit.asr.wer import corpus_cer, corpus_wer, score
+from kit.asr.align import Alignment
+from kit.asr.wer import corpus_cer, corpus_wer, scored
 from kit.store._results import read_result
 
 #: What ``kit score --metric`` may print and gate.
@@ -41,7 +41,7 @@ def interval(
     errors: str = "errors",
     total: str = "words",
     *,
-    resamples: int = 2000,
+    resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> tuple[float, float] | None:
@@ -54,6 +54,7 @@ def interval(
 
     Examples
     --------
+    >>> from kit.asr import score
     >>> records = [score("the cat sat", "the cat sat")] * 8 + [score("a dog", "a log")] * 2
     >>> low, high = interval(records)
     >>> 0.0 <= low < corpus_wer(records)["wer"] < high
@@ -69,7 +70,8 @@ def interval(
     rates = []
     rows = max(1, 2_000_000 // len(records))  # a block of draws at a time: bounded memory
     for done in range(0, resamples, rows):
-        draws = rng.integers(0, len(records), size=(min(rows, resamples - done), len(records)))
+        shape = (min(rows, resamples - done), len(records))
+        draws = rng.integers(0, len(records), size=shape, dtype=np.int32)
         rates.append(wrong[draws].sum(axis=1) / np.maximum(1, size[draws].sum(axis=1)))
     tail = (1 - confidence) / 2
     low, high = np.quantile(np.concatenate(rates), [tail, 1 - tail])
@@ -81,6 +83,7 @@ def totals(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     Examples
     --------
+    >>> from kit.asr import score
     >>> t = totals([score("the cat", "the cut"), score("a dog", "a dog")])
     >>> t["utterances"], t["wer"], t["words"], t["cer"], t["chars"]
     (2, 0.25, 4, 0.1, 10)
@@ -97,6 +100,7 @@ def grouped(records: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, 
 
     Examples
     --------
+    >>> from kit.asr import score
     >>> rows = grouped([{"speaker": "a", **score("x", "x")}, {"speaker": "b", **score("x", "")}],
     ...                "speaker")
     >>> {name: row["wer"] for name, row in rows.items()}
@@ -116,6 +120,7 @@ class Scores:
     Examples
     --------
     >>> from pathlib import Path
+    >>> from kit.asr import score
     >>> scores = Scores(Path("run"), "none", totals([score("a b", "a c"), score("d", "d")]))
     >>> print(scores.table(["wer"]))
                       utts   words   sub   del   ins     WER          95% CI
@@ -205,14 +210,18 @@ def score_run(
     run: Path,
     normalize_with: str | None = None,
     gates: dict[str, float] | None = None,
+    metrics: Sequence[str] = METRICS,
 ) -> Scores:
     """Score the stored hypotheses of the run in ``run`` again; decide the gates.
 
-    ``gates`` maps ``wer``/``cer`` to the most each may be (``{"wer": 0.1}``).
+    ``gates`` maps ``wer``/``cer`` to the most each may be (``{"wer": 0.1}``);
+    characters are aligned only when ``metrics`` or ``gates`` ask for the CER.
     """
     name = normalize_with if normalize_with is not None else stored_normalizer(run)
+    chars = "cer" in metrics or "cer" in (gates or {})
     result = read_result(run)
-    records = []
+    records: list[dict[str, Any]] = []
+    alignments: list[Alignment] = []
     for position, record in enumerate(result.records):
         if record is None:
             continue
@@ -221,7 +230,11 @@ def score_run(
                 f"{run}, item {position}: the record has no 'ref' and 'hyp'; only a decoding "
                 "run (kit.asr's DecodeRunner) can be scored"
             )
-        records.append({**record, **score(str(record["ref"]), str(record["hyp"]), name)})
+        found, alignment = scored(str(record["ref"]), str(record["hyp"]), name, chars=chars)
+        # What the run stored of its own scoring is left behind: only these counts count.
+        kept = {key: record[key] for key in ("id", "speaker", "set", "ref", "hyp") if key in record}
+        records.append({**kept, **found})
+        alignments.append(alignment)
     scores = Scores(
         run=run,
         normalizer=name,
@@ -232,8 +245,7 @@ def score_run(
     )
     substituted: Counter[tuple[str, str]] = Counter()
     aligned = []
-    for record in records:
-        alignment = align(record["ref_norm"].split(), record["hyp_norm"].split())
+    for record, alignment in zip(records, alignments, strict=True):
         substituted.update(alignment.substitutions())
         aligned.append((int(record["errors"]), record, alignment))
     scores.top_substitutions = [[r, h, n] for (r, h), n in substituted.most_common(20)]
@@ -265,6 +277,7 @@ def score_folder(
     normalize_with: str | None = None,
     gates: dict[str, float] | None = None,
     write: bool = True,
+    metrics: Sequence[str] = METRICS,
 ) -> list[Scores]:
     """Score the run in ``folder`` (or each trial of a sweep) again; write ``metrics.json``.
 
@@ -282,7 +295,7 @@ def score_folder(
         raise ValueError(f"no gate for {', '.join(unknown)}: gates exist for wer and cer")
     every = []
     for run, _ in runs_in(Path(folder)):
-        scores = score_run(run, normalize_with, gates)
+        scores = score_run(run, normalize_with, gates, metrics)
         if write:
             try:
                 with atomic_file(run / METRICS_FILE, "w", parents=False) as fh:

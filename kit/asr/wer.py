@@ -23,7 +23,7 @@ from functools import cache
 from typing import Any
 
 from kit._extras import install
-from kit.asr.align import align
+from kit.asr.align import Alignment, align
 
 _ERRORS = ("substitutions", "deletions", "insertions")
 
@@ -131,12 +131,14 @@ def normalizer(name: str = "whisper") -> Callable[[str], str]:
     return checked
 
 
-def score(ref: str, hyp: str, normalize_with: str = "whisper") -> dict[str, Any]:
+def score(
+    ref: str, hyp: str, normalize_with: str = "whisper", *, chars: bool = True
+) -> dict[str, Any]:
     """Compare one reference and hypothesis after normalising both (:func:`normalizer`).
 
     Returns the normalised pair, the word error counts (``words`` is the
-    number of reference words) and the character error counts (``chars``:
-    the reference's characters, spaces left out).
+    number of reference words) and, unless ``chars=False``, the character
+    error counts (``chars``: the reference's characters, spaces left out).
 
     Examples
     --------
@@ -147,20 +149,31 @@ def score(ref: str, hyp: str, normalize_with: str = "whisper") -> dict[str, Any]
     >>> s["errors"], s["words"], s["char_errors"], s["chars"]
     (1, 2, 1, 6)
     """
+    return scored(ref, hyp, normalize_with, chars=chars)[0]
+
+
+def scored(
+    ref: str, hyp: str, normalize_with: str = "whisper", *, chars: bool = True
+) -> tuple[dict[str, Any], Alignment]:
+    """:func:`score`, and the words' alignment it counted (for views of the errors)."""
     norm = normalizer(normalize_with)
     ref_norm, hyp_norm = str(norm(ref)), str(norm(hyp))
-    words = align(ref_norm.split(), hyp_norm.split()).counts()
-    chars = align(list(ref_norm.replace(" ", "")), list(hyp_norm.replace(" ", ""))).counts()
-    return {
+    alignment = align(ref_norm.split(), hyp_norm.split())
+    words = alignment.counts()
+    found: dict[str, Any] = {
         "ref_norm": ref_norm,
         "hyp_norm": hyp_norm,
         **{key: words[key] for key in _ERRORS},
         "errors": sum(words[key] for key in _ERRORS),
         "words": len(ref_norm.split()),
-        **{f"char_{key}": chars[key] for key in _ERRORS},
-        "char_errors": sum(chars[key] for key in _ERRORS),
-        "chars": len(ref_norm.replace(" ", "")),
     }
+    if chars:
+        letters = align(list(ref_norm.replace(" ", "")), list(hyp_norm.replace(" ", "")))
+        counted = letters.counts()
+        found.update({f"char_{key}": counted[key] for key in _ERRORS})
+        found["char_errors"] = sum(counted[key] for key in _ERRORS)
+        found["chars"] = len(ref_norm.replace(" ", ""))
+    return found, alignment
 
 
 def corpus_wer(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
