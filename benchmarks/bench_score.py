@@ -119,7 +119,7 @@ def main() -> int:
         "wer": ([*KIT, "score", str(pairs_dir), "--normalizer", "none", "--metric", "wer"], sclite),
         "cer": (
             [*KIT, "score", str(pairs_dir), "--normalizer", "none", "--metric", "cer"],
-            [*sclite[:-4], "-c", *sclite[-4:]],
+            [*sclite[:-3], "-c", *sclite[-3:]],
         ),
     }
     walls: dict[str, dict[str, list[float]]] = {m: {"kit": [], "sclite": []} for m in pairs}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import wave
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,13 @@ def build_shared_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def shout(text: str) -> str:
     """A normaliser of one's own, named by its dotted path: upper case, words kept."""
     return " ".join(text.upper().split())
+
+
+def write_wav(path: Path, rate: int = 16000, channels: int = 1, seconds: float = 0.1) -> Path:
+    """Write a silent 16-bit WAV file of the given rate and channels; return its path."""
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(channels)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(bytes(2 * channels * round(rate * seconds)))
+    return path

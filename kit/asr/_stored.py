@@ -6,7 +6,9 @@ the folder names.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -52,3 +54,20 @@ def stored_normalizer(run: Path) -> str:
         f"Kit does not import code a folder names: pass --normalizer {chosen} to use it, "
         "or another"
     )
+
+
+def decoded(records: Sequence[Any], where: str, doing: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(position, record)`` of a decoding run's records; failed items (None) left out.
+
+    A record without ``ref`` and ``hyp`` is no decoding run's: an error naming
+    the item and what ``doing`` (``exported``, ``scored``) needs.
+    """
+    for position, record in enumerate(records):
+        if record is None:
+            continue
+        if not isinstance(record, dict) or "ref" not in record or "hyp" not in record:
+            raise ValueError(
+                f"{where}, item {position}: the record has no 'ref' and 'hyp'; only a decoding "
+                f"run (kit.asr's DecodeRunner) can be {doing}"
+            )
+        yield position, record

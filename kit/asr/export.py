@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kit._atomic import atomic_file
-from kit.asr._stored import runs_in, stored_normalizer
+from kit.asr._stored import decoded, runs_in, stored_normalizer
 from kit.asr.wer import normalizer
 from kit.store._results import read_result
 
@@ -73,14 +73,7 @@ def lines(
     norm = normalizer(normalize_with) if format == "trn" else None
     refs, hyps = [], []
     seen: set[str] = set()
-    for position, record in enumerate(records):
-        if record is None:
-            continue
-        if not isinstance(record, dict) or "ref" not in record or "hyp" not in record:
-            raise ValueError(
-                f"{where}, item {position}: the record has no 'ref' and 'hyp'; "
-                "only a decoding run (kit.asr's DecodeRunner) can be exported"
-            )
+    for position, record in decoded(records, where, "exported"):
         uid = str(record.get("id", position))
         if _ID.fullmatch(uid) is None:
             raise ValueError(

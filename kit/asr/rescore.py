@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kit._atomic import atomic_file
-from kit.asr._stored import runs_in, stored_normalizer
+from kit.asr._stored import decoded, runs_in, stored_normalizer
 from kit.asr.align import Alignment
 from kit.asr.wer import corpus_cer, corpus_wer, scored
 from kit.store._results import read_result
@@ -222,17 +222,12 @@ def score_run(
     result = read_result(run)
     records: list[dict[str, Any]] = []
     alignments: list[Alignment] = []
-    for position, record in enumerate(result.records):
-        if record is None:
-            continue
-        if not isinstance(record, dict) or "ref" not in record or "hyp" not in record:
-            raise ValueError(
-                f"{run}, item {position}: the record has no 'ref' and 'hyp'; only a decoding "
-                "run (kit.asr's DecodeRunner) can be scored"
-            )
+    for _, record in decoded(result.records, str(run), "scored"):
         found, alignment = scored(str(record["ref"]), str(record["hyp"]), name, chars=chars)
         # What the run stored of its own scoring is left behind: only these counts count.
-        kept = {key: record[key] for key in ("id", "speaker", "set", "ref", "hyp") if key in record}
+        kept: dict[str, Any] = {
+            key: record[key] for key in ("id", "speaker", "set", "ref", "hyp") if key in record
+        }
         records.append({**kept, **found})
         alignments.append(alignment)
     scores = Scores(

@@ -14,6 +14,7 @@ from kit.asr import DecodeProvider, DecodeRunner
 from kit.asr.data import read_kaldi_dir, read_manifest
 from kit.cli import main
 from kit.examples.asr import CONFIG_PATH
+from tests.speech import write_wav
 
 pytest.importorskip("pocketsphinx")
 
@@ -98,13 +99,7 @@ def write(folder: Path, **files: str) -> Path:
 
 @pytest.fixture
 def clip(tmp_path: Path) -> Path:
-    path = tmp_path / "clip.wav"
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(16000)
-        out.writeframes(bytes(3200))
-    return path
+    return write_wav(tmp_path / "clip.wav")
 
 
 def test_bad_kaldi_data_is_refused_naming_the_file_the_line_and_the_utterance(
@@ -130,11 +125,7 @@ def test_bad_kaldi_data_is_refused_naming_the_file_the_line_and_the_utterance(
         f"{d / 'gone' / 'wav.scp'}, line 2: recording r1: no such file: "
         f"{d / 'gone' / 'nowhere.wav'}"
     )
-    with wave.open(str(tmp_path / "phone.wav"), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(8000)
-        out.writeframes(bytes(1600))
+    write_wav(tmp_path / "phone.wav", rate=8000)
     narrow = refused("rate", wav_scp=f"r1 {tmp_path / 'phone.wav'}\n", text="r1 hi\n")
     assert narrow.startswith(
         f"{d / 'rate' / 'wav.scp'}, line 1: recording r1: {tmp_path / 'phone.wav'} is 8000 Hz, "

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import wave
 from pathlib import Path
 
 import pytest
 
 from kit.asr.data import LhotseCuts, read_manifest
 from tests.asr.test_kaldi import PICKS, decode
+from tests.speech import write_wav
 
 pytest.importorskip("pocketsphinx")
 lhotse = pytest.importorskip("lhotse")
@@ -55,12 +55,7 @@ def test_a_cutset_decodes_as_the_same_utterances_from_a_manifest(
 
 
 def test_a_cut_the_recognizers_cannot_take_is_refused_naming_it(tmp_path: Path) -> None:
-    path = tmp_path / "phone.wav"
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(8000)
-        out.writeframes(bytes(1600))
+    path = write_wav(tmp_path / "phone.wav", rate=8000)
     manifest = cutset(
         [{"id": "call-1", "audio": str(path), "text": "hello"}], tmp_path / "cuts.jsonl.gz"
     )
