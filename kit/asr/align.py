@@ -8,7 +8,7 @@ insertion or a deletion 3, a match 0) and breaks ties in a fixed order
 (substitution or match first, then deletion, then insertion). jiwer and
 kaldialign (even in its ``sclite_mode``) find alignments of the same cost
 but split the errors differently, so this module does the dynamic
-programme itself; ``tests/examples/test_sclite.py`` checks it against
+programme itself; ``tests/asr/test_sclite.py`` checks it against
 Debian's ``sclite`` on thousands of pairs.
 """
 
