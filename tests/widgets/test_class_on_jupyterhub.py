@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from kit.cluster import class_runs
+from kit.cluster._teacher import connect, runs_table
 from tests.browser import browser
 from tests.hub import jupyterhub
 from tests.jupyter import ROOT, Shots, log_console_entries, open_and_run_all
@@ -26,7 +28,12 @@ KIT = str(Path(sys.executable).with_name("kit"))
 
 
 class Teacher(threading.Thread):
-    """Types ``kit cluster runs ADDRESS`` again and again while the class works."""
+    """Types ``kit cluster runs ADDRESS`` once, then watches what it prints, many times a second.
+
+    A command a second would sample: on a busy machine each one takes seconds to start,
+    and an attendee's short run could begin and end between two of them. The listing
+    is drawn by the same functions the command prints with, over one connection.
+    """
 
     def __init__(self, address: str) -> None:
         super().__init__(name="teacher", daemon=True)
@@ -37,14 +44,19 @@ class Teacher(threading.Thread):
 
     def run(self) -> None:
         environ = dict(os.environ, PYTHONPATH=str(ROOT))
-        while not self.done.is_set():
-            said = subprocess.run(
-                [KIT, "cluster", "runs", self.address], capture_output=True, text=True, env=environ
-            )
-            assert said.returncode == 0, said.stderr
-            self.listings.append(said.stdout)
-            rows = said.stdout.splitlines()[2:]  # below the count and the header
-            self.listed |= {row.split()[1] for row in rows if len(row.split()) > 8}
+        said = subprocess.run(
+            [KIT, "cluster", "runs", self.address], capture_output=True, text=True, env=environ
+        )
+        assert said.returncode == 0, said.stderr
+        self.listings.append(said.stdout)
+        client = connect(self.address)
+        try:
+            while not self.done.wait(0.2):
+                listing = class_runs(client)
+                self.listings.append(runs_table(listing))
+                self.listed |= {str(seat["user"]) for seat in listing["runs"]}
+        finally:
+            client.close()
 
 
 def test_a_class_of_three_runs_the_workshop_on_one_cluster_through_jupyterhub(
