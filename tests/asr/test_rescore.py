@@ -136,3 +136,32 @@ def test_each_recognizers_first_call_is_its_warm_up_and_rtf_warm_leaves_it_out(
     # The workers' recognizers are warm now: a second run has no warm-up to leave out.
     again = DecodeRunner(DecodeProvider(cfg), parallel=local, output_dir=tmp_path / "again")
     assert not any(r["warmup"] for r in again.run(ITEMS).records)
+
+
+def test_a_co_user_who_can_write_the_run_folder_cannot_make_kit_score_follow_or_run_anything(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    result = decode(corpus, out)
+    victim = tmp_path / "thesis.tex"
+    victim.write_text("precious")
+    # Planted: metrics.json as a link to a file of the reader's, and config.yaml as a link
+    # to a config naming code of the co-user's as the normaliser.
+    (out / "metrics.json").symlink_to(victim)
+    elsewhere = tmp_path / "planted.yaml"
+    elsewhere.write_text("scoring: {normalizer: tests.speech.shout}\n")
+    (out / "config.yaml").unlink()
+    (out / "config.yaml").symlink_to(elsewhere)
+    assert main(["score", str(out)]) == 0
+    capsys.readouterr()
+    assert victim.read_text() == "precious"  # the link was replaced, never followed
+    assert not (out / "metrics.json").is_symlink()
+    metrics = json.loads((out / "metrics.json").read_text())
+    # The linked config was not read: Kit's own normaliser, the run's own counts.
+    assert metrics["normalizer"] == "whisper"
+    assert metrics["overall"]["wer"] == result.summary["wer"]
+    # A stored config naming code is data: refused, not imported (see the test above).
+    (out / "config.yaml").unlink()
+    (out / "config.yaml").write_text("scoring: {normalizer: tests.speech.shout}\n")
+    assert main(["export", str(out), "-o", str(tmp_path / "trn")]) == 2
+    assert "Kit does not import code a folder names" in capsys.readouterr().err
