@@ -103,6 +103,16 @@ class Runner:
         """Aggregate the records of a completed run (e.g. corpus WER); override this."""
         return {}
 
+    def task_forward(self) -> Callable[..., Any]:
+        """Return what the workers call for each item: ``forward``, or a picklable wrapper.
+
+        A subclass that checks every output where it is made (so a bad one
+        fails its item, named) returns a ``functools.partial`` of a
+        module-level function around ``type(self).forward``; the env is still
+        matched to ``forward``'s own parameters.
+        """
+        return type(self).forward
+
     def __init__(
         self,
         provider: EnvironmentProvider,
@@ -296,7 +306,7 @@ class Runner:
         store = RunStore(self.output_dir, writer) if self.output_dir is not None else None
         job = ChunkJob(
             run_id=uuid.uuid4().hex[:8],
-            forward=type(self).forward,
+            forward=self.task_forward(),
             forward_spec=self.forward_spec,
             explicit=dict(forward_kwargs),
             indices=items,

@@ -7,7 +7,9 @@ named test sets at once; each utterance is scored with a chosen text
 normaliser and aligned as NIST's sclite aligns (WER and CER with their
 substitutions, deletions and insertions). A finished run is scored again
 without decoding (:func:`score_folder`, ``kit score``) and exported for
-sclite or ESPnet (:func:`export`, ``kit export``). Install with
+sclite or ESPnet (:func:`export`, ``kit export``). ESPnet3's inference
+contract runs as ESPnet3 writes it (:class:`InferenceProvider`,
+:class:`InferenceRunner`, :func:`infer`). Install with
 ``pip install 'kit-lab[asr]'``; :mod:`kit.examples.asr` is the worked
 example on a generated corpus.
 
@@ -25,6 +27,7 @@ from kit.asr.align import Alignment, align
 from kit.asr.data import read_kaldi_dir, read_manifest
 from kit.asr.decode import DecodeProvider, DecodeRunner
 from kit.asr.export import export
+from kit.asr.inference import InferenceProvider, InferenceRunner, infer
 from kit.asr.recognizers import Recognizer, make_recognizer
 from kit.asr.rescore import Scores, score_folder
 from kit.asr.wer import corpus_cer, corpus_wer, differences, normalizer, score, wer_by
@@ -33,6 +36,8 @@ __all__ = [
     "Alignment",
     "DecodeProvider",
     "DecodeRunner",
+    "InferenceProvider",
+    "InferenceRunner",
     "Recognizer",
     "Scores",
     "align",
@@ -40,6 +45,7 @@ __all__ = [
     "corpus_wer",
     "differences",
     "export",
+    "infer",
     "make_recognizer",
     "normalizer",
     "read_kaldi_dir",
