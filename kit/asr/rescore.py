@@ -123,8 +123,8 @@ class Scores:
     >>> from kit.asr import score
     >>> scores = Scores(Path("run"), "none", totals([score("a b", "a c"), score("d", "d")]))
     >>> print(scores.table(["wer"]))
-                      utts   words   sub   del   ins     WER          95% CI
-    all                  2       3     1     0     0  33.33%   [0.0%, 50.0%]
+                      utts   words   sub   del   ins     WER            95% CI
+    all                  2       3     1     0     0  33.33%     [0.0%, 50.0%]
     """
 
     run: Path
@@ -167,9 +167,9 @@ class Scores:
         """
         head = f"{'':<16}{'utts':>6}"
         if "wer" in metrics:
-            head += f"{'words':>8}{'sub':>6}{'del':>6}{'ins':>6}{'WER':>8}{'95% CI':>16}"
+            head += f"{'words':>8}{'sub':>6}{'del':>6}{'ins':>6}{'WER':>8}{'95% CI':>18}"
         if "cer" in metrics:
-            head += f"{'chars':>8}{'sub':>6}{'del':>6}{'ins':>6}{'CER':>8}{'95% CI':>16}"
+            head += f"{'chars':>8}{'sub':>6}{'del':>6}{'ins':>6}{'CER':>8}{'95% CI':>18}"
         rows = [head]
         named = [(f"set {k}", v) for k, v in self.by_set.items()]
         named += [(f"speaker {k}", v) for k, v in self.by_speaker.items()]
@@ -202,8 +202,9 @@ class Scores:
 def _ci(bounds: Sequence[float] | None) -> str:
     """Return a rate's interval as the table prints it, e.g. ``[5.1%, 14.2%]``."""
     if not bounds:
-        return f"{'':>16}"
-    return f"{f'[{bounds[0]:.1%}, {bounds[1]:.1%}]':>16}"
+        return f"{'':>18}"
+    # Wide enough for rates over 100% (many insertions): [105.3%, 158.8%] keeps a space.
+    return f"{f'[{bounds[0]:.1%}, {bounds[1]:.1%}]':>18}"
 
 
 def score_run(

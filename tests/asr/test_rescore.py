@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -165,3 +166,47 @@ def test_a_co_user_who_can_write_the_run_folder_cannot_make_kit_score_follow_or_
     (out / "config.yaml").write_text("scoring: {normalizer: tests.speech.shout}\n")
     assert main(["export", str(out), "-o", str(tmp_path / "trn")]) == 2
     assert "Kit does not import code a folder names" in capsys.readouterr().err
+
+
+def test_kit_score_and_kit_export_take_a_sweeps_folder_trial_by_trial_and_skip_planted_trials(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sweep = tmp_path / "sweep"
+    args = [f"data.root={corpus}", "decoder.engine=pocketsphinx", "items.stop=6"]
+    assert (
+        main(["sweep", str(CONFIG_PATH), *args, "decoder.mode=lm,grammar", "-o", str(sweep)]) == 0
+    )
+    capsys.readouterr()
+    # A co-user who can write the sweep's folder plants a trial: a link to a run of the
+    # reader's elsewhere, and a link to a folder of the reader's that holds no run.
+    mine = tmp_path / "mine"
+    decode(corpus, mine)
+    (sweep / "trial-007").symlink_to(mine)
+    (sweep / "trial-008").symlink_to(tmp_path, target_is_directory=True)
+    # The grammar trial only knows digit strings: many insertions, a WER over 100%, and
+    # one trial over the gate fails the command.
+    assert main(["score", str(sweep), "--max-wer", "0.99"]) == EXIT_GATE
+    printed = capsys.readouterr().out
+    verdicts = re.findall(r"gate max-wer 99\.00%: (\d+)\.\d\d%, (passed|FAILED)", printed)
+    assert [verdict for _, verdict in verdicts] == ["passed", "FAILED"], printed
+    assert int(verdicts[1][0]) >= 100
+    # Even past 100%, the table keeps its columns apart.
+    assert re.search(r"^all .*\d% +\[\d+\.\d%, \d+\.\d%\] ", printed, re.M), printed
+    trials = sorted(p for p in sweep.glob("trial-*") if not p.is_symlink())
+    assert [t.name for t in trials] == ["trial-000", "trial-001"]
+    for trial in trials:
+        assert printed.count(f"{trial} (normalizer: whisper)\n") == 1
+        assert json.loads((trial / "metrics.json").read_text())["overall"]["utterances"] == 6
+    assert "trial-007" not in printed and "trial-008" not in printed
+    assert not (mine / "metrics.json").exists()  # the planted links were not followed
+    assert main(["export", str(sweep), "--format", "scp", "-o", str(tmp_path / "scp")]) == 0
+    capsys.readouterr()
+    written = sorted(str(p.relative_to(tmp_path / "scp")) for p in (tmp_path / "scp").rglob("*"))
+    assert written == [
+        "trial-000",
+        "trial-000/hyp.scp",
+        "trial-000/ref.scp",
+        "trial-001",
+        "trial-001/hyp.scp",
+        "trial-001/ref.scp",
+    ]
