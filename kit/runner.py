@@ -103,6 +103,15 @@ class Runner:
         """Aggregate the records of a completed run (e.g. corpus WER); override this."""
         return {}
 
+    def report_sections(self) -> Sequence[Callable[[Path], str]]:
+        """Return the parts this runner adds to ``report.html``; override this.
+
+        Each is a module-level function given the run's folder that returns
+        HTML (escaped: the folder's data may be anyone's); none by default.
+        :class:`kit.asr.DecodeRunner` adds its scores and alignments.
+        """
+        return ()
+
     def task_forward(self) -> Callable[..., Any]:
         """Return what the workers call for each item: ``forward``, or a picklable wrapper.
 
@@ -339,7 +348,7 @@ class Runner:
             # then upload the report once it is written.
             events.subscribe(exporters.take)
         if store is not None and self.draws_report:
-            events.subscribe(ReportWriter(store.path))
+            events.subscribe(ReportWriter(store.path, self.report_sections()))
         if exporters is not None:
             events.subscribe(exporters.finish)
         if on_event is not None:

@@ -266,10 +266,10 @@ def test_a_trials_end_never_waits_for_its_report(
     second_done = threading.Event()
     draw = ReportWriter.draw
 
-    def held(output_dir: Path, shared_bokeh: str | None = None) -> None:
+    def held(output_dir: Path, shared_bokeh: str | None = None, sections: Any = ()) -> None:
         if output_dir.name == "trial-000":
             assert second_done.wait(120), "trial-001 ran while trial-000's report was drawn"
-        draw(output_dir, shared_bokeh)
+        draw(output_dir, shared_bokeh, sections)
 
     monkeypatch.setattr(ReportWriter, "draw", staticmethod(held))
 

@@ -275,7 +275,7 @@ class SweepHandle:
                 else []
             )
             handle.events.subscribe(exporters.take)
-            self._reports.follow(trial, handle, exporters)
+            self._reports.follow(trial, handle, exporters, runner.report_sections())
             handle.start()
         except BaseException as exc:
             self._ended(trial, None, exc)
@@ -471,6 +471,10 @@ class SweepHandle:
             self._finished.wait(timeout)
 
 
+#: A trial to draw the report of: the trial, how it ended, its trackers, its runner's sections.
+_Drawn = tuple[Trial, RunFinished, Exporters, tuple[Callable[[Path], str], ...]]
+
+
 class _Reports:
     """Draw each ended trial's ``report.html`` on a thread of the sweep's, one after another.
 
@@ -482,14 +486,18 @@ class _Reports:
     """
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[tuple[Trial, RunFinished, Exporters] | None] = (
-            queue.SimpleQueue()
-        )
+        self._queue: queue.SimpleQueue[_Drawn | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def follow(self, trial: Trial, handle: Any, exporters: Exporters) -> None:
-        """Draw ``trial``'s report once its run (``handle``) has ended, if it started."""
+    def follow(
+        self,
+        trial: Trial,
+        handle: Any,
+        exporters: Exporters,
+        sections: Sequence[Callable[[Path], str]] = (),
+    ) -> None:
+        """Draw ``trial``'s report (with its runner's ``sections``) once its run has ended."""
         started: list[bool] = []
 
         def take(event: Any) -> None:
@@ -497,13 +505,13 @@ class _Reports:
                 started.append(True)
             elif isinstance(event, RunFinished):
                 if started:
-                    self._put((trial, event, exporters))
+                    self._put((trial, event, exporters, tuple(sections)))
                 else:  # refused before it began (its folder's lock): nothing to draw
                     exporters.finish(event)
 
         handle.events.subscribe(take)
 
-    def _put(self, item: tuple[Trial, RunFinished, Exporters]) -> None:
+    def _put(self, item: _Drawn) -> None:
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -515,7 +523,7 @@ class _Reports:
     def _draw(self) -> None:
         shared: str | None = None
         while (item := self._queue.get()) is not None:
-            trial, finished, exporters = item
+            trial, finished, exporters, sections = item
             try:
                 if RunDir(trial.output_dir).manifest.is_file():  # its folder may have gone
                     if shared is None:  # BokehJS once in the sweep's folder, not in each page
@@ -523,7 +531,7 @@ class _Reports:
                             shared = share_bokeh(trial.output_dir.parent) or ""
                         except Exception:  # a full disk, say: each page inlines it then
                             shared = ""
-                    ReportWriter.draw(trial.output_dir, shared or None)
+                    ReportWriter.draw(trial.output_dir, shared or None, sections)
             finally:
                 exporters.finish(finished)  # the trackers end the trial's run whatever happened
 

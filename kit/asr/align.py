@@ -74,6 +74,39 @@ class Alignment:
             hyp_words.append((h or "*" * width).ljust(width))
         return f"REF: {' '.join(ref_words)}".rstrip() + f"\nHYP: {' '.join(hyp_words)}".rstrip()
 
+    def html(self) -> str:
+        """Return the two lines of :meth:`pretty` as HTML, each error marked by its kind.
+
+        Substitutions, deletions and insertions are ``<mark>`` elements of
+        class ``kit-S``, ``kit-D`` and ``kit-I`` (their titles say which);
+        the words are escaped.
+
+        Examples
+        --------
+        >>> print(align(["a", "<b>"], ["a"]).html())
+        REF: a <mark class='kit-D' title='deletion'>&lt;B&gt;</mark>
+        HYP: a <mark class='kit-D' title='deletion'>***</mark>
+        """
+        import html
+
+        titles = {"S": "substitution", "D": "deletion", "I": "insertion"}
+        ref_cells, hyp_cells = [], []
+        for op, ref, hyp in self.steps:
+            r, h = ref or "", hyp or ""
+            if op != "C":
+                r, h = r.upper(), h.upper()
+            width = max(len(r), len(h))
+            cells = []
+            for word in (r, h):
+                text = html.escape(word or "*" * width)
+                pad = " " * (width - len(word or "*" * width))
+                if op != "C":
+                    text = f"<mark class='kit-{op}' title='{titles[op]}'>{text}</mark>"
+                cells.append(text + pad)
+            ref_cells.append(cells[0])
+            hyp_cells.append(cells[1])
+        return f"REF: {' '.join(ref_cells)}".rstrip() + f"\nHYP: {' '.join(hyp_cells)}".rstrip()
+
 
 def align(ref: Sequence[str], hyp: Sequence[str]) -> Alignment:
     """Align two token sequences (words, or characters) with sclite's weights and ties.

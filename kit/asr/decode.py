@@ -14,6 +14,7 @@ import functools
 import time
 import wave
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from omegaconf import OmegaConf
@@ -31,6 +32,7 @@ from kit.asr.recognizers import (
     Recognizer,
     make_recognizer,
 )
+from kit.asr.report import decoding_section
 from kit.asr.wer import corpus_cer, corpus_wer, normalizer, score
 from kit.config._errors import error
 
@@ -219,6 +221,10 @@ class DecodeRunner(Runner):
             return len(audio["array"]) / float(audio.get("sampling_rate", 16000))
         with wave.open(str(audio)) as wav:
             return float(wav.getnframes() / wav.getframerate())
+
+    def report_sections(self) -> Sequence[Callable[[Path], str]]:
+        """Add the scores, the worst utterances aligned and the substitutions to ``report.html``."""
+        return (decoding_section,)
 
     def summarize(self, records: list[Any]) -> dict[str, Any]:
         """Corpus WER and CER, with their substitutions, deletions and insertions; the RTF."""

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kit._atomic import atomic_file
+from kit.asr._html import scores_html
 from kit.asr._stored import decoded, runs_in, stored_normalizer
 from kit.asr.align import Alignment
 from kit.asr.wer import corpus_cer, corpus_wer, scored
@@ -113,7 +114,7 @@ def grouped(records: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, 
     return {name: totals(group) for name, group in sorted(groups.items())}
 
 
-@dataclass
+@dataclass(repr=False)
 class Scores:
     """One run's scores: overall, per speaker and per set, and the gate's verdict.
 
@@ -122,6 +123,9 @@ class Scores:
     >>> from pathlib import Path
     >>> from kit.asr import score
     >>> scores = Scores(Path("run"), "none", totals([score("a b", "a c"), score("d", "d")]))
+    >>> scores  # doctest: +NORMALIZE_WHITESPACE
+    <Scores of run (normalizer: none): 2 utterances, WER 33.33% [0.0%, 50.0%],
+    CER 33.33% [0.0%, 50.0%]>
     >>> print(scores.table(["wer"]))
                       utts   words   sub   del   ins     WER            95% CI
     all                  2       3     1     0     0  33.33%     [0.0%, 50.0%]
@@ -140,6 +144,8 @@ class Scores:
     top_substitutions: list[list[Any]] = field(default_factory=list)
     #: The utterances with the most word errors, each with its aligned REF/HYP lines.
     worst: list[dict[str, Any]] = field(default_factory=list)
+    #: The alignments of ``worst``, in its order (for views; not in ``metrics.json``).
+    worst_aligned: list[Alignment] = field(default_factory=list, repr=False)
 
     @property
     def passed(self) -> bool:
@@ -185,6 +191,23 @@ class Scores:
             rows.append(line)
         return "\n".join(rows)
 
+    def __repr__(self) -> str:
+        """One line: the run, the normaliser, WER and CER with their intervals."""
+        overall = self.overall
+        rates = [
+            f"{name.upper()} {overall[name]:.2%}{_bracket(overall.get(f'{name}_interval'))}"
+            for name in METRICS
+            if name in overall
+        ]
+        return (
+            f"<Scores of {self.run} (normalizer: {self.normalizer}): "
+            f"{overall.get('utterances', 0)} utterances, {', '.join(rates)}>"
+        )
+
+    def _repr_html_(self) -> str:
+        """Show the scores in a notebook as a report does: table, alignments, substitutions."""
+        return scores_html(self)
+
     def alignments(self, n: int = 3) -> str:
         """Return the ``n`` utterances with the most errors, aligned, and the top substitutions."""
         lines = []
@@ -197,6 +220,10 @@ class Scores:
             pairs = ", ".join(f"{r} -> {h} ({c})" for r, h, c in self.top_substitutions[:10])
             lines.append(f"top substitutions: {pairs}")
         return "\n".join(lines)
+
+
+def _bracket(bounds: Sequence[float] | None) -> str:
+    return f" [{bounds[0]:.1%}, {bounds[1]:.1%}]" if bounds else ""
 
 
 def _ci(bounds: Sequence[float] | None) -> str:
@@ -258,6 +285,7 @@ def score_run(
         for _, (errors, record, alignment) in ranked[:WORST]
         if errors
     ]
+    scores.worst_aligned = [alignment for _, (_, _, alignment) in ranked[: len(scores.worst)]]
     for metric, limit in (gates or {}).items():
         value = scores.overall.get(metric)
         scores.gate[f"max_{metric}"] = {

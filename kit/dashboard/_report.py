@@ -7,6 +7,7 @@ import html
 import json
 import os
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,10 @@ from kit.dashboard._figures import DashboardView, require_bokeh
 from kit.dashboard._state import DashboardState
 from kit.events import Event, RunFinished, RunStarted, read_events
 from kit.store._rundir import RunDir, SweepDir
+
+#: A part of ``report.html`` a runner adds: given the run's folder, its HTML (escaped by the
+#: function, which is code of Kit's or the runner's, never read from the folder); "" for none.
+Section = Callable[[Path], str]
 
 
 def _stats_html(result: dict[str, Any]) -> str:
@@ -74,13 +79,19 @@ def _ran_html(folder: Path) -> str:
     return f"<h3>This run</h3><table class='kit-ran'>{body}</table>"
 
 
-def write_report(output_dir: str | os.PathLike[str], shared_bokeh: str | None = None) -> Path:
+def write_report(
+    output_dir: str | os.PathLike[str],
+    shared_bokeh: str | None = None,
+    sections: Sequence[Section] = (),
+) -> Path:
     """Write ``output_dir/report.html`` from the run stored there; return its path.
 
     The file is standalone: BokehJS is inlined, nothing is fetched from a
     CDN, so it opens offline. ``kit report OUTPUT_DIR`` calls this. With
     ``shared_bokeh`` (a relative URL, ``../bokeh/``: a sweep's trials) the page
     loads BokehJS from there instead, and weighs some kilobytes, not megabytes.
+    ``sections`` add the runner's own parts below the statistics
+    (:meth:`kit.Runner.report_sections`: a decoding run's scores and alignments).
 
     Examples
     --------
@@ -121,6 +132,7 @@ def write_report(output_dir: str | os.PathLike[str], shared_bokeh: str | None = 
     config = read_text(config_path) if config_path.exists() else "(no config stored)"
     details = Div(
         text=_stats_html(result)
+        + "".join(section(folder) for section in sections)
         + _ran_html(folder)
         + "<h3>Config</h3><pre class='kit-config' style='background:#f8f9fa;padding:8px'>"
         + html.escape(config)
@@ -193,8 +205,11 @@ class ReportWriter:
     False
     """
 
-    def __init__(self, output_dir: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, output_dir: str | os.PathLike[str], sections: Sequence[Section] = ()
+    ) -> None:
         self.output_dir = Path(output_dir)
+        self.sections = tuple(sections)
         self._started = False
 
     def __call__(self, event: Event) -> None:
@@ -205,13 +220,15 @@ class ReportWriter:
             self._started = False
             if not RunDir(self.output_dir).manifest.is_file():
                 return  # the folder went away mid-run: the run's error says so
-            self.draw(self.output_dir)
+            self.draw(self.output_dir, sections=self.sections)
 
     @staticmethod
-    def draw(output_dir: Path, shared_bokeh: str | None = None) -> None:
+    def draw(
+        output_dir: Path, shared_bokeh: str | None = None, sections: Sequence[Section] = ()
+    ) -> None:
         """Write ``output_dir``'s report; without bokeh nothing, and a failure is a warning."""
         try:
-            write_report(output_dir, shared_bokeh)
+            write_report(output_dir, shared_bokeh, sections)
         except ImportError:
             pass
         except Exception as exc:
