@@ -458,6 +458,13 @@ def test_the_decoding_check_reaches_its_wer_table(
     assert wers[("5", "pocketsphinx")] == pytest.approx(summaries["sphinx"]["wer"])
     assert "10 items" in (compared.text_content() or "")
     page.locator(".jp-OutputArea-output", has_text="hyp_a").first.wait_for(timeout=60_000)
+    # PocketSphinx's errors, aligned as sclite aligns them, each marked by its kind.
+    aligned = page.locator(".jp-OutputArea-output", has_text="utterances with the most").first
+    aligned.wait_for(timeout=60_000)
+    assert "Decoding scores (normalizer: whisper)" in (aligned.text_content() or "")
+    marks = aligned.locator("pre.kit-aligned mark")
+    assert marks.count() > 0 and marks.first.evaluate("m => getComputedStyle(m).backgroundColor")
+    shots(page, "alignments", focus=aligned)
     page.locator(".jp-OutputArea-output", has_text="kit submit").first.wait_for(timeout=60_000)
     outputs = page.locator(".jp-OutputArea-output")
     texts = [outputs.nth(i).text_content() or "" for i in range(outputs.count())]
