@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import reprlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import import_module
 from pathlib import Path
@@ -46,9 +47,9 @@ class InferenceProvider(EnvironmentProvider):
         The inference config (ESPnet3's name for it); ``params`` are merged
         into a copy of it, so a worker's build sees them too.
     params
-        Extra env entries (``input_key``, ``output_fn_path``, a beam size...),
-        captured when the provider is made: changing ``provider.params`` later
-        changes neither env.
+        Extra env entries (``input_key``, ``output_fn_path``, a beam size...).
+        The workers' setup function takes a copy when it is made: changing
+        ``provider.params`` afterwards does not change what it builds.
 
     Examples
     --------
@@ -313,7 +314,10 @@ class OutputCheck:
     def __call__(self, output: Any) -> None:
         """Raise ESPnet3's TypeError or ValueError if ``output`` is not a valid output."""
         if not isinstance(output, dict):
-            raise TypeError(f"Expected dict output, got {type(output).__name__}: {output}")
+            # reprlib: an array returned by mistake is named, not printed whole.
+            raise TypeError(
+                f"Expected dict output, got {type(output).__name__}: {reprlib.repr(output)}"
+            )
         idx_key = self.resolve_idx_key(output)
         missing = {idx_key, *self.hyp_keys, *self.ref_keys} - set(output)
         if missing:
@@ -375,6 +379,14 @@ def infer(config: DictConfig | Mapping[str, Any], *, client: Any = None) -> dict
     resumes it) and, once every item is done, gets one ``<field>.scp`` per
     output field (``utt_id value`` lines in dataset order; a list value is
     ``<field>0.scp``, ``<field>1.scp``...).
+
+    Parameters
+    ----------
+    config
+        The inference config (a DictConfig or a dict); it is copied, never changed.
+    client
+        A Dask client of your own to run every set on (``parallel`` is then
+        ignored), as :class:`kit.Runner` takes it; Kit never closes it.
 
     Returns
     -------
