@@ -35,6 +35,19 @@ def _close_sessions_at_the_end() -> Iterator[None]:
     kit.shutdown()
 
 
+@pytest.fixture(scope="module")
+def no_idle_clusters() -> None:
+    """Close the clusters earlier tests left running for reuse, before a module of notebook runs.
+
+    Idle, each scheduler and worker process still takes a few percent of a core
+    (heartbeats, the event loop); on a busy 2-core machine that share comes out
+    of the notebook's own cluster. Two idle 2-worker clusters made notebook 02's
+    run in JupyterLab take 1.5x as long under load, past its time limit. Tests
+    after the module start the shared cluster again when they need it.
+    """
+    kit.shutdown()
+
+
 @pytest.fixture
 def local() -> dict[str, Any]:
     """The ``parallel`` section of a 2-process LocalCluster (started once, reused)."""

@@ -20,7 +20,7 @@ from tests.jupyter import ROOT, Shots, log_console_entries, open_and_run_all
 from tests.servers import dask_cluster
 from tests.widgets.test_live_views_in_browser import NOT_KITS, wait_for_metric_ends
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_idle_clusters")]
 
 CLASS = ["alice", "bob", "carol"]
 WORKSHOP = ROOT / "notebooks" / "04_workshop.ipynb"

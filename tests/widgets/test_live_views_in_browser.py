@@ -29,7 +29,7 @@ from tests.jupyter import (
     save,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_idle_clusters")]
 
 ITEMS = 20
 APP = (

@@ -22,7 +22,7 @@ from tests.jupyter import (
     terminal_screen,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_idle_clusters")]
 
 APP = (
     "import kit\n"
