@@ -497,10 +497,10 @@ def _report(args: argparse.Namespace) -> int:
     if SweepDir(folder).holds_sweep():
         _say(write_sweep_report(folder))
         return EXIT_OK
-    from kit.asr.report import sections_for
+    from kit.asr.report import decoding_section
 
-    # A decoding run's page shows its scores and alignments too (its records say it is one).
-    _say(write_report(args.output_dir, sections=sections_for(folder)))
+    # A decoding run's page shows its scores and alignments too; its records say it is one.
+    _say(write_report(args.output_dir, sections=[decoding_section]))
     return EXIT_OK
 
 

@@ -61,18 +61,30 @@ class Alignment:
         """
         return [(r, h) for op, r, h in self.steps if op == "S" and r is not None and h is not None]
 
-    def pretty(self) -> str:
-        """Two lines as sclite prints them: errors in capitals, gaps as asterisks."""
-        ref_words, hyp_words = [], []
+    def columns(self) -> list[tuple[str, str, str]]:
+        """Return each step as sclite prints it: errors in capitals, gaps as asterisks.
+
+        Examples
+        --------
+        >>> align(["a", "b"], ["a"]).columns()
+        [('C', 'a', 'a'), ('D', 'B', '*')]
+        """
+        out = []
         for op, ref, hyp in self.steps:
-            r = "" if ref is None else ref
-            h = "" if hyp is None else hyp
+            r, h = ref or "", hyp or ""
             if op != "C":
                 r, h = r.upper(), h.upper()
             width = max(len(r), len(h))
-            ref_words.append((r or "*" * width).ljust(width))
-            hyp_words.append((h or "*" * width).ljust(width))
-        return f"REF: {' '.join(ref_words)}".rstrip() + f"\nHYP: {' '.join(hyp_words)}".rstrip()
+            out.append((op, r or "*" * width, h or "*" * width))
+        return out
+
+    def pretty(self) -> str:
+        """Two lines as sclite prints them: errors in capitals, gaps as asterisks."""
+        columns = self.columns()
+        width = [max(len(r), len(h)) for _, r, h in columns]
+        refs = " ".join(r.ljust(w) for (_, r, _), w in zip(columns, width, strict=True))
+        hyps = " ".join(h.ljust(w) for (_, _, h), w in zip(columns, width, strict=True))
+        return f"REF: {refs}".rstrip() + f"\nHYP: {hyps}".rstrip()
 
     def html(self) -> str:
         """Return the two lines of :meth:`pretty` as HTML, each error marked by its kind.
@@ -90,22 +102,15 @@ class Alignment:
         import html
 
         titles = {"S": "substitution", "D": "deletion", "I": "insertion"}
-        ref_cells, hyp_cells = [], []
-        for op, ref, hyp in self.steps:
-            r, h = ref or "", hyp or ""
-            if op != "C":
-                r, h = r.upper(), h.upper()
-            width = max(len(r), len(h))
-            cells = []
-            for word in (r, h):
-                text = html.escape(word or "*" * width)
-                pad = " " * (width - len(word or "*" * width))
+        lines: tuple[list[str], list[str]] = ([], [])
+        for op, *words in self.columns():
+            width = max(len(word) for word in words)
+            for line, word in zip(lines, words, strict=True):
+                text = html.escape(word)
                 if op != "C":
                     text = f"<mark class='kit-{op}' title='{titles[op]}'>{text}</mark>"
-                cells.append(text + pad)
-            ref_cells.append(cells[0])
-            hyp_cells.append(cells[1])
-        return f"REF: {' '.join(ref_cells)}".rstrip() + f"\nHYP: {' '.join(hyp_cells)}".rstrip()
+                line.append(text + " " * (width - len(word)))
+        return f"REF: {' '.join(lines[0])}".rstrip() + f"\nHYP: {' '.join(lines[1])}".rstrip()
 
 
 def align(ref: Sequence[str], hyp: Sequence[str]) -> Alignment:

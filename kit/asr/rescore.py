@@ -27,6 +27,7 @@ from kit.asr._html import scores_html
 from kit.asr._stored import decoded, runs_in, stored_normalizer
 from kit.asr.align import Alignment
 from kit.asr.wer import corpus_cer, corpus_wer, scored
+from kit.result import RunResult
 from kit.store._results import read_result
 
 #: What ``kit score --metric`` may print and gate.
@@ -239,15 +240,18 @@ def score_run(
     normalize_with: str | None = None,
     gates: dict[str, float] | None = None,
     metrics: Sequence[str] = METRICS,
+    result: RunResult | None = None,
 ) -> Scores:
     """Score the stored hypotheses of the run in ``run`` again; decide the gates.
 
     ``gates`` maps ``wer``/``cer`` to the most each may be (``{"wer": 0.1}``);
     characters are aligned only when ``metrics`` or ``gates`` ask for the CER.
+    ``result`` is the run's result if the caller has read it already.
     """
     name = normalize_with if normalize_with is not None else stored_normalizer(run)
     chars = "cer" in metrics or "cer" in (gates or {})
-    result = read_result(run)
+    if result is None:
+        result = read_result(run)
     records: list[dict[str, Any]] = []
     alignments: list[Alignment] = []
     for _, record in decoded(result.records, str(run), "scored"):

@@ -355,3 +355,17 @@ def test_a_config_missing_what_espnet3_requires_is_named(
     config.update(change)
     with pytest.raises(Exception, match=message):
         infer(config)
+
+
+def test_a_planted_scp_link_in_the_inference_dir_is_replaced_not_written_through(
+    corpus: Path, tmp_path: Path, sphinx: None
+) -> None:
+    # A co-user who can write inference_dir plants hyp.scp as a link to a file of ours.
+    victim = tmp_path / "thesis.tex"
+    victim.write_text("precious")
+    (tmp_path / "infer" / "digits").mkdir(parents=True)
+    (tmp_path / "infer" / "digits" / "hyp.scp").symlink_to(victim)
+    folder = infer(espnet3_config(corpus, tmp_path))["digits"]
+    assert victim.read_text() == "precious"
+    assert not (folder / "hyp.scp").is_symlink()
+    assert len((folder / "hyp.scp").read_text().splitlines()) == 2
