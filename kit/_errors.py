@@ -1,6 +1,17 @@
-"""The base of every error Kit raises on purpose."""
+"""Every error and warning class Kit raises on purpose, defined on the ground floor.
+
+This module imports nothing of Kit (and nothing outside the standard
+library), so any wing can raise these without importing another wing, and
+``kit.errors`` re-exports them without loading the rest of Kit. Users
+import them from :mod:`kit.errors` (three from ``kit`` too).
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kit.result import ItemError, RunResult
 
 
 class KitError(Exception):
@@ -90,6 +101,197 @@ class DriverLostError(KitError, RuntimeError):
     >>> from kit.errors import DriverLostError
     >>> issubclass(DriverLostError, RuntimeError)
     True
+    """
+
+
+class ConfigError(KitError, ValueError):
+    """A configuration value, file or override is wrong.
+
+    The message says what is wrong, where (full key, file or override) and how
+    to fix it. The same facts are kept as attributes so that tools (the CLI,
+    the notebook editor) can point at the offending field.
+
+    Parameters
+    ----------
+    message
+        The complete, human-readable message.
+    full_key
+        Dotted path of the offending key (``"parallel.env"``), or None when
+        the problem is not about one key (a YAML syntax error, say).
+    source
+        Path of the file the offending value came from, or None when it came
+        from Python or an override.
+
+    Examples
+    --------
+    >>> err = ConfigError("parallel.env: bad", full_key="parallel.env")
+    >>> isinstance(err, ValueError), err.full_key, err.source
+    (True, 'parallel.env', None)
+    """
+
+    def __init__(
+        self, message: str, *, full_key: str | None = None, source: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.full_key = full_key
+        self.source = source
+
+
+class ProviderSetupError(KitError, RuntimeError):
+    """Building a provider's env on a worker failed (the message has the worker's traceback).
+
+    Examples
+    --------
+    >>> issubclass(ProviderSetupError, RuntimeError)
+    True
+    """
+
+
+class RunError(KitError, RuntimeError):
+    """A run stopped early: an item failed with ``on_error="raise"``, or too many failed.
+
+    The completed part is kept: ``.result`` holds it (and ``output_dir``
+    has it, so the next run resumes); ``.error`` is the item error that
+    stopped the run.
+
+    Examples
+    --------
+    >>> from kit import Runner, EnvironmentProvider
+    >>> class Env(EnvironmentProvider):
+    ...     def build_env_local(self): return {}
+    ...     def make_worker_setup_fn(self): return dict
+    >>> class Half(Runner):
+    ...     @staticmethod
+    ...     def forward(idx):
+    ...         return 10 // idx
+    >>> try:
+    ...     Half(Env({}), on_error="raise").run([1, 0, 5])
+    ... except RunError as err:
+    ...     print(err.error.index, err.result.status)
+    0 stopped
+    """
+
+    def __init__(self, message: str, result: RunResult, error: ItemError | None) -> None:
+        super().__init__(message)
+        self.result = result
+        self.error = error
+
+
+class TrialPruned(KitError):
+    """What a search's pruned trial ended with: when, and its running metric then.
+
+    ``on_trial`` callbacks get it as the error of a trial the pruner stopped;
+    the trial's completed items are its result, and its status is ``pruned``.
+
+    Examples
+    --------
+    >>> error = TrialPruned("trial-002 pruned after 6 of 60 items: loss 0.42 there")
+    >>> isinstance(error, KitError), str(error).split(":")[0]
+    (True, 'trial-002 pruned after 6 of 60 items')
+    """
+
+
+class StoreWarning(UserWarning):
+    """Something in an output directory was skipped; the message names it.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", StoreWarning)  # make a damaged directory fatal
+    ...     issubclass(StoreWarning, UserWarning)
+    True
+    """
+
+
+class TrackingWarning(RuntimeWarning):
+    """A tracker could not be written to; the run went on and its output directory is whole.
+
+    Examples
+    --------
+    >>> issubclass(TrackingWarning, RuntimeWarning)
+    True
+    """
+
+
+class SetupCancelled(KitError):
+    """The run was cancelled while its session was waiting for workers or an env.
+
+    Examples
+    --------
+    >>> from kit import KitError
+    >>> issubclass(SetupCancelled, KitError)
+    True
+    """
+
+
+class UnsafeFileError(StoreError):
+    """A file in a run directory is a link, not a regular file, or not trusted enough to read.
+
+    A :class:`kit.errors.StoreError`, so code that handles those handles it.
+
+    Examples
+    --------
+    >>> issubclass(UnsafeFileError, StoreError)
+    True
+    """
+
+
+class EnvPoolError(KitError, RuntimeError):
+    """The pool cannot go on: its restart budget is spent.
+
+    Examples
+    --------
+    >>> from kit.rl.workers import SyncEnvWorker
+    >>> from kit.rl.pool import SyncWorkerPool
+    >>> def broken():
+    ...     raise OSError("no licence")
+    >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(broken, 1), max_restarts=0)
+    >>> pool.send_reset(0)
+    >>> pool.get_state()
+    Traceback (most recent call last):
+    ...
+    kit.errors.EnvPoolError: env 0 failed (env_error: OSError: no licence) and the pool's ...
+    """
+
+
+class ClosedPoolError(KitError, RuntimeError):
+    """A command to a pool (or worker) that ``cleanup()`` or ``close()`` ended.
+
+    Examples
+    --------
+    >>> from kit.rl.workers import SyncEnvWorker
+    >>> from kit.rl.pool import SyncWorkerPool
+    >>> pool = SyncWorkerPool(SyncEnvWorker.from_env_fn(dict, 1))
+    >>> pool.close()
+    >>> pool.send_reset(0)
+    Traceback (most recent call last):
+    ...
+    kit.errors.ClosedPoolError: this pool is closed (cleanup() or close() ended its envs): ...
+    """
+
+
+class AlreadyPendingError(KitError, RuntimeError):
+    """A command to an env whose previous command's answer was not received yet.
+
+    Examples
+    --------
+    >>> issubclass(AlreadyPendingError, RuntimeError)
+    True
+    """
+
+
+class NothingPendingError(KitError, RuntimeError):
+    """``recv()`` or ``get_state()`` with no command in flight: it would wait for ever.
+
+    Examples
+    --------
+    >>> from kit.rl.workers import SyncEnvWorker
+    >>> from kit.rl.pool import SyncWorkerPool
+    >>> SyncWorkerPool(SyncEnvWorker.from_env_fn(dict, 1)).recv()
+    Traceback (most recent call last):
+    ...
+    kit.errors.NothingPendingError: recv() with nothing in flight: send actions or resets first
     """
 
 

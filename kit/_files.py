@@ -18,19 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from kit._errors import StoreError
-
-
-class UnsafeFileError(StoreError):
-    """A file in a run directory is a link, not a regular file, or not trusted enough to read.
-
-    A :class:`kit.errors.StoreError`, so code that handles those handles it.
-
-    Examples
-    --------
-    >>> issubclass(UnsafeFileError, StoreError)
-    True
-    """
+from kit._errors import UnsafeFileError as UnsafeFileError
 
 
 def _opener(path: str, flags: int) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from kit._compare import compare, run_metric
-from kit._errors import KitError
+from kit._errors import TrialPruned as TrialPruned
 from kit._format import first_line
 from kit._waiting import WAIT_STEP
 from kit.result import RunResult, RunStatus
@@ -112,20 +112,6 @@ class Trial:
         """Return the trial's overrides as ``{key: value}`` (the text after ``=``)."""
         pairs = (override.split("=", 1) for override in self.overrides if "=" in override)
         return {key.lstrip("+~"): value for key, value in pairs}
-
-
-class TrialPruned(KitError):
-    """What a search's pruned trial ended with: when, and its running metric then.
-
-    ``on_trial`` callbacks get it as the error of a trial the pruner stopped;
-    the trial's completed items are its result, and its status is ``pruned``.
-
-    Examples
-    --------
-    >>> error = TrialPruned("trial-002 pruned after 6 of 60 items: loss 0.42 there")
-    >>> isinstance(error, KitError), str(error).split(":")[0]
-    (True, 'trial-002 pruned after 6 of 60 items')
-    """
 
 
 #: Makes a trial's runner and its items from the trial's config (``kit run``'s way by default).

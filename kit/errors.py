@@ -37,24 +37,27 @@ True
 """
 
 from kit._errors import (
+    AlreadyPendingError,
+    ClosedPoolError,
     ClusterError,
+    ConfigError,
     DriverLostError,
+    EnvPoolError,
     KitError,
+    NothingPendingError,
     NoWorkersError,
+    ProviderSetupError,
+    RunError,
     SchedulerLostError,
     SchedulerUnreachableError,
+    SetupCancelled,
     StoreError,
+    StoreWarning,
+    TrackingWarning,
+    TrialPruned,
+    UnsafeFileError,
 )
 from kit._errors import speak_as as _speak_as
-from kit._files import UnsafeFileError
-from kit._trials import TrialPruned
-from kit.cluster._bounded import SetupCancelled
-from kit.config import ConfigError
-from kit.provider import ProviderSetupError
-from kit.result import RunError
-from kit.rl._errors import AlreadyPendingError, ClosedPoolError, EnvPoolError, NothingPendingError
-from kit.store._store import StoreWarning
-from kit.tracking._exporter import TrackingWarning
 
 __all__ = [
     "AlreadyPendingError",

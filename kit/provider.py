@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
-from kit._errors import KitError
+from kit._errors import ProviderSetupError as ProviderSetupError
 from kit.config import ConfigError, config_hash
 from kit.config._errors import error
 
@@ -218,16 +218,6 @@ class EnvironmentProvider(abc.ABC):
         twin = copy.copy(self)
         twin.config = self.env_config()
         return twin
-
-
-class ProviderSetupError(KitError, RuntimeError):
-    """Building a provider's env on a worker failed (the message has the worker's traceback).
-
-    Examples
-    --------
-    >>> issubclass(ProviderSetupError, RuntimeError)
-    True
-    """
 
 
 _ABSENT = object()

@@ -9,7 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kit._errors import KitError
+from kit._errors import RunError as RunError
 
 Index = int | str
 
@@ -276,33 +276,3 @@ class RunResult:
             f"RunResult(status='{self.status}', items={s.items}, ok={s.ok}, failed={s.failed}, "
             f"not_run={s.not_run}, wall={s.wall_seconds:.2f}s, output_dir={self.output_dir})"
         )
-
-
-class RunError(KitError, RuntimeError):
-    """A run stopped early: an item failed with ``on_error="raise"``, or too many failed.
-
-    The completed part is kept: ``.result`` holds it (and ``output_dir``
-    has it, so the next run resumes); ``.error`` is the item error that
-    stopped the run.
-
-    Examples
-    --------
-    >>> from kit import Runner, EnvironmentProvider
-    >>> class Env(EnvironmentProvider):
-    ...     def build_env_local(self): return {}
-    ...     def make_worker_setup_fn(self): return dict
-    >>> class Half(Runner):
-    ...     @staticmethod
-    ...     def forward(idx):
-    ...         return 10 // idx
-    >>> try:
-    ...     Half(Env({}), on_error="raise").run([1, 0, 5])
-    ... except RunError as err:
-    ...     print(err.error.index, err.result.status)
-    0 stopped
-    """
-
-    def __init__(self, message: str, result: RunResult, error: ItemError | None) -> None:
-        super().__init__(message)
-        self.result = result
-        self.error = error

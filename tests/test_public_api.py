@@ -126,6 +126,23 @@ def test_every_error_and_warning_is_in_kit_errors() -> None:
     ]
 
 
+def test_every_error_class_is_defined_on_the_ground_floor() -> None:
+    # kit/_errors.py imports nothing of Kit at run time: raising an error never loads
+    # another wing (kit.rl's errors once brought numpy into a bare `import kit`).
+    import ast
+    import inspect
+
+    import kit._errors
+
+    for name in kit.errors.__all__:
+        assert getattr(kit._errors, name) is getattr(kit.errors, name), name
+    top_level = ast.parse(inspect.getsource(kit._errors)).body  # not under TYPE_CHECKING
+    imported = [n.module for n in top_level if isinstance(n, ast.ImportFrom)] + [
+        alias.name for n in top_level if isinstance(n, ast.Import) for alias in n.names
+    ]
+    assert set(imported) <= {"__future__", "typing"}
+
+
 @pytest.mark.parametrize(
     ("old", "new"),
     [

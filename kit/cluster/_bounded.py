@@ -7,24 +7,13 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kit._errors import KitError
-from kit.provider import ProviderSetupError
+from kit._errors import ProviderSetupError
+from kit._errors import SetupCancelled as SetupCancelled
 
 T = TypeVar("T")
 
 #: Seconds between checks for cancellation while an env is built.
 SETUP_STEP = 0.1
-
-
-class SetupCancelled(KitError):
-    """The run was cancelled while its session was waiting for workers or an env.
-
-    Examples
-    --------
-    >>> from kit import KitError
-    >>> issubclass(SetupCancelled, KitError)
-    True
-    """
 
 
 def bounded(

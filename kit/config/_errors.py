@@ -6,40 +6,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kit._errors import KitError
-
-
-class ConfigError(KitError, ValueError):
-    """A configuration value, file or override is wrong.
-
-    The message says what is wrong, where (full key, file or override) and how
-    to fix it. The same facts are kept as attributes so that tools (the CLI,
-    the notebook editor) can point at the offending field.
-
-    Parameters
-    ----------
-    message
-        The complete, human-readable message.
-    full_key
-        Dotted path of the offending key (``"parallel.env"``), or None when
-        the problem is not about one key (a YAML syntax error, say).
-    source
-        Path of the file the offending value came from, or None when it came
-        from Python or an override.
-
-    Examples
-    --------
-    >>> err = ConfigError("parallel.env: bad", full_key="parallel.env")
-    >>> isinstance(err, ValueError), err.full_key, err.source
-    (True, 'parallel.env', None)
-    """
-
-    def __init__(
-        self, message: str, *, full_key: str | None = None, source: str | None = None
-    ) -> None:
-        super().__init__(message)
-        self.full_key = full_key
-        self.source = source
+from kit._errors import ConfigError as ConfigError
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:

@@ -37,8 +37,8 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
+from kit._errors import NothingPendingError
 from kit.rl import _protocol as protocol
-from kit.rl._errors import NothingPendingError
 from kit.rl._protocol import GroupAnswer, GroupCommand
 from kit.rl._types import ENV_ERROR, TIMEOUT, EnvState, EnvStatus
 from kit.rl.pool import WorkerPool

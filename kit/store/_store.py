@@ -43,6 +43,7 @@ from omegaconf import DictConfig
 
 from kit._atomic import atomic_file, fsync_dir
 from kit._errors import StoreError as StoreError
+from kit._errors import StoreWarning as StoreWarning
 from kit._files import UnsafeFileError, open_file, refuse_links
 from kit.result import ItemError, RunResult, RunStatus
 from kit.store._chunk_result import ChunkResult
@@ -57,19 +58,6 @@ def _digest(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-class StoreWarning(UserWarning):
-    """Something in an output directory was skipped; the message names it.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("error", StoreWarning)  # make a damaged directory fatal
-    ...     issubclass(StoreWarning, UserWarning)
-    True
-    """
 
 
 #: Attempts at the directory's lock when its holder lets go in between.

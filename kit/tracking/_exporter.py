@@ -22,6 +22,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from kit._errors import TrackingWarning as TrackingWarning
 from kit.events import ChunkFinished, Event, RunFinished, RunStarted, Scalars
 
 #: Seconds between two writes of the running values while a run goes.
@@ -33,16 +34,6 @@ FINISH_WAIT = 120.0
 #: The same for a tracker across the network (an MLflow server): one that is slow or gone
 #: never holds a run (or a sweep's next trial) back for long.
 REMOTE_FINISH_WAIT = 10.0
-
-
-class TrackingWarning(RuntimeWarning):
-    """A tracker could not be written to; the run went on and its output directory is whole.
-
-    Examples
-    --------
-    >>> issubclass(TrackingWarning, RuntimeWarning)
-    True
-    """
 
 
 @dataclass
