@@ -200,11 +200,11 @@ def _check_search_args(args: argparse.Namespace) -> None:
 
 def _search(args: argparse.Namespace, minimize: bool, ended: Any) -> Any:
     from kit._sweeps.search import pruner_named, submit_search
+    from kit.store._study import require_optuna
 
     _check_search_args(args)
     # The command line speaks for itself; Optuna's log lines would interleave with it.
-    import optuna
-
+    optuna = require_optuna()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     return submit_search(
         args.config,

@@ -19,6 +19,10 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "`import kit` loads none of numpy, bokeh, ipywidgets": [
+        "tests/dist/test_core.py::test_import_kit_in_a_core_install_loads_no_optional_stack",
+        "tests/test_import_cost.py::test_import_kit_loads_none_of_the_optional_stacks",
+    ],
     "`rtf` over every utterance and `rtf_warm` without each recognizer's first call": [
         "tests/asr/test_rescore.py::"
         "test_each_recognizers_first_call_is_its_warm_up_and_rtf_warm_leaves_it_out"
@@ -93,8 +97,8 @@ CLAIMS: dict[str, list[str]] = {
         "tests/widgets/test_flows_in_browser.py::test_the_decoding_check_reaches_its_wer_table",
         "tests/widgets/test_live_views_in_browser.py::"
         "test_the_workshop_dashboard_shows_the_run_it_follows",
-        "tests/test_dist.py::"
-        "test_the_installed_wheel_turns_on_the_server_extension_for_its_environment",
+        "tests/dist/test_extras.py::"
+        "test_notebook_builds_the_widgets_loads_the_magics_and_turns_on_the_server_extension",
     ],
     "so one attendee's code never runs in another's": [
         "tests/cluster/test_shared_envs.py::"

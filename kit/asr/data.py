@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kit._extras import install
+
 #: The sources ``data`` (or each of ``data.sets``) may name; ``manifest`` is the default.
 SOURCES = ("kaldi", "lhotse", "hf", "manifest")
 RATE = 16000
@@ -260,7 +262,7 @@ class LhotseCuts(Sequence[dict[str, Any]]):
         try:
             from lhotse import CutSet
         except ImportError:
-            raise ImportError("data.lhotse needs lhotse: pip install lhotse") from None
+            raise ImportError(f"data.lhotse needs lhotse: {install('lhotse')}") from None
         manifest = Path(path)
         if not manifest.is_file():
             raise FileNotFoundError(f"data.lhotse: no such file: {manifest}")

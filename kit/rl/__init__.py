@@ -16,6 +16,11 @@ env workers in :mod:`kit.rl.workers`, seeds and the env loop in
 :mod:`kit.rl.commander`; errors in :mod:`kit.errors`.
 """
 
+# ruff: noqa: E402  (the extra is checked before the wing's imports need it)
+from kit._extras import require as _require
+
+_require("kit.rl", "rl", "numpy")
+
 from kit._deprecated import moved as _moved
 from kit._errors import speak_as as _speak_as
 from kit.rl._types import Episode, Transition
