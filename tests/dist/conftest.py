@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -36,11 +37,16 @@ BEFORE = {"lhotse": [os.environ.get("KIT_TORCH", "torch==2.13.0")]}
 #: Venvs built at once: pip waits on the network and the disk more than on a core.
 AT_ONCE = 3
 
+#: A test's bound here: it may wait for its venv, whose install (downloads, and a
+#: CPU PyTorch unpacked for lhotse) takes minutes on a cold cache and a busy machine.
+INSTALL_BOUND = 1800
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
             item.add_marker(pytest.mark.dist)
+            item.add_marker(pytest.mark.timeout(INSTALL_BOUND))
 
 
 def clean_env() -> dict[str, str]:
@@ -94,6 +100,8 @@ class Venvs:
         assert built.returncode == 0, built.stderr
         (self.wheel,) = (where / "wheel").glob("*.whl")
         self._pool = ThreadPoolExecutor(AT_ONCE, thread_name_prefix="venv")
+        self._closing = threading.Event()
+        self._pips: set[subprocess.Popen[str]] = set()
         self._venvs: dict[str, Future[Path]] = {
             extra: self._pool.submit(self._build, extra) for extra in EXTRAS
         }
@@ -107,10 +115,26 @@ class Venvs:
         steps.append([*pip, f"{self.wheel}[{extra}]" if extra else self.wheel])
         with log.open("w") as out:
             for step in steps:
-                done = sh(*step, cwd=self.where, timeout=1800)
-                out.write(f"$ {' '.join(map(str, step))}\n{done.stdout}{done.stderr}")
-                if done.returncode != 0:
-                    raise AssertionError(f"{' '.join(map(str, step))}:\n{done.stderr[-3000:]}")
+                out.write(f"$ {' '.join(map(str, step))}\n")
+                out.flush()
+                if self._closing.is_set():
+                    raise RuntimeError("the session ended before this venv was built")
+                pip = subprocess.Popen(
+                    [str(part) for part in step],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    cwd=self.where,
+                    env=clean_env(),
+                )
+                self._pips.add(pip)
+                try:
+                    code = pip.wait(timeout=INSTALL_BOUND)
+                finally:
+                    self._pips.discard(pip)
+                if code != 0:
+                    said = log.read_text()[-3000:]
+                    raise AssertionError(f"{' '.join(map(str, step))} exited {code}:\n{said}")
         return venv
 
     def python(self, extra: str) -> Path:
@@ -118,6 +142,10 @@ class Venvs:
         return self._venvs[extra].result() / "bin" / "python"
 
     def close(self) -> None:
+        """Stop the builds no test waited for (a run of a few tests selected by -k)."""
+        self._closing.set()
+        for pip in list(self._pips):
+            pip.kill()
         self._pool.shutdown(cancel_futures=True)
 
 

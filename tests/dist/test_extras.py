@@ -13,7 +13,7 @@ import yaml
 
 from tests.dist.conftest import Venvs, installed_kit, sh
 from tests.servers import gateway_server
-from tests.slurm import slurm_problem
+from tests.slurm import slurm_parallel, slurm_problem
 
 QUICK = {
     "provider": {"_target_": "kit.examples.quickstart.ModelProvider"},
@@ -150,16 +150,9 @@ def test_jobqueue_writes_a_slurm_job_script_and_runs_on_slurm_where_it_is_up(
     assert "#SBATCH" in said and str(python.parent) in said  # the venv's own python starts
     if (problem := slurm_problem()) is not None:
         pytest.skip(problem)
-    options = {
-        "cores": 1,
-        "processes": 1,
-        "memory": "2GB",
-        "queue": "debug",
-        "walltime": "00:10:00",
-        "job_directives_skip": ["--mem"],
-        "scheduler_options": {"host": "127.0.0.1"},
-        "log_directory": str(outside / "slurm-logs"),
-    }
+    # The tests' SLURM section less its prologue: the job runs the venv's own Kit.
+    section = slurm_parallel(outside)["options"]
+    options = {key: value for key, value in section.items() if key != "job_script_prologue"}
     config = quick_config(outside, env="slurm", n_workers=1, options=options)
     done = sh(kit_of(python), "run", config, "-o", outside / "run", cwd=outside, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
