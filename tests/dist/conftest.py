@@ -84,20 +84,20 @@ class Venvs:
 
     def __init__(self, where: Path) -> None:
         self.where = where
+        # As `make dist`: the sdist, then the wheel built from it (in a folder of its own,
+        # so no build/ left in the checkout, with files deleted since, reaches the wheel);
+        # no isolated build env, so nothing is downloaded for the build itself.
         built = sh(
             sys.executable,
             "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
+            "build",
+            "--no-isolation",
+            "--outdir",
             where / "wheel",
             ROOT,
             cwd=where,
         )
-        assert built.returncode == 0, built.stderr
+        assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
         (self.wheel,) = (where / "wheel").glob("*.whl")
         self._pool = ThreadPoolExecutor(AT_ONCE, thread_name_prefix="venv")
         self._closing = threading.Event()
