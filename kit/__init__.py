@@ -23,16 +23,9 @@ from kit._futures import RunFuture, SweepFuture
 from kit._sweeps.search import search, submit_search
 from kit._sweeps.sweep import SweepHandle, submit_sweep, sweep
 from kit._trials import SweepResult, Trial, TrialState
-from kit.cluster import Session, SessionState, get_session, sessions, shutdown
-from kit.config import (
-    ConfigError,
-    config_hash,
-    load_config,
-    resolve_config,
-    save_config,
-    to_overrides,
-)
-from kit.detached import DetachedRun, DetachedSweep, attach
+from kit.cluster import Session, get_session, shutdown
+from kit.config import ConfigError, load_config
+from kit.detached import attach
 from kit.provider import EnvironmentProvider
 from kit.result import ItemError, Progress, RunError, RunResult, RunStats, RunStatus, WorkerStats
 from kit.runner import Runner
@@ -42,8 +35,6 @@ __version__ = "0.1.0"
 __all__ = [
     "Comparison",
     "ConfigError",
-    "DetachedRun",
-    "DetachedSweep",
     "EnvironmentProvider",
     "ItemError",
     "KitError",
@@ -56,7 +47,6 @@ __all__ = [
     "RunStatus",
     "Runner",
     "Session",
-    "SessionState",
     "SweepFuture",
     "SweepHandle",
     "SweepResult",
@@ -65,27 +55,31 @@ __all__ = [
     "WorkerStats",
     "attach",
     "compare",
-    "config_hash",
     "get_session",
     "items_of",
     "load_config",
-    "resolve_config",
-    "save_config",
     "search",
-    "sessions",
     "shutdown",
     "submit_search",
     "submit_sweep",
     "sweep",
-    "to_overrides",
 ]
 
 # Names kit exported before: every error is in kit.errors now (three stay here too),
-# folder and cluster helpers in their wings' namespaces.
+# folder, cluster, config and detached-run helpers in their wings' namespaces, so
+# kit's own surface is the names a notebook starts from.
 _MOVED = {
     "JOB_QUEUES": "kit.cluster",
     "job_script": "kit.cluster",
     "scale_out_command": "kit.cluster",
+    "SessionState": "kit.cluster",
+    "sessions": "kit.cluster",
+    "DetachedRun": "kit.detached",
+    "DetachedSweep": "kit.detached",
+    "config_hash": "kit.config",
+    "resolve_config": "kit.config",
+    "save_config": "kit.config",
+    "to_overrides": "kit.config",
     "RecordWriter": "kit.store",
     "RunDir": "kit.store",
     "SweepDir": "kit.store",

@@ -2,9 +2,9 @@ r"""The two handle shapes: a run's and a sweep's, live in this process or read f
 
 ``concurrent.futures.Future`` is the model: the same names say the same
 things whoever drives the work. :class:`kit.RunHandle` (``Runner.submit``)
-and :class:`kit.DetachedRun` (``kit.attach`` on a run folder) are
+and :class:`kit.detached.DetachedRun` (``kit.attach`` on a run folder) are
 :class:`RunFuture`\\ s; :class:`kit.SweepHandle` (``kit.submit_sweep``) and
-:class:`kit.DetachedSweep` (``kit.attach`` on a sweep folder) are
+:class:`kit.detached.DetachedSweep` (``kit.attach`` on a sweep folder) are
 :class:`SweepFuture`\\ s. Views and commands take the shape, never a class.
 """
 

@@ -1,7 +1,7 @@
 """A sweep's trials and their results: what a sweep returns and what a sweep folder reads as.
 
 Plain data, apart from the running of trials (:mod:`kit._sweeps.sweep`): a sweep
-folder read back (:class:`~kit.DetachedSweep`) and the reports build the same
+folder read back (:class:`~kit.detached.DetachedSweep`) and the reports build the same
 :class:`SweepResult` a running sweep returns.
 """
 

@@ -287,7 +287,7 @@ class Runner:
         freezes the kernel. With ``detached=True`` the run is handed to a driver process that
         outlives this one (closing the notebook or restarting the kernel does
         not stop it); it needs ``output_dir``, and the returned
-        :class:`kit.DetachedRun` (also from ``kit.attach(output_dir)``)
+        :class:`kit.detached.DetachedRun` (also from ``kit.attach(output_dir)``)
         reads its progress and result from there.
         """
         if detached:

@@ -76,7 +76,7 @@ def closing() -> Iterator[list[dict[str, Any]]]:
     opened: list[dict[str, Any]] = []
     yield opened
     for parallel in opened:
-        for session in kit.sessions():
+        for session in kit.cluster.sessions():
             if session.parallel == parallel_section(parallel):
                 session.close()
 

@@ -217,12 +217,12 @@ def test_the_scale_out_command_replays_a_notebook_edit(config: Path, tmp_path: P
     # In the notebook: load the base config, edit it, then scale out with the override list.
     base = kit.load_config(config)
     edited = kit.load_config(base, ["factor=5", "+offset2=3", "parallel.env=inline"])
-    overrides = kit.to_overrides(base, edited)
+    overrides = kit.config.to_overrides(base, edited)
     assert overrides == ["factor=5", "parallel.env=inline", "+offset2=3"]
     result = kit_cli("run", str(config), *overrides)
     assert result.returncode == 0, result.stderr
     stored = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert stored["config_hash"] == kit.config_hash(edited)
+    assert stored["config_hash"] == kit.config.config_hash(edited)
 
 
 def test_status_of_a_folder_without_a_run_exits_2(tmp_path: Path) -> None:

@@ -34,8 +34,8 @@ SCRIPT = textwrap.dedent(
     from kit.examples.quickstart import quickstart_config
 
     cfg = kit.load_config({{"a": 1, "b": "${{a}}"}}, ["a=2", "+c=[1]"])
-    assert kit.resolve_config(cfg).b == 2
-    assert kit.to_overrides({{"a": 1}}, cfg) == ["a=2", "+b='${{a}}'", "+c=[1]"]
+    assert kit.config.resolve_config(cfg).b == 2
+    assert kit.config.to_overrides({{"a": 1}}, cfg) == ["a=2", "+b='${{a}}'", "+c=[1]"]
     assert quickstart_config(["parallel.n_workers=1"]).parallel.n_workers == 1
 
     from kit.rl import EpisodeCollector, gym_env

@@ -37,7 +37,7 @@ def test_a_config_from_elsewhere_is_saved_with_the_runs_and_never_overwritten(
     assert kit.load_config("runs/scale-out/decode.yaml") == base
     other = toy_config(factor=9)  # another config of the same name: a file of its own
     again = kit.cluster.scale_out_command(other, other, config_path=elsewhere).split()[2]
-    assert again == f"runs/scale-out/decode-{kit.config_hash(other)[:8]}.yaml"
+    assert again == f"runs/scale-out/decode-{kit.config.config_hash(other)[:8]}.yaml"
     assert kit.load_config("runs/scale-out/decode.yaml") == base
 
 

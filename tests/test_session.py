@@ -39,7 +39,7 @@ def test_closing_a_session_tears_its_inline_envs_down_with_the_providers_teardow
         assert session.state is SessionState.OPEN and not (tmp_path / "released.log").exists()
     assert lines(tmp_path, "released.log") == ["7"]
     assert session.state is SessionState.CLOSED and session.closed
-    assert session not in kit.sessions() and session.local_envs == {}
+    assert session not in kit.cluster.sessions() and session.local_envs == {}
 
 
 def test_an_inline_env_idle_past_its_timeout_goes_at_the_next_attach(tmp_path: Path) -> None:

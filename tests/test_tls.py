@@ -112,7 +112,7 @@ def test_a_client_with_the_certificates_runs_a_job(tls_cluster: tuple[str, Certi
         assert result.records == expected(range(100))
         assert len(result.stats.workers) == 2
     finally:
-        for session in kit.sessions():
+        for session in kit.cluster.sessions():
             if session.parallel.address == address:
                 session.close()
 

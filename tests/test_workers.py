@@ -145,13 +145,13 @@ def test_workers_that_join_or_restart_build_the_env(tmp_path: Path) -> None:
         assert len(set(pids(tmp_path))) == 4
     finally:
         session.close()
-    assert session not in kit.sessions()
+    assert session not in kit.cluster.sessions()
 
 
 def test_sessions_are_reused_and_listed(local: dict) -> None:
     first = kit.get_session(local)
     assert kit.get_session(dict(local)) is first
-    assert first in kit.sessions()
+    assert first in kit.cluster.sessions()
     assert first.describe()["workers"] == 2
     assert first.dashboard_link is None or first.dashboard_link.startswith("http://127.0.0.1:")
 

@@ -108,7 +108,7 @@ class RunHandle:
         ``result()`` then returns the partial result with status
         ``cancelled``; a later run into the same output_dir resumes. With a
         ``timeout``, wait up to that many seconds for the run to end (as
-        :meth:`kit.DetachedRun.cancel` does); by default return at once.
+        :meth:`kit.detached.DetachedRun.cancel` does); by default return at once.
         """
         self._cancel.set()
         if timeout > 0 and threading.current_thread() is not self._thread:

@@ -456,7 +456,7 @@ class SweepHandle:
         """Start no more trials and cancel the running ones; completed items are kept.
 
         With a ``timeout``, wait up to that many seconds for the sweep to end
-        (as :meth:`kit.DetachedSweep.cancel` does); by default return at once.
+        (as :meth:`kit.detached.DetachedSweep.cancel` does); by default return at once.
         A sweep that has ended stays as it ended.
         """
         with self._lock:

@@ -277,7 +277,7 @@ def check_sections(cfg: DictConfig, source_of: Provenance = _no_source) -> None:
     """Validate every kit-owned section present in ``cfg``.
 
     Values still missing (``???``) or behind an interpolation that does not
-    resolve yet are left for :func:`kit.resolve_config` to report.
+    resolve yet are left for :func:`kit.config.resolve_config` to report.
     """
     for name, schema in SECTIONS.items():
         if name in cfg:

@@ -16,7 +16,7 @@ def attach(
     """Return a handle on the run (or the sweep) in ``output_dir``, from any process.
 
     A folder holding a sweep (``sweep.json``, no run of its own) gives a
-    :class:`~kit.DetachedSweep`: its trials, progress,
+    :class:`~kit.detached.DetachedSweep`: its trials, progress,
     ``result()`` (a :class:`~kit.SweepResult`) and ``cancel()``.
 
     Reading it never runs code from the directory: records a run stored as

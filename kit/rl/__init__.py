@@ -8,12 +8,14 @@ with envs built once per worker by an :class:`kit.EnvironmentProvider`.
 Plain classes and callbacks: nothing needs a registry.
 
 ``kit.rl`` exports the entry points a training loop is written against:
-:func:`build_pool`, the collectors and evaluators, the replay buffers, the
+:func:`build_pool`, the collectors and the evaluator, the replay buffer, the
 learner and its hooks. The rest is in its submodule: the pools and their env
 states in :mod:`kit.rl.pool` (and :mod:`kit.rl.shared`, :mod:`kit.rl.choose`),
 env workers in :mod:`kit.rl.workers`, seeds and the env loop in
-:mod:`kit.rl.collect`, self-play in :mod:`kit.rl.battle`, schedules in
-:mod:`kit.rl.commander`; errors in :mod:`kit.errors`.
+:mod:`kit.rl.collect`, the prioritized buffer in :mod:`kit.rl.buffer`, the
+metric evaluator in :mod:`kit.rl.evaluate`, self-play (its collector too) in
+:mod:`kit.rl.battle`, schedules in :mod:`kit.rl.commander`; errors in
+:mod:`kit.errors`.
 """
 
 # ruff: noqa: E402  (the extra is checked before the wing's imports need it)
@@ -24,16 +26,14 @@ _require("kit.rl", "rl", "numpy")
 from kit._deprecated import moved as _moved
 from kit._errors import speak_as as _speak_as
 from kit.rl._types import Episode, Transition
-from kit.rl.battle import BattleCollector
-from kit.rl.buffer import PrioritizedReplayBuffer, ReplayBuffer
+from kit.rl.buffer import ReplayBuffer
 from kit.rl.collect import EpisodeCollector, Policy, SampleCollector
 from kit.rl.distributed import DistributedCollector, EnvPoolProvider, build_pool, gym_env
-from kit.rl.evaluate import Evaluator, MetricEvaluator
+from kit.rl.evaluate import Evaluator
 from kit.rl.learner import CheckpointHook, Learner, LogReduceHook
 from kit.rl.monitor import TrainingLog
 
 __all__ = [
-    "BattleCollector",
     "CheckpointHook",
     "DistributedCollector",
     "EnvPoolProvider",
@@ -42,9 +42,7 @@ __all__ = [
     "Evaluator",
     "Learner",
     "LogReduceHook",
-    "MetricEvaluator",
     "Policy",
-    "PrioritizedReplayBuffer",
     "ReplayBuffer",
     "SampleCollector",
     "TrainingLog",
@@ -58,6 +56,9 @@ _MOVED = {
     "AlreadyPendingError": "kit.errors",
     "AsyncEnvWorker": "kit.rl.workers",
     "AsyncWorkerPool": "kit.rl.pool",
+    "BattleCollector": "kit.rl.battle",
+    "MetricEvaluator": "kit.rl.evaluate",
+    "PrioritizedReplayBuffer": "kit.rl.buffer",
     "BaseEnvWorker": "kit.rl.workers",
     "BattleEvaluator": "kit.rl.battle",
     "BattleResult": "kit.rl.battle",

@@ -211,7 +211,7 @@ class Episode:
     def returns(self, by: str = "agent") -> dict[str, float]:
         """Sum of rewards per agent (``by="agent"``) or per policy name (``by="policy"``).
 
-        For episodes of a two-player env (see :class:`kit.rl.BattleCollector`).
+        For episodes of a two-player env (see :class:`kit.rl.battle.BattleCollector`).
         """
         if by not in ("agent", "policy"):
             raise ValueError(f"by must be 'agent' or 'policy', got {by!r}")

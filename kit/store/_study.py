@@ -1,7 +1,7 @@
 """A search's Optuna study: a journal file in the sweep folder, opened without Optuna's lock.
 
 Shared by the search that writes it (:mod:`kit._sweeps.search`) and the readers of a
-sweep folder (:class:`~kit.DetachedSweep`); Optuna is an optional extra,
+sweep folder (:class:`~kit.detached.DetachedSweep`); Optuna is an optional extra,
 imported when a study is opened.
 """
 

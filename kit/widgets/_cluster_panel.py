@@ -159,7 +159,8 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             self.script,
         ]
         self._show_script()
-        for session in kit.sessions():  # one started before this panel: show it, not "stopped"
+        # A session started before this panel: show it, not "stopped".
+        for session in kit.cluster.sessions():
             if session.parallel == self.parallel and not session.closed:
                 self.show(session)
                 break

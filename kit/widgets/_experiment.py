@@ -20,9 +20,8 @@ from kit import (
     Runner,
     items_of,
     load_config,
-    to_overrides,
 )
-from kit.config import parallel_section
+from kit.config import parallel_section, to_overrides
 from kit.history import (
     new_run_dir,
     read_history,

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from kit import ConfigError, config_hash, load_config, save_config
+from kit import ConfigError, load_config
+from kit.config import config_hash, save_config
 
 
 def test_hash_ignores_key_order_and_sees_values() -> None:

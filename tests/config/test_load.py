@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from kit import ConfigError, load_config, resolve_config
+from kit import ConfigError, load_config
+from kit.config import resolve_config
 
 
 def write(path: Path, text: str) -> Path:

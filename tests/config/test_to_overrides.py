@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from kit import ConfigError, load_config, to_overrides
+from kit import ConfigError, load_config
+from kit.config import to_overrides
 from kit.config._overrides import same
 
 keys = st.sampled_from(["a", "b", "c", "d_1", "e-2", "_f"])

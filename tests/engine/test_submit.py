@@ -30,7 +30,7 @@ SCRIPT = textwrap.dedent(
             state = {
                 "status": str(handle.status),
                 "progress": str(handle.progress),
-                "sessions": len(kit.sessions()),
+                "sessions": len(kit.cluster.sessions()),
                 "session": handle.session is not None,
                 "latency": latency,
             }

@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test
 
-from kit.rl import BattleCollector
-from kit.rl.battle import BattleEvaluator, FrozenPolicy, Lineup, RockPaperScissors, joint_env
+from kit.rl.battle import (
+    BattleCollector,
+    BattleEvaluator,
+    FrozenPolicy,
+    Lineup,
+    RockPaperScissors,
+    joint_env,
+)
 from kit.rl.choose import get_worker_pool
 
 RPS = functools.partial(joint_env, RockPaperScissors, max_cycles=5)

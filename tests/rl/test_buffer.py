@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kit.rl import PrioritizedReplayBuffer, ReplayBuffer, Transition
+from kit.rl import ReplayBuffer, Transition
+from kit.rl.buffer import PrioritizedReplayBuffer
 
 
 def test_circular_overwrite_and_counts() -> None:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kit.rl import Evaluator, MetricEvaluator
+from kit.rl import Evaluator
 from kit.rl.choose import get_worker_pool
-from kit.rl.evaluate import IMetric
+from kit.rl.evaluate import IMetric, MetricEvaluator
 from kit.rl.workers import make_workers
 from tests.rl.envs import CountEnv, first_action
 

@@ -34,7 +34,7 @@ def test_cluster_panel_drives_the_session_runners_use() -> None:
     assert "starting" in panel.status.value and panel.start_button.disabled
     try:
         panel.ready.result(timeout=120)
-        assert panel.session is not None and panel.session in kit.sessions()
+        assert panel.session is not None and panel.session in kit.cluster.sessions()
         wait_for(lambda: "<td>running</td>" in panel.workers.value)
         result = Affine(ToyProvider(toy_config()), parallel=parallel).run(range(10))
         assert result.stats.workers.keys() == {"0"}  # ran on the panel's cluster
@@ -284,9 +284,9 @@ def test_runs_use_the_cluster_panel_cluster(tmp_path: Path) -> None:
         app.run_panel.run_button.click()
         app.run_panel.wait(timeout=120)
         assert app.run_panel.handle is not None and app.run_panel.handle.session is started
-        assert [s for s in kit.sessions() if s.parallel.options.get("name") == "experiment"] == [
-            started
-        ]
+        assert [
+            s for s in kit.cluster.sessions() if s.parallel.options.get("name") == "experiment"
+        ] == [started]
     finally:
         app.cluster.stop_button.click()
 
