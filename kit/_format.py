@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # C0 controls but tab and newline, DEL, and C1 controls (0x9b is a one-byte CSI).
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -62,3 +63,32 @@ def duration(seconds: float | None, compact: bool = False) -> str:
     if hours:
         return f"{hours} h {minutes:02d} min"
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+def text_table(rows: list[dict[str, Any]]) -> str:
+    """Rows of dicts as aligned text columns (the keys of all rows, in order).
+
+    Examples
+    --------
+    >>> print(text_table([{"name": "trial-000", "wer": 0.25}, {"name": "trial-001", "x": None}]))
+    name       wer   x
+    trial-000  0.25  -
+    trial-001  -     -
+    """
+    columns: list[str] = []
+    for row in rows:
+        columns += [key for key in row if key not in columns]
+    cells = [columns] + [[_cell(row.get(key)) for key in columns] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    return "\n".join(
+        "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
+        for line in cells
+    )
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)

@@ -62,7 +62,7 @@ class RunFuture(Protocol):
         """Whether the run has ended (and let go of its folder)."""
         ...
 
-    def cancel(self, timeout: float = ...) -> None:
+    def cancel(self, timeout: float = 0.0) -> None:
         """Ask the run to stop, keeping completed chunks; wait up to ``timeout`` s for its end."""
         ...
 
@@ -89,7 +89,7 @@ class SweepFuture(Protocol):
     >>> stored = kit.attach(folder)
     >>> [isinstance(h, kit.SweepFuture) for h in (live, stored)]
     [True, True]
-    >>> [(h.status.value, h.progress) for h in (live, stored)]
+    >>> [(h.status.value, str(h.progress)) for h in (live, stored)]
     [('completed', '2/2 trials done, 0 running'), ('completed', '2/2 trials done, 0 running')]
     >>> [[row["status"] for row in h.rows()] for h in (live, stored)]
     [['completed', 'completed'], ['completed', 'completed']]
@@ -111,8 +111,8 @@ class SweepFuture(Protocol):
         ...
 
     @property
-    def progress(self) -> str:
-        """One line: trials done and running."""
+    def progress(self) -> Progress:
+        """Trials finished (failed among them), running and in all, and the status, right now."""
         ...
 
     def rows(self) -> list[dict[str, Any]]:
@@ -123,7 +123,7 @@ class SweepFuture(Protocol):
         """Whether the sweep has ended (no process drives it)."""
         ...
 
-    def cancel(self, timeout: float = ...) -> None:
+    def cancel(self, timeout: float = 0.0) -> None:
         """Start no more trials and stop the running ones; wait up to ``timeout`` s."""
         ...
 

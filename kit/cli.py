@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from omegaconf import DictConfig, OmegaConf
 
 from kit._errors import ClusterError, DriverLostError, KitError
-from kit._format import first_line, printable
+from kit._format import first_line, printable, text_table
 from kit._futures import RunFuture, SweepFuture
 from kit.config import load_config, resolve_config, to_overrides
 from kit.detached._leave import leave
 from kit.provider import ProviderSetupError
-from kit.result import Progress, RunError, RunResult, RunStatus
+from kit.result import RunError, RunResult, RunStatus
 from kit.store._rundir import SweepDir
 
 if TYPE_CHECKING:
@@ -258,39 +258,18 @@ def _sweep(args: argparse.Namespace) -> int:
     code = sweep_exit_code(result.rows())
     if args.metric is not None and result.trials:
         try:
-            _say(_table(result.against_best(args.metric, minimize=minimize)))
+            _say(text_table(result.against_best(args.metric, minimize=minimize)))
             trial, best = result.best(args.metric, minimize=minimize)
             value = run_metric(best, args.metric)
             _say(f"best: {trial.name} {' '.join(trial.overrides)}: {value}")
         except KeyError as exc:  # no completed trial has the metric: say so, show the table
-            _say(_table(result.rows()))
+            _say(text_table(result.rows()))
             _say(f"kit: error: {exc.args[0]}", file=sys.stderr)
             code = max(code, EXIT_TRIALS_FAILED)
     else:
-        _say(_table(result.rows()))
+        _say(text_table(result.rows()))
     _say(f"results: {handle.folder}" if result.trials else f"no trial ran ({handle.folder})")
     return code
-
-
-def _table(rows: list[dict[str, Any]]) -> str:
-    """Rows of dicts as aligned text columns (the keys of all rows, in order)."""
-    columns: list[str] = []
-    for row in rows:
-        columns += [key for key in row if key not in columns]
-    cells = [columns] + [[_cell(row.get(key)) for key in columns] for row in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
-    return "\n".join(
-        "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
-        for line in cells
-    )
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
 
 
 def _submit(args: argparse.Namespace) -> int:
@@ -350,48 +329,16 @@ def _submit_sweep(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _sweep_status(sweep: SweepFuture) -> int:
-    _say(f"{sweep.folder}: sweep {sweep.status}, {sweep.progress}")
-    rows = sweep.rows()
-    if rows:
-        _say(_table(rows))
-    return EXIT_OK
-
-
 def _status(args: argparse.Namespace) -> int:
     from kit.detached._attach import attach
 
-    run = attach(args.output_dir)
-    if isinstance(run, SweepFuture):  # its trials' table; a run's driver and cluster below
-        return _sweep_status(run)
-    status = run.snapshot()
-    done, total, failed = status.done, status.total, status.failed
-    _say(f"{args.output_dir}: {status.describe()}")
-    if total and max(done, failed) > total:
-        # What a status file says is data to check: this one was not written by a run.
-        _say(
-            f"  items:   the status file says {done!r} done and {failed!r} failed of "
-            f"{total!r}, which no run writes: it was changed by hand or by another program"
-        )
-    else:
-        percent = f" ({100 * done // total}%)" if total else ""
-        _say(f"  items:   {done}/{total}{percent} done, {failed} failed")
-    if status.items_per_second:
-        _say(f"  rate:    {status.items_per_second:.1f} items/s")
-    session = status.session
-    if session:
-        parallel = session.get("parallel", {})
-        where = session.get("cluster") or parallel.get("env")
-        _say(f"  cluster: {where} ({parallel.get('env')}), scheduler {session.get('scheduler')}")
-        if session.get("dashboard") and not status.status.final:
-            # Only while the run goes on: its cluster, and the page, end with it.
-            _say(f"  dashboard: {session['dashboard']}")
-    driver = status.driver
-    if driver:
-        _say(f"  driver:  pid {driver.get('pid')} on {driver.get('host')}")
-    for index, message in status.recent_failures:
-        _say(f"  failed:  item {index!r}: {message}")
+    for line in attach(args.output_dir).status_lines():  # a run's or a sweep's alike
+        _say(line)
     return EXIT_OK
+
+
+#: Seconds `kit cancel` waits for the run or sweep to end before it says where it stands.
+CANCEL_WAIT = 60.0
 
 
 def _cancel(args: argparse.Namespace) -> int:
@@ -401,7 +348,7 @@ def _cancel(args: argparse.Namespace) -> int:
     if handle.done():
         _say(f"{args.output_dir}: nothing to cancel ({handle.status}, {_counts(handle)})")
         return EXIT_OK
-    handle.cancel()
+    handle.cancel(timeout=CANCEL_WAIT)
     _say(
         f"{args.output_dir}: {handle.status} ({_counts(handle)}); completed chunks are kept, "
         "run it again to resume"
@@ -411,11 +358,7 @@ def _cancel(args: argparse.Namespace) -> int:
 
 def _counts(handle: RunFuture | SweepFuture) -> str:
     """Say how far a run (items) or a sweep (trials) got, without its status."""
-    progress = handle.progress
-    if isinstance(progress, Progress):
-        failed = f", {progress.failed} failed" if progress.failed else ""
-        return f"{progress.done}/{progress.total} items{failed}"
-    return progress
+    return handle.progress.counts
 
 
 def _cluster_script(args: argparse.Namespace) -> int:

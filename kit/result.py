@@ -168,7 +168,10 @@ class RunStats:
 
 @dataclass(frozen=True)
 class Progress:
-    """How far a run is: items finished (ok or failed), failed, total, and its status.
+    """How far a run or a sweep is: what finished (ok or failed), failed, total, its status.
+
+    The one shape of ``progress`` on every handle: a run counts items, a
+    sweep or search counts trials (``unit="trials"``) and says how many run.
 
     Examples
     --------
@@ -176,16 +179,34 @@ class Progress:
     0.25
     >>> print(Progress(0, 0, 20, RunStatus.STARTING))
     starting cluster: 0/20 items
+    >>> print(Progress(2, 0, 4, running=2, unit="trials"))
+    2/4 trials done, 2 running
+    >>> Progress(2, 0, 4, RunStatus.CANCELLED, running=1, unit="trials").counts
+    '2/4 trials done, 1 running'
     """
 
     done: int
     failed: int
     total: int
     status: RunStatus = RunStatus.RUNNING
+    #: Of a sweep's trials, how many run now (0 for a run's items).
+    running: int = 0
+    #: What is counted: ``items`` (a run) or ``trials`` (a sweep or search).
+    unit: str = "items"
 
     def __str__(self) -> str:
+        if self.unit == "trials":
+            cancelled = ", cancelled" if self.status is RunStatus.CANCELLED else ""
+            return f"{self.counts}{cancelled}"
+        return f"{self.status.describe()}: {self.counts}"
+
+    @property
+    def counts(self) -> str:
+        """The counts alone, without the status: ``5/20 items, 1 failed``."""
+        if self.unit == "trials":
+            return f"{self.done}/{self.total} trials done, {self.running} running"
         failed = f", {self.failed} failed" if self.failed else ""
-        return f"{self.status.describe()}: {self.done}/{self.total} items{failed}"
+        return f"{self.done}/{self.total} {self.unit}{failed}"
 
     @property
     def fraction(self) -> float:

@@ -19,6 +19,9 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "by default not at all, on every handle": [
+        "tests/test_futures.py::test_every_handle_cancels_with_one_meaning_of_timeout",
+    ],
     "so raising one never loads another wing": [
         "tests/test_public_api.py::test_every_error_class_is_defined_on_the_ground_floor",
     ],

@@ -26,7 +26,9 @@ def test_a_live_and_a_detached_run_answer_the_same_names(tmp_path: Path) -> None
     results = [handle.result(timeout=120) for handle in handles]
     assert [r.records for r in results] == [expected(range(10))] * 2
     assert [handle.status for handle in handles] == [kit.RunStatus.COMPLETED] * 2
-    assert [handle.progress.done for handle in handles] == [10, 10]
+    assert [handle.progress for handle in handles] == [
+        kit.Progress(10, 0, 10, kit.RunStatus.COMPLETED)
+    ] * 2
     assert [dict(handle) for handle in handles] == [dict(enumerate(expected(range(10))))] * 2
     for handle in handles:
         handle.cancel(timeout=1)  # an ended run: nothing to stop, no error
@@ -71,7 +73,11 @@ def test_a_live_and_a_stored_sweep_answer_the_same_names(tmp_path: Path) -> None
     handles = [live, stored]
     assert all(isinstance(handle, kit.SweepFuture) for handle in handles)
     assert [handle.status for handle in handles] == [kit.RunStatus.COMPLETED] * 2
-    assert [handle.progress for handle in handles] == ["2/2 trials done, 0 running"] * 2
+    # One progress shape on runs and sweeps: a Progress, here counting trials.
+    assert [handle.progress for handle in handles] == [
+        kit.Progress(2, 0, 2, kit.RunStatus.COMPLETED, running=0, unit="trials")
+    ] * 2
+    assert [str(handle.progress) for handle in handles] == ["2/2 trials done, 0 running"] * 2
     assert [[row["status"] for row in handle.rows()] for handle in handles] == [
         ["completed", "completed"]
     ] * 2
@@ -85,7 +91,7 @@ def test_a_live_and_a_stored_sweep_answer_the_same_names(tmp_path: Path) -> None
 def test_a_cancelled_sweep_says_so_live_and_from_its_folder(tmp_path: Path) -> None:
     slow = {**EXAMPLE, "model": {"coefficients": [0.0, 1.0], "work_seconds": 0.05}}
     live = kit.submit_sweep(slow, ["items.stop=400,401"], output_dir=tmp_path, concurrency=1)
-    while "1 running" not in live.progress:
+    while live.progress.running != 1:
         assert not live.done()
         time.sleep(0.01)
     live.cancel(timeout=60)
@@ -110,3 +116,34 @@ def test_kit_cancel_speaks_of_a_run_and_a_sweep_alike(tmp_path: Path) -> None:
         f"{tmp_path / 'run'}: nothing to cancel (completed, 3/3 items)\n",
         f"{tmp_path / 'sweep'}: nothing to cancel (completed, 2/2 trials done, 0 running)\n",
     ]
+
+
+def test_every_handle_cancels_with_one_meaning_of_timeout() -> None:
+    # Ask to stop; wait up to `timeout` s for the end; by default return at once.
+    import inspect
+
+    from kit._engine.run import RunHandle
+    from kit._sweeps.sweep import SweepHandle
+    from kit.detached import DetachedRun, DetachedSweep
+
+    defaults = {
+        shape.__name__: inspect.signature(shape.cancel).parameters["timeout"].default
+        for shape in (RunHandle, SweepHandle, DetachedRun, DetachedSweep)
+    }
+    assert defaults == dict.fromkeys(defaults, 0.0)
+
+
+def test_the_cli_treats_every_handle_alike() -> None:
+    # `kit status` and `kit cancel` ask the handle; no command tells the classes apart.
+    import ast
+
+    tree = ast.parse((Path(kit.__file__).parent / "cli.py").read_text())
+    handle_types = {"RunFuture", "SweepFuture", "DetachedRun", "DetachedSweep", "Progress"}
+    branches = [
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", None) == "isinstance"
+        and handle_types & {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+    ]
+    assert branches == []

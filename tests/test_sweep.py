@@ -90,7 +90,7 @@ def test_a_cancelled_sweep_resumes_with_every_record_once_and_finished_trials_un
     gate.write_text("open")
     assert partial.results[0].status == kit.RunStatus.COMPLETED
     assert partial.results[1].status == kit.RunStatus.CANCELLED
-    assert partial.results[2] is None and handle.progress.endswith("cancelled")
+    assert partial.results[2] is None and str(handle.progress).endswith("cancelled")
     finished = (folder / "trial-000" / "result.json").read_bytes()
     stored = json.loads((folder / "sweep.json").read_text())
     assert [t["status"] for t in stored["trials"]] == ["completed", "cancelled", "pending"]

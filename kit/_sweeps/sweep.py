@@ -43,7 +43,7 @@ from kit.config._sweeps import expand_sweep
 from kit.dashboard import write_sweep_report
 from kit.dashboard._report import ReportWriter, share_bokeh
 from kit.events import RunFinished, RunStarted
-from kit.result import RunError, RunResult, RunStatus
+from kit.result import Progress, RunError, RunResult, RunStatus
 from kit.store._results import read_result
 from kit.store._rundir import RunDir, SweepDir
 from kit.store._store import RunStore
@@ -109,8 +109,8 @@ class SweepHandle:
     >>> handle = submit_sweep(EXAMPLE, ["items.stop=5,10"], output_dir=tempfile.mkdtemp())
     >>> [r.stats.ok for r in handle.result(timeout=60).results]
     [5, 10]
-    >>> handle.progress
-    '2/2 trials done, 0 running'
+    >>> print(handle.progress)
+    2/2 trials done, 0 running
     """
 
     def __init__(
@@ -376,12 +376,18 @@ class SweepHandle:
         return follow_trials(self.partial, self.done)
 
     @property
-    def progress(self) -> str:
-        """One line: trials done, running, waiting."""
+    def progress(self) -> Progress:
+        """Trials done (failed among them), running and in all; ``cancelled`` once asked."""
         with self._lock:
             done = len(self._results.keys() | self._errors.keys())
-            return f"{done}/{self._plan.total} trials done, {self._running} running" + (
-                ", cancelled" if self._cancelled else ""
+            status = RunStatus.CANCELLED if self._cancelled else self.status
+            return Progress(
+                done,
+                len(self._errors),
+                self._plan.total,
+                status,
+                running=self._running,
+                unit="trials",
             )
 
     def rows(self) -> list[dict[str, Any]]:

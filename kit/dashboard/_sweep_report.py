@@ -113,7 +113,10 @@ def write_sweep_report(
             row[metric] = values[trial.number]
     title = f"Kit sweep {Path(folder).name}"
     parts: list[Any] = [
-        Div(text=_header_html(title, sweep.progress, metric, minimize), name="kit-sweep-header"),
+        Div(
+            text=_header_html(title, str(sweep.progress), metric, minimize),
+            name="kit-sweep-header",
+        ),
         Div(
             text=_table_html(rows, swept, metric),
             sizing_mode="stretch_width",

@@ -76,8 +76,8 @@ class DetachedStatus:
     Examples
     --------
     >>> died = DetachedStatus(RunStatus.ERROR, Lost.DIED, done=3, total=10)
-    >>> died.ended, died.describe(), died.progress
-    (True, 'died', Progress(done=3, failed=0, total=10, status=<RunStatus.ERROR: 'error'>))
+    >>> died.ended, died.describe(), str(died.progress)
+    (True, 'died', 'error: 3/10 items')
     >>> DetachedStatus(RunStatus.RUNNING).ended
     False
     """
@@ -114,6 +114,42 @@ class DetachedStatus:
     def describe(self) -> str:
         """Say where the run stands in a word: its status, or why it has none (``died``)."""
         return self.lost.value if self.lost is not None else self.status.value
+
+    def lines(self, folder: object) -> list[str]:
+        """Say what ``kit status`` prints of the run in ``folder``, a line a fact, as read.
+
+        Examples
+        --------
+        >>> DetachedStatus(RunStatus.RUNNING, done=5, failed=1, total=20).lines("runs/a")
+        ['runs/a: running', '  items:   5/20 (25%) done, 1 failed']
+        """
+        lines = [f"{folder}: {self.describe()}"]
+        done, total, failed = self.done, self.total, self.failed
+        if total and max(done, failed) > total:
+            # What a status file says is data to check: this one was not written by a run.
+            lines.append(
+                f"  items:   the status file says {done!r} done and {failed!r} failed of "
+                f"{total!r}, which no run writes: it was changed by hand or by another program"
+            )
+        else:
+            percent = f" ({100 * done // total}%)" if total else ""
+            lines.append(f"  items:   {done}/{total}{percent} done, {failed} failed")
+        if self.items_per_second:
+            lines.append(f"  rate:    {self.items_per_second:.1f} items/s")
+        if self.session:
+            parallel = self.session.get("parallel", {})
+            where = self.session.get("cluster") or parallel.get("env")
+            scheduler = self.session.get("scheduler")
+            lines.append(f"  cluster: {where} ({parallel.get('env')}), scheduler {scheduler}")
+            if self.session.get("dashboard") and not self.status.final:
+                # Only while the run goes on: its cluster, and the page, end with it.
+                lines.append(f"  dashboard: {self.session['dashboard']}")
+        if self.driver:
+            lines.append(f"  driver:  pid {self.driver.get('pid')} on {self.driver.get('host')}")
+        lines += [
+            f"  failed:  item {index!r}: {message}" for index, message in self.recent_failures
+        ]
+        return lines
 
 
 _FINAL = frozenset(status.value for status in RunStatus if status.final)
@@ -465,6 +501,10 @@ class DetachedRun:
         """The run's status: ``error`` for a run whose process ended without one."""
         return self.snapshot().status
 
+    def status_lines(self) -> list[str]:
+        """Return what ``kit status`` prints: status, items, rate, cluster, driver, failures."""
+        return self.snapshot().lines(self.output_dir)
+
     def _directory_status(self) -> dict[str, Any]:
         """Progress of a run started in a process of its own (no driver), from the ledger."""
         store = RunStore(self.output_dir)
@@ -513,8 +553,11 @@ class DetachedRun:
         """
         return self.snapshot().ended and not RunStore(self.output_dir).busy()
 
-    def cancel(self, timeout: float = 60) -> None:
+    def cancel(self, timeout: float = 0.0) -> None:
         """Ask the driver to stop; completed chunks are kept and a later run resumes.
+
+        Wait up to ``timeout`` seconds for the run to end, as every handle's
+        ``cancel`` does; by default return at once.
 
         Kit signals a process only when it can prove it is this run's driver:
         ``driver.json`` is this user's and nobody else may change it, the

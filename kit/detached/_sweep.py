@@ -19,10 +19,11 @@ from typing import Any
 
 from kit._errors import KitError, StoreError
 from kit._files import read_json
+from kit._format import text_table
 from kit._trials import SweepResult, Trial, TrialState, follow_trials
 from kit._waiting import WAIT_STEP
 from kit.detached._run import DriverIdentity, signal_driver
-from kit.result import RunResult, RunStatus
+from kit.result import Progress, RunResult, RunStatus
 from kit.store._results import read_result
 from kit.store._rundir import RunDir, SweepDir
 from kit.store._store import RunStore
@@ -38,7 +39,7 @@ class DetachedSweep:
     >>> folder = tempfile.mkdtemp()
     >>> _ = kit.sweep(kit._sweeps.sweep.EXAMPLE, ["items.stop=2,4"], output_dir=folder)
     >>> sweep = kit.attach(folder)
-    >>> sweep.progress, sweep.done()
+    >>> str(sweep.progress), sweep.done()
     ('2/2 trials done, 0 running', True)
     >>> [r.stats.ok for r in sweep.result(timeout=10).results]
     [2, 4]
@@ -83,6 +84,12 @@ class DetachedSweep:
             for number, entry in enumerate(self.record()["trials"])
         ]
 
+    def status_lines(self) -> list[str]:
+        """Return what ``kit status`` prints: the sweep's status and progress, its trials."""
+        rows = self.rows()
+        head = f"{self.folder}: sweep {self.status}, {self.progress}"
+        return [head, *(text_table(rows).splitlines() if rows else [])]
+
     def rows(self) -> list[dict[str, str]]:
         """One row per trial: its name, overrides and status (pending, running, pruned...)."""
         return [
@@ -95,14 +102,15 @@ class DetachedSweep:
         ]
 
     @property
-    def progress(self) -> str:
-        """One line: trials done, running (as the sweep's handle says it)."""
+    def progress(self) -> Progress:
+        """Trials done (failed among them), running and in all, as the sweep's handle says."""
         record = self.record()
         states = [TrialState.read(e.get("status")) for e in record["trials"]]
         total = max(len(record["trials"]), int((record.get("search") or {}).get("trials", 0)))
         running = sum(state.status is RunStatus.RUNNING for state in states)
         done = sum(state.final for state in states)
-        return f"{done}/{total} trials done, {running} running"
+        failed = sum(state.status is RunStatus.ERROR for state in states)
+        return Progress(done, failed, total, self.status, running=running, unit="trials")
 
     @property
     def status(self) -> RunStatus:
@@ -184,8 +192,11 @@ class DetachedSweep:
             raise FileNotFoundError(f"{path} is missing: the search has no study yet")
         return optuna.load_study(study_name=STUDY_NAME, storage=journal_storage(path))
 
-    def cancel(self, timeout: float = 60) -> None:
+    def cancel(self, timeout: float = 0.0) -> None:
         """Stop the sweep's detached driver (proven Kit's own); finished trials are kept.
+
+        Wait up to ``timeout`` seconds for the sweep to end, as every handle's
+        ``cancel`` does; by default return at once.
 
         Running trials stop at chunk level and resume when the same sweep is
         run again. A sweep driven by a process that is no detached driver

@@ -108,7 +108,7 @@ class SweepView(w.VBox):  # type: ignore[misc]
         where = html.escape(str(self.handle.folder))
         self.header.value = (
             f"<b>sweep</b> {status_html(self.handle.status)} · "
-            f"{html.escape(self.handle.progress)} <small>({where})</small>"
+            f"{html.escape(str(self.handle.progress))} <small>({where})</small>"
         )
         rows = self.handle.rows()
         self.table.value = trials_table(rows)
