@@ -10,7 +10,7 @@ EXTRAS ?= dev,docs,jobqueue,notebook,asr,lhotse,rl,search,mlflow,tensorboard
 # so lhotse's plain `torch` does not pull a CUDA build of several GB.
 TORCH ?= torch==2.13.0
 
-.PHONY: demo quickstart lab test test-dist system-deps lint typecheck unit docs notebook-outputs screenshots bench dist clean
+.PHONY: demo quickstart lab check test test-dist system-deps lint typecheck unit docs notebook-outputs screenshots bench dist clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -107,6 +107,12 @@ system-deps: $(STAMP)
 	  npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@5
 
 test: system-deps lint typecheck unit
+
+# The quick loop while coding: lint, types, and the tests and doctests that start no
+# browser, hub, job queue or whole notebook (the `slow` and `dist` markers); `make test`
+# runs everything.
+check: lint typecheck
+	$(BIN)/python -m pytest -q -m "not slow and not dist" --durations=10
 
 # Side-by-side benchmarks; results (with the machine description) go to benchmarks/results/.
 bench: $(STAMP)

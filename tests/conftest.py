@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +21,21 @@ from tests.slurm import clear_queue, slurm_problem
 ROOT = Path(__file__).resolve().parents[1]
 
 LOCAL = {"env": "local", "n_workers": 2}
+
+#: What makes a test `slow` whether or not it says so: it drives Chromium, starts a
+#: Jupyter server, or asks for the SLURM. `make check` leaves slow tests out; `make
+#: test` runs them all.
+SLOW_USES = re.compile(r"\bbrowser\(|\bjupyter_server\(")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        function = getattr(item, "function", None)
+        if function is None or item.get_closest_marker("slow"):
+            continue
+        uses_slurm = "slurm" in getattr(item, "fixturenames", ())
+        if uses_slurm or SLOW_USES.search(inspect.getsource(function)):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
