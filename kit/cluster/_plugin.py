@@ -8,6 +8,7 @@ import functools
 import hashlib
 import os
 import re
+import secrets
 import threading
 import traceback
 from collections.abc import Callable, Mapping
@@ -23,6 +24,19 @@ from kit.provider import ProviderSetupError, check_env
 
 #: Held while a worker process builds an env suspected of killing its last process.
 _SUSPECTS = threading.Lock()
+_TOKENS: dict[int, str] = {}
+
+
+def _process() -> str:
+    """Name this process in build markers: its pid and a token (a later one may reuse the pid).
+
+    Examples
+    --------
+    >>> _process() == _process() and _process().startswith(f"{os.getpid()}-")
+    True
+    """
+    pid = os.getpid()  # per pid, so a forked child does not speak as its parent
+    return _TOKENS.setdefault(pid, f"{pid}-{secrets.token_hex(4)}")
 
 
 class ProviderPlugin(WorkerPlugin):
@@ -77,17 +91,17 @@ class ProviderPlugin(WorkerPlugin):
         # This worker's last process died while this env was being built (its nanny
         # started it again). Alone in its build then: it killed the process, and
         # building it again would kill this one and every restart after.
-        if died[1] == "building" and not _others_building(marker, died[0]):
+        if died[1] == "building" and _suspects(marker, died[0]) == [marker.name]:
             raise ProviderSetupError(died_building(worker, self.label))
         # Other envs were being built too: the suspects are built again one at a time,
         # so that the next death, if any, has one env to blame.
-        marker.write_text(f"{os.getpid()} waiting")
+        marker.write_text(f"{_process()} waiting")
         with _SUSPECTS:
             return self._marked_build(worker, marker)
 
     def _marked_build(self, worker: Any, marker: Path) -> dict[str, Any]:
         marker.parent.mkdir(mode=0o700, exist_ok=True)
-        marker.write_text(f"{os.getpid()} building")
+        marker.write_text(f"{_process()} building")
         try:
             return self._setup_env(worker)
         finally:
@@ -157,11 +171,28 @@ def _marked(marker: Path) -> tuple[str, str] | None:
     return pid, state
 
 
-def _others_building(marker: Path, pid: str) -> bool:
-    """Whether envs other than ``marker``'s were being built by process ``pid``."""
-    return any(
-        other != marker and _marked(other) == (pid, "building") for other in marker.parent.iterdir()
-    )
+def _suspects(marker: Path, pid: str) -> list[str]:
+    """Return the markers of the envs process ``pid`` was building when it died, as first seen.
+
+    The first env to look after the death lists them and keeps the list; every
+    other env of that death reads the same list. Listing again would race: a
+    suspect that looked first has already marked itself anew (``waiting``), or
+    even finished and removed its marker, and a sibling that looked then would
+    seem to have been built alone, and be blamed for a death it did not cause.
+    """
+    record = marker.parent / f"died-{pid}"
+    with contextlib.suppress(FileNotFoundError):
+        return record.read_text().split()
+    seen = sorted(m.name for m in marker.parent.iterdir() if _marked(m) == (pid, "building"))
+    draft = marker.parent / f".died-{pid}.{_process()}.{threading.get_ident()}"
+    draft.write_text(" ".join(seen))
+    try:
+        os.link(draft, record)  # the first list kept wins; a later one is dropped
+    except FileExistsError:
+        pass
+    finally:
+        draft.unlink()
+    return record.read_text().split()
 
 
 async def _on_daemon_thread(fn: Callable[[], Any], label: str) -> Any:
