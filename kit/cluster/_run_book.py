@@ -119,6 +119,8 @@ class RunBook:
     >>> book.leave("r2", threads=8)
     >>> [seat.share for seat in book.seats.values()]
     [8]
+    >>> [seat["share"] for seat in book.listing(threads=4)]  # a worker of four threads left
+    [4]
     """
 
     seats: dict[str, Seat] = field(default_factory=dict)
@@ -154,6 +156,16 @@ class RunBook:
         if gone:
             self._share_out(threads)
         return gone
+
+    def listing(self, threads: int) -> list[dict[str, Any]]:
+        """Return every seat as plain data, its share of ``threads`` as of now.
+
+        A seat's share was last worked out when some run reported; workers
+        that joined or left since change it, so a listing shares out anew
+        rather than show a share for a thread count it no longer has.
+        """
+        self._share_out(threads)
+        return [seat.as_dict() for seat in self.seats.values()]
 
     def find(self, run_id: str) -> Seat:
         """Return the seat whose id is ``run_id`` or starts with it (one only).

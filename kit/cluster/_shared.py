@@ -231,9 +231,10 @@ def list_runs(dask_scheduler: Any = None) -> dict[str, Any]:
         ledger = ledger_of(dask_scheduler)
     except RuntimeError:  # no Kit session ever connected: no run, no env of Kit's
         return {"threads": _threads(dask_scheduler), "runs": [], "envs": {}}
+    threads = ledger.threads()
     return {
-        "threads": ledger.threads(),
-        "runs": [seat.as_dict() for seat in ledger.runs.seats.values()],
+        "threads": threads,
+        "runs": ledger.runs.listing(threads),
         "envs": {name: ledger.envs.holders(name) for name in ledger.present()},
     }
 

@@ -53,6 +53,14 @@ def test_a_run_joining_halves_the_first_ones_share_and_leaving_gives_it_back() -
     assert book.seats["r1"].share == 8
 
 
+def test_a_listing_shares_the_threads_there_are_now_not_those_at_the_last_report() -> None:
+    # Both runs sat while one worker of two threads was up; a second joined since.
+    book = RunBook()
+    book.join(seat("r1"), threads=2, now=0.0)
+    book.join(seat("r2"), threads=2, now=0.0)
+    assert [s["share"] for s in book.listing(threads=4)] == [2, 2]
+
+
 def test_a_client_that_goes_away_leaves_its_runs_seats() -> None:
     book = RunBook()
     book.join(seat("r1", client="alice"), threads=4, now=0.0)
