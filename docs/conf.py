@@ -88,6 +88,7 @@ PACKAGES = {
     "kit": "kit: configs, providers, runners, sweeps",
     "kit.errors": "kit.errors: every error and warning Kit raises",
     "kit.config": "kit.config: loading, checking and saving configs",
+    "kit.launch": "kit.launch: the run request, assembled in one place",
     "kit.cluster": "kit.cluster: sessions, cluster builders, the env plugin",
     "kit.store": "kit.store: the run folder",
     "kit.detached": "kit.detached: runs and sweeps that outlive the notebook",

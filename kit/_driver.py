@@ -6,15 +6,16 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kit.cli import main
+from kit._sweeps.request import SweepRequest, trial_line
+from kit.cli import guarded, sweep_exit_code
 from kit.cluster._session import shutdown
 from kit.detached._leave import leave
 from kit.detached._run import SUBMIT_GRACE, load_job
 from kit.detached._status import StatusWriter
+from kit.launch import assemble
 from kit.result import RunError
 from kit.store._rundir import RunDir
 from kit.store._store import RunStore, StoreError
@@ -33,7 +34,7 @@ def run_detached(output_dir: Path) -> int:
         return 2
     if "sweep" in job:
         return _run_detached_sweep(job["sweep"])
-    handle = job["runner"].prepare(job["indices"], **job["kwargs"])
+    handle = assemble(job["request"])
 
     def session() -> dict[str, Any] | None:
         return None if handle.session is None else dict(handle.session.describe())
@@ -50,15 +51,23 @@ def run_detached(output_dir: Path) -> int:
         shutdown()
 
 
-def _run_detached_sweep(argv: Sequence[str]) -> int:
-    """Run ``kit sweep *argv`` (a detached sweep's driver); SIGTERM cancels it like Ctrl-C."""
+def _run_detached_sweep(request: SweepRequest) -> int:
+    """Start the sweep ``request`` asks for and wait for it; SIGTERM cancels it like Ctrl-C.
+
+    Each trial's line goes to ``driver.log``, as ``kit sweep`` prints it.
+    """
 
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)
+
+    def run() -> int:
+        handle = request.submit(on_trial=lambda *ended: print(trial_line(*ended), flush=True))
+        return sweep_exit_code(handle.join().rows())
+
     try:
-        return main(["sweep", *argv])
+        return guarded(run)
     finally:
         shutdown()
 

@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -27,7 +27,8 @@ from kit.result import RunError, RunResult, RunStatus
 from kit.store._rundir import SweepDir
 
 if TYPE_CHECKING:
-    from kit.runner import Runner
+    from kit._sweeps.request import SweepRequest
+    from kit.launch import RunRequest
     from kit.tracking import Tracking
 
 EXIT_OK = 0
@@ -141,24 +142,26 @@ def _say_viewers(
             _say(f"{indent}{'watch:':<10} {command}")
 
 
-def _tracked(runner: Runner, overrides: list[str]) -> Runner:
-    """Return ``runner`` with its overrides noted for the trackers (MLflow's kit.overrides tag)."""
+def _tracked(request: RunRequest, overrides: list[str]) -> RunRequest:
+    """Return ``request`` with its overrides noted for the trackers (MLflow's kit.overrides tag)."""
     from kit._sweeps.sweep import split_watching
 
     made = split_watching(overrides)[1]
-    if runner.tracking is not None and made:
-        runner.tracking = dataclasses.replace(runner.tracking, overrides=tuple(made))
-    return runner
+    if request.tracking is not None and made:
+        tracking = dataclasses.replace(request.tracking, overrides=tuple(made))
+        return request.replace(tracking=tracking)
+    return request
 
 
 def _run(args: argparse.Namespace) -> int:
     from kit._from_config import build_runner
+    from kit.launch import RunRequest, run
     from kit.views import TerminalProgress
 
-    runner, indices = build_runner(_load(args))
-    _say_viewers(_tracked(runner, args.overrides).tracking, runner.output_dir)
+    request = _tracked(RunRequest.of(*build_runner(_load(args))), args.overrides)
+    _say_viewers(request.tracking, request.output_dir)
     try:
-        result = runner.run(indices, on_event=TerminalProgress())
+        result = run(request, on_event=TerminalProgress())
     except RunError as exc:
         _say(f"kit: {first_line(exc)}", file=sys.stderr)
         return _print_result(exc.result) or EXIT_ITEMS_FAILED
@@ -190,69 +193,35 @@ def _minimize(args: argparse.Namespace) -> bool:
     return not (args.maximize or args.direction == "maximize")
 
 
-def _check_search_args(args: argparse.Namespace) -> None:
-    if args.metric is None or args.trials is None:
-        raise KitError(
-            "--search optuna needs --trials N and --metric NAME (the summary metric to "
-            "optimize), e.g. --trials 20 --metric wer"
-        )
+def _sweep_request(args: argparse.Namespace) -> SweepRequest:
+    """Return the sweep ``kit sweep`` or ``kit submit`` was asked for, checked."""
+    import os
 
+    from kit._sweeps.request import SweepRequest
 
-def _search(args: argparse.Namespace, minimize: bool, ended: Any) -> Any:
-    from kit._sweeps.search import pruner_named, submit_search
-    from kit.store._study import require_optuna
-
-    _check_search_args(args)
-    # The command line speaks for itself; Optuna's log lines would interleave with it.
-    optuna = require_optuna()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return submit_search(
-        args.config,
-        args.overrides,
-        trials=args.trials,
-        metric=args.metric,
-        direction="minimize" if minimize else "maximize",
-        pruner=pruner_named(args.prune or "none"),
-        output_dir=args.output_dir,
+    request = SweepRequest(
+        # Absolute: a detached driver starts it from another folder.
+        config=os.path.abspath(args.config),
+        overrides=tuple(args.overrides),
+        output_dir=Path(args.output_dir) if args.output_dir is not None else None,
         concurrency=args.concurrency,
-        on_trial=ended,
+        metric=args.metric,
+        minimize=_minimize(args),
+        search=args.search,
+        trials=args.trials,
+        prune=args.prune,
     )
+    request.check()
+    return request
 
 
 def _sweep(args: argparse.Namespace) -> int:
     from kit._compare import run_metric
-    from kit._sweeps.sweep import submit_sweep
-    from kit._trials import PRUNED, Trial, TrialPruned
+    from kit._sweeps.request import trial_line
 
-    def ended(trial: Trial, result: RunResult | None, error: BaseException | None) -> None:
-        where = " ".join(trial.overrides)
-        if result is None:
-            _say(f"{trial.name} {where}: error: {first_line(error)}")
-            return
-        stats = result.stats
-        summary = ", ".join(f"{k}={v}" for k, v in result.summary.items())
-        status = PRUNED if isinstance(error, TrialPruned) else result.status
-        _say(
-            f"{trial.name} {where}: {status}, {stats.ok} ok, {stats.failed} failed"
-            f" in {stats.wall_seconds:.1f} s" + (f"; {summary}" if summary else "")
-        )
-
-    minimize = _minimize(args)
-    if args.search is not None:
-        handle = _search(args, minimize, ended)
-    else:
-        for flag, given in (("--trials", args.trials), ("--prune", args.prune)):
-            if given is not None:
-                raise KitError(f"{flag} goes with --search optuna; a grid runs every trial")
-        handle = submit_sweep(
-            args.config,
-            args.overrides,
-            output_dir=args.output_dir,
-            concurrency=args.concurrency,
-            on_trial=ended,
-            metric=args.metric,
-            minimize=minimize,
-        )
+    request = _sweep_request(args)
+    minimize = request.minimize
+    handle = request.submit(on_trial=lambda *ended: _say(trial_line(*ended)))
     _say_viewers(handle.tracking, handle.folder, sweep=True)
     result = handle.join()
     code = sweep_exit_code(result.rows())
@@ -275,52 +244,50 @@ def _sweep(args: argparse.Namespace) -> int:
 def _submit(args: argparse.Namespace) -> int:
     from kit._from_config import build_runner
     from kit.config._sweeps import is_sweep
+    from kit.launch import RunRequest, launch
 
     if args.search is not None or is_sweep(args.overrides):
         return _submit_sweep(args)
     if args.output_dir is not None:
         args.overrides = [*args.overrides, f"++output_dir={args.output_dir}"]
-    runner, indices = build_runner(_load(args))
-    run = _tracked(runner, args.overrides).submit(indices, detached=True)
+    request = _tracked(RunRequest.of(*build_runner(_load(args))), args.overrides)
+    run = launch(request, detached=True)
     pid = run.snapshot().driver.get("pid")
-    _say(f"submitted {len(indices)} items: driver pid {pid}, output {run.output_dir}")
+    _say(f"submitted {len(request.items)} items: driver pid {pid}, output {run.output_dir}")
     _say(f"  progress:  kit status {run.output_dir}")
     _say(f"  stop:      kit cancel {run.output_dir}")
     _say(f"  in Python: kit.attach({str(run.output_dir)!r}).result()")
-    _say_viewers(runner.tracking, run.output_dir, indent="  ")
+    _say_viewers(request.tracking, run.output_dir, indent="  ")
     return EXIT_OK
 
 
 def _submit_sweep(args: argparse.Namespace) -> int:
-    """Check the sweep here, then hand it to a detached driver running ``kit sweep``."""
-    import os
-
+    """Check the sweep here, then hand its request to a detached driver that starts it."""
     from kit._sweeps.search import prepare_search
     from kit._sweeps.sweep import prepare_grid, sweep_tracking
     from kit.detached._run import start_sweep_driver
 
-    minimize = _minimize(args)
-    if args.search is not None:
-        _check_search_args(args)
-        direction = "minimize" if minimize else "maximize"
+    request = _sweep_request(args)
+    if request.searching:
+        direction = "minimize" if request.minimize else "maximize"
+        assert request.trials is not None and request.metric is not None  # checked
         prepared = prepare_search(
-            args.config, args.overrides, args.trials, args.metric, direction, args.output_dir
+            request.config,
+            request.overrides,
+            request.trials,
+            request.metric,
+            direction,
+            request.output_dir,
         )
-        total = args.trials
+        total = request.trials
     else:
-        prepared = prepare_grid(args.config, args.overrides, args.output_dir)
+        prepared = prepare_grid(request.config, request.overrides, request.output_dir)
         total = len(prepared.record["trials"])
     folder = prepared.folder.resolve()
-    # The driver runs this very command line as `kit sweep`, from this folder.
-    argv = [os.path.abspath(args.config), *args.overrides, "-o", str(folder)]
-    argv += ["--concurrency", str(args.concurrency)]
-    for flag in ("metric", "search", "trials", "prune", "direction"):
-        if getattr(args, flag) is not None:
-            argv += [f"--{flag}", str(getattr(args, flag))]
-    if args.maximize:
-        argv.append("--maximize")
+    # The driver starts this very sweep, into this folder (the one checked here).
+    request = dataclasses.replace(request, output_dir=folder)
     folder.mkdir(parents=True, exist_ok=True)
-    start_sweep_driver(folder, argv, total, prepared.record)
+    start_sweep_driver(folder, request, total, prepared.record)
     _say(f"submitted a sweep of {total} trials: output {folder}")
     _say(f"  progress:  kit status {folder}")
     _say(f"  stop:      kit cancel {folder}")
@@ -811,8 +778,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     0
     """
     args = _parse(_parser(), argv)
+    return guarded(lambda: args.handler(args), debug=args.debug)
+
+
+def guarded(call: Callable[[], int], debug: bool = False) -> int:
+    """Return what ``call`` returns, or the exit code of what it raised, said on stderr.
+
+    The command line's handlers and a detached sweep's driver end so.
+    """
     try:
-        code: int = args.handler(args)
+        code: int = call()
     except KeyboardInterrupt:
         _say("kit: interrupted; completed chunks are kept, run again to resume", file=sys.stderr)
         return EXIT_ITEMS_FAILED
@@ -824,7 +799,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"kit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:
-        if args.debug:
+        if debug:
             raise
         _say(
             f"kit: error: {type(exc).__name__}: {exc} (`kit --debug ...` shows the traceback)",

@@ -4,29 +4,25 @@ from __future__ import annotations
 
 import inspect
 import os
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit._engine import ChunkJob, RunHandle, RunSpec
+from kit._engine import RunHandle
 from kit._engine.chunk import BatchBy
 from kit._engine.inject import ForwardSpec
 from kit.cluster._session import check_client
 from kit.config import ParallelConfig, RunnerConfig, parallel_section
 from kit.config._errors import closest, error
 from kit.config._schema import check_section
-from kit.dashboard import ReportWriter
-from kit.detached._run import start_driver
-from kit.events import EventLog, EventStream, Subscriber
+from kit.events import Subscriber
+from kit.launch import RunRequest, assemble, launch, run
 from kit.provider import EnvironmentProvider
 from kit.result import Index, RunResult
 from kit.store._formats import RecordWriter
-from kit.store._store import RunStore
 from kit.tracking import Tracking
-from kit.tracking._exporter import Exporters
 
 if TYPE_CHECKING:
     from kit.detached._run import DetachedRun
@@ -175,9 +171,6 @@ class Runner:
         self.writer = writer
         #: Where the run is exported to (:class:`kit.tracking.Tracking`), or None.
         self.tracking = Tracking.of(tracking)
-        #: Whether the run draws ``output_dir/report.html`` as it ends (a sweep draws its
-        #: trials' reports itself, on a thread of its own, so no trial's end waits for one).
-        self.draws_report = True
         if client is not None:
             check_client(client)
         self.client = client
@@ -237,17 +230,7 @@ class Runner:
         RunError
             When ``on_error="raise"`` or ``max_failures`` stops the run.
         """
-        handle = self.prepare(indices, on_event=on_event, **forward_kwargs)
-        if handle.spec.inline:
-            handle.drive()  # in this thread, so a debugger stops inside forward
-            return handle.result()
-        handle.start()
-        try:
-            return handle.result()
-        except KeyboardInterrupt:
-            handle.cancel()
-            handle.join(timeout=30)
-            raise
+        return run(RunRequest.of(self, indices, **forward_kwargs), on_event)
 
     __call__ = run
 
@@ -290,11 +273,8 @@ class Runner:
         :class:`kit.detached.DetachedRun` (also from ``kit.attach(output_dir)``)
         reads its progress and result from there.
         """
-        if detached:
-            if on_event is not None:
-                raise ValueError("on_event cannot follow a detached run; read kit.attach(...)")
-            return start_driver(self, normalize_indices(indices), forward_kwargs)
-        return self.prepare(indices, on_event=on_event, **forward_kwargs).start()
+        request = RunRequest.of(self, indices, **forward_kwargs)
+        return launch(request, detached=detached, on_event=on_event)  # type: ignore[call-overload, no-any-return]
 
     def prepare(
         self,
@@ -310,92 +290,4 @@ class Runner:
         cluster, no output directory. Useful to subscribe views first, or to
         drive a run from another process (detached runs do).
         """
-        items = normalize_indices(indices)
-        writer = self.writer or RecordWriter(self.options.record_format)
-        store = RunStore(self.output_dir, writer) if self.output_dir is not None else None
-        job = ChunkJob(
-            run_id=uuid.uuid4().hex[:8],
-            forward=self.task_forward(),
-            forward_spec=self.forward_spec,
-            explicit=dict(forward_kwargs),
-            indices=items,
-            batch_size=self.options.batch_size,
-            batch_by=self.batch_by,
-        )
-        spec = RunSpec(
-            provider=self.provider,
-            job=job,
-            parallel=self.parallel,
-            client=self.client,
-            options=self.options,
-            store=store,
-            runner_name=f"{type(self).__module__}.{type(self).__qualname__}",
-            summarize=self.summarize,
-            config=self.provider.config if isinstance(self.provider.config, DictConfig) else None,
-        )
-        events = EventStream()
-        exporters = None
-        if self.tracking is not None:
-            path = store.path if store is not None else None
-            exporters = Exporters(
-                self.tracking.exporters(path, spec.config, resume=self.options.resume)
-            )
-        if store is not None:
-            # Both start writing at this run's RunStarted, i.e. once it holds the lock.
-            events.subscribe(EventLog(store.files.events))
-        if exporters is not None:
-            # They end the run in the trackers while its report is drawn (just below),
-            # then upload the report once it is written.
-            events.subscribe(exporters.take)
-        if store is not None and self.draws_report:
-            events.subscribe(ReportWriter(store.path, self.report_sections()))
-        if exporters is not None:
-            events.subscribe(exporters.finish)
-        if on_event is not None:
-            events.subscribe(on_event)
-        return RunHandle(spec, events)
-
-
-def normalize_indices(indices: int | Iterable[Index]) -> Sequence[Index]:
-    """Return ``indices`` as a range or a list, checking every item is an int or a str.
-
-    Examples
-    --------
-    >>> normalize_indices(3)
-    range(0, 3)
-    >>> normalize_indices(["a", 2])
-    ['a', 2]
-    >>> normalize_indices([1, 2.5])
-    Traceback (most recent call last):
-    ...
-    TypeError: indices[1] is 2.5 (float); indices must be ints or strings
-    """
-    if isinstance(indices, bool):
-        raise TypeError("indices must be an int count or a list of ints or strings, not a bool")
-    if isinstance(indices, int):
-        if indices < 0:
-            raise ValueError(f"indices: a count must be >= 0, got {indices}")
-        return range(indices)
-    if isinstance(indices, range):
-        return indices
-    if isinstance(indices, (str, bytes)) or not isinstance(indices, Iterable):
-        raise TypeError(
-            "indices must be an int count or a list of ints or strings, "
-            f"got {type(indices).__name__}"
-        )
-    items = list(indices)
-    for pos, index in enumerate(items):
-        if isinstance(index, bool) or not isinstance(index, (int, str)):
-            try:
-                import numpy as np
-
-                if isinstance(index, np.integer):
-                    items[pos] = int(index)
-                    continue
-            except ImportError:
-                pass
-            raise TypeError(
-                f"indices[{pos}] is {index!r} ({type(index).__name__}); "
-                "indices must be ints or strings"
-            )
-    return items
+        return assemble(RunRequest.of(self, indices, **forward_kwargs), on_event)

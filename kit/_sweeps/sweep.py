@@ -43,6 +43,7 @@ from kit.config._sweeps import expand_sweep
 from kit.dashboard import write_sweep_report
 from kit.dashboard._report import ReportWriter, share_bokeh
 from kit.events import RunFinished, RunStarted
+from kit.launch import RunRequest, assemble, check_resume
 from kit.result import Progress, RunError, RunResult, RunStatus
 from kit.store._results import read_result
 from kit.store._rundir import RunDir, SweepDir
@@ -199,16 +200,22 @@ class SweepHandle:
         sweep would make the same records (the runner's code, its keywords,
         its config, its items).
         """
-        runner, indices = self._build(trial)
-        runner.output_dir, runner.tracking = trial.output_dir, None
-        spec = runner.prepare(indices).spec  # contacts nothing
-        assert spec.store is not None  # it has an output_dir
-        spec.store.check_resume(
-            spec.store.run_manifest(**spec.manifest_request()),
-            spec.config,
+        check_resume(
+            self._request(trial),
             resume=True,
             how=f"delete {trial.output_dir} to run that trial again with this code, or give "
             "this sweep a folder of its own",
+        )
+
+    def _request(self, trial: Trial) -> RunRequest:
+        """Return the request of ``trial``'s run: into its folder, exported and reported here.
+
+        The sweep exports its trials itself (nested under it, with their swept
+        values) and draws their reports itself, off the trials' path (see _Reports).
+        """
+        runner, indices = self._build(trial)
+        return RunRequest.of(runner, indices).replace(
+            output_dir=trial.output_dir, tracking=None, draws_report=False
         )
 
     def _launch(self) -> None:
@@ -262,20 +269,15 @@ class SweepHandle:
     def _start(self, trial: Trial) -> None:
         try:
             check_trial_folder(trial.output_dir)  # again: a link may be planted meanwhile
-            runner, indices = self._build(trial)
-            runner.output_dir = trial.output_dir
-            # The sweep exports its trials itself: nested under it, with their swept values.
-            runner.tracking = None
-            # And draws their reports itself, off the trials' path (see _Reports).
-            runner.draws_report = False
-            handle = runner.prepare(indices)
+            request = self._request(trial)
+            handle = assemble(request)
             exporters = Exporters(
-                self._tracker.exporters(trial, runner.provider.config)
+                self._tracker.exporters(trial, request.runner.provider.config)
                 if self._tracker is not None
                 else []
             )
             handle.events.subscribe(exporters.take)
-            self._reports.follow(trial, handle, exporters, runner.report_sections())
+            self._reports.follow(trial, handle, exporters, request.runner.report_sections())
             handle.start()
         except BaseException as exc:
             self._ended(trial, None, exc)
@@ -283,7 +285,7 @@ class SweepHandle:
         with self._lock:
             self.handles[trial.number] = handle
         self._set(trial, TrialState(RunStatus.RUNNING))
-        self._plan.watch(trial, handle, indices)
+        self._plan.watch(trial, handle, request.items)
         handle.add_done_callback(lambda done: self._on_done(trial, done))
 
     def _on_done(self, trial: Trial, handle: Any) -> None:

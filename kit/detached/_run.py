@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import cloudpickle
 
@@ -178,15 +178,6 @@ def _read_status(raw: Mapping[str, Any], state: object) -> DetachedStatus:
     )
 
 
-class Preparable(Protocol):
-    """What a detached run needs of a runner (a :class:`kit.Runner` is one)."""
-
-    output_dir: Path | None
-
-    def prepare(self, indices: Sequence[Index], **forward_kwargs: Any) -> Any:
-        """Return an unstarted run handle."""
-
-
 def _start_time(pid: int) -> float | None:
     import psutil
 
@@ -326,53 +317,7 @@ def signal_driver(output_dir: Path) -> bool:
     return True
 
 
-def start_driver(
-    runner: Preparable, indices: Sequence[Index], forward_kwargs: Mapping[str, Any]
-) -> DetachedRun:
-    """Hand the run to a new driver process; return a handle to it."""
-    if runner.output_dir is None:
-        raise ValueError(
-            "a detached run needs an output_dir: it is where the driver writes its "
-            "results and where attach() finds them; pass Runner(..., output_dir=...)"
-        )
-    if getattr(runner, "client", None) is not None:
-        raise ValueError(
-            "a detached run starts a driver process of its own, which cannot share this "
-            "process's Dask client; instead of client=, pass parallel={'env': 'remote', "
-            "'address': '<the scheduler address>'}"
-        )
-    out = runner.output_dir
-    # Written under the directory's lock, as every write into it: a live run, a file
-    # or a place this user cannot write refuses before anything changes. The previous
-    # run's result.json and status.json stay until the driver replaces them; status()
-    # knows them as older than this driver.
-    store = RunStore(out)
-    store.lock()
-    try:
-        driver = read_json(RunDir(out).driver)
-        result = _fresh(read_json(RunDir(out).result), "finished", driver or {})
-        if driver and DriverIdentity(driver).running() and result is None:
-            raise StoreError(
-                f"a detached driver (pid {driver['pid']}) is already running in {out}; "
-                f"attach to it with kit.attach({str(out)!r}) or cancel it with "
-                f"`kit cancel {out}`"
-            )
-        # The driver's resume checks, made here: a run it would refuse changes nothing.
-        spec = runner.prepare(indices, **forward_kwargs).spec  # contacts nothing
-        if spec.store is not None:
-            spec.store.check_resume(
-                spec.store.run_manifest(**spec.manifest_request()),
-                spec.config,
-                spec.options.resume,
-            )
-        job = {"runner": runner, "indices": indices, "kwargs": dict(forward_kwargs)}
-        _spawn_driver(out, job, len(indices))
-    finally:
-        store.unlock()
-    return DetachedRun(out)
-
-
-def _spawn_driver(out: Path, job: Mapping[str, Any], total: int) -> None:
+def spawn_driver(out: Path, job: Mapping[str, Any], total: int) -> None:
     """Write the job (private), start ``python -m kit._driver out``, record it in driver.json.
 
     Called with ``out``'s lock held; the driver waits for it to be let go.
@@ -407,10 +352,8 @@ def _spawn_driver(out: Path, job: Mapping[str, Any], total: int) -> None:
     )
 
 
-def start_sweep_driver(
-    folder: Path, argv: Sequence[str], trials: int, record: Mapping[str, Any]
-) -> None:
-    """Hand a sweep to a new driver process: it runs ``kit sweep *argv`` on ``folder``.
+def start_sweep_driver(folder: Path, request: Any, trials: int, record: Mapping[str, Any]) -> None:
+    """Hand a sweep to a new driver process: it starts ``request`` (a ``SweepRequest``).
 
     ``record`` (the sweep's ``sweep.json``) is written first if the folder has
     none, so that ``kit.attach`` knows the folder for a sweep from the start.
@@ -427,7 +370,7 @@ def start_sweep_driver(
             )
         if not SweepDir(folder).record.exists():
             write_json(SweepDir(folder).record, record)
-        _spawn_driver(folder, {"sweep": list(argv)}, trials)
+        spawn_driver(folder, {"sweep": request}, trials)
     finally:
         store.unlock()
 
@@ -472,14 +415,14 @@ class DetachedRun:
     def snapshot(self) -> DetachedStatus:
         """Return where the run stands: status, progress, throughput, cluster, driver."""
         driver = read_json(self.files.driver) or {}
-        status = _fresh(read_json(self.files.status), "updated", driver)
+        status = fresh(read_json(self.files.status), "updated", driver)
         if status is None:
             status = (
                 {"state": RunStatus.STARTING, "total": driver.get("total", 0)}
                 if driver
                 else self._directory_status()
             )
-        result = _fresh(read_json(self.files.result), "finished", driver)
+        result = fresh(read_json(self.files.result), "finished", driver)
         raw = well_formed(status)
         raw["driver"] = driver
         state: object = raw["state"]
@@ -649,7 +592,7 @@ class DetachedRun:
         return f"<DetachedRun {self.output_dir} {now.describe()}: {now.done}/{now.total} items>"
 
 
-def _fresh(
+def fresh(
     data: dict[str, Any] | None, stamp: str, driver: Mapping[str, Any]
 ) -> dict[str, Any] | None:
     """Return ``data`` unless it was written before the current driver started."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import html
 import os
 import random
@@ -19,8 +18,8 @@ from kit.config import ParallelConfig
 from kit.dashboard import Dashboard
 from kit.events import RunStarted
 from kit.history import items_digest
+from kit.launch import RunRequest, launch, normalize_indices
 from kit.result import Index
-from kit.runner import normalize_indices
 from kit.views import failed_html, number, status_html
 from kit.widgets._dashboard import dashboard_widget
 from kit.widgets._kernel import on_kernel_thread
@@ -288,10 +287,11 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         # A check on a few items is stored where the app says (its history), never in
         # the runner's own output_dir: that belongs to the full run (and would refuse
         # a different item list).
-        runner = copy.copy(self.runner)
-        runner.output_dir = self.output_dir_for() if self.output_dir_for is not None else None
+        request = RunRequest.of(self.runner, items).replace(
+            output_dir=self.output_dir_for() if self.output_dir_for is not None else None
+        )
         if self.parallel_for is not None:
-            runner.parallel = self.parallel_for()
+            request = request.replace(parallel=self.parallel_for())
         self.error.value = ""
         self.table.value = ""
         self.result = None
@@ -299,7 +299,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         self.dashboard_box.children = [dashboard_widget(self.dashboard)]
         self.run_button.disabled = True
         self.cancel_button.disabled = False
-        handle = runner.submit(items)
+        handle = launch(request)
         self.handle = handle
         self._show_status(handle)
         # The phase (starting cluster, running) here; counts are the dashboard's, live.

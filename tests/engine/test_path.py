@@ -50,10 +50,11 @@ class RecordingClient(Client):
         return super().map(*args, **kwargs)
 
 
-def test_an_inline_run_reaches_forward_through_six_functions_in_four_modules() -> None:
+def test_an_inline_run_reaches_forward_through_seven_functions_in_five_modules() -> None:
     frames = OwnStack(EmptyEnv({}), parallel={"env": "inline"}).run(range(1)).records[0]
     assert frames == [
         ("kit/runner.py", "run"),
+        ("kit/launch/_launchers.py", "run"),
         ("kit/_engine/run.py", "drive"),
         ("kit/_engine/run.py", "execute"),
         ("kit/_engine/inline.py", "run"),
@@ -62,7 +63,7 @@ def test_an_inline_run_reaches_forward_through_six_functions_in_four_modules() -
     ]
 
 
-def test_a_dask_run_reaches_forward_through_nine_functions_in_five_modules(
+def test_a_dask_run_reaches_forward_through_ten_functions_in_six_modules(
     local_client: Any,
 ) -> None:
     address, security = local_client.scheduler.address, local_client.security
@@ -82,6 +83,12 @@ def test_a_dask_run_reaches_forward_through_nine_functions_in_five_modules(
         ("kit/_engine/task.py", "run_chunk"),
         ("kit/_engine/chunk.py", "execute_chunk"),
     ]
-    path = [("kit/runner.py", "run"), ("kit/_engine/run.py", "start"), *driver, *records[0]]
-    assert len(path) == 9
-    assert len({module for module, _ in path}) == 5
+    path = [
+        ("kit/runner.py", "run"),
+        ("kit/launch/_launchers.py", "run"),
+        ("kit/_engine/run.py", "start"),
+        *driver,
+        *records[0],
+    ]
+    assert len(path) == 10
+    assert len({module for module, _ in path}) == 6
