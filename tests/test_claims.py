@@ -19,6 +19,16 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "a detached driver that starts it: no command line is parsed again": [
+        "tests/launch/test_request.py::"
+        "test_a_detached_driver_starts_its_sweep_from_the_request_not_a_command_line",
+    ],
+    "No code of Kit sets a field of a runner after it was built": [
+        "tests/launch/test_request.py::"
+        "test_no_code_of_kit_sets_a_field_of_a_runner_after_it_was_built",
+        "tests/launch/test_request.py::"
+        "test_two_requests_of_one_runner_run_into_their_own_folders_and_leave_it_unchanged",
+    ],
     "by default not at all, on every handle": [
         "tests/test_futures.py::test_every_handle_cancels_with_one_meaning_of_timeout",
     ],
