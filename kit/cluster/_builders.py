@@ -19,6 +19,7 @@ from typing import Any
 from kit._errors import SchedulerUnreachableError
 from kit._extras import install
 from kit.config import ConfigError, ParallelConfig
+from kit.config._backends import backend_of
 from kit.config._errors import error
 
 #: dask-jobqueue's cluster class for each job-queue ``parallel.env``.
@@ -399,80 +400,119 @@ def _set_allowed_failures(kwargs: dict[str, Any]) -> None:
 
 
 def start(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any, Any]:
-    """Return ``(client, cluster)`` for ``parallel``; cluster is None when only connected."""
-    from distributed import Client
+    """Return ``(client, cluster)`` for ``parallel``; cluster is None when only connected.
 
+    ``parallel.env`` names the backend that starts it (see
+    :mod:`kit.config._backends`: a built-in, or one an installed package adds).
+    """
     env = parallel.env
-    options = dict(parallel.options)
+    try:
+        target = backend_of(env)
+    except KeyError:
+        target = ""
+    if not target:
+        raise _config_error(
+            "parallel.env", f"{env!r} cannot start a cluster", "use local or remote"
+        )
+    module, _, function = target.partition(":")
+    backend: Backend = getattr(importlib.import_module(module), function)
     if env != "remote":
         quiet_distributed()
         _import_bokeh_first()  # this process's scheduler serves its dashboard
-    if env == "local":
-        from distributed import LocalCluster
+    return backend(parallel, hook)
 
-        from kit.cluster._nanny import KitNanny, light_sampling
 
-        kwargs: dict[str, Any] = {
-            "worker_class": KitNanny,
-            "n_workers": parallel.n_workers,
-            "threads_per_worker": 1,
-            "processes": True,
-            "host": "127.0.0.1",
-            "dashboard_address": "127.0.0.1:0",
-        }
-        kwargs.update(options)
-        if "security" not in kwargs and "protocol" not in kwargs:
-            kwargs.update(local_tls())
-        _set_allowed_failures(kwargs)
-        with light_sampling():  # the scheduler reads its settings as it is made
-            cluster = LocalCluster(**kwargs)  # type: ignore[no-untyped-call]
-        client = Client(cluster, security=kwargs.get("security"), set_as_default=False)  # type: ignore[no-untyped-call]
-        return client, cluster
-    if env == "remote":
-        if not parallel.address:
-            raise _config_error(
-                "parallel.address",
-                "env 'remote' needs the scheduler address",
-                "set it, e.g. `parallel.address=tcp://127.0.0.1:8786`",
-            )
-        _check_address(parallel.address)
-        if parallel.security is not None:
-            options.setdefault("security", security_of(parallel))
-        elif parallel.address.startswith("tls://") and "security" not in options:
-            raise _config_error(
-                "parallel.security",
-                f"the scheduler at {parallel.address} speaks TLS, and no certificates are given",
-                "set parallel.security.ca_file, parallel.security.cert_file and "
-                "parallel.security.key_file (files signed by the scheduler's CA)",
-            )
-        options.setdefault("timeout", 30)
-        try:
-            client = Client(parallel.address, set_as_default=False, **options)  # type: ignore[no-untyped-call]
-        except OSError as exc:
-            hint = (
-                "check the address and that the scheduler runs"
-                if parallel.security is None
-                else "check the address, and that parallel.security holds certificates "
-                "signed by the scheduler's CA"
-            )
-            raise SchedulerUnreachableError(
-                f"cannot connect to the scheduler at {parallel.address}: {exc}; {hint}"
-            ) from None
-        return client, None
-    if env in JOB_QUEUES:
-        cluster = job_queue_cluster(parallel, hook)
-        cluster.scale(parallel.n_workers)
-        return Client(cluster, set_as_default=False), cluster  # type: ignore[no-untyped-call]
-    if env == "gateway":
-        cluster = gateway_cluster(parallel)
-        # With the cluster's TLS credentials. A cluster connected to by name (the
-        # class's) has shutdown_on_close off: closing its handle leaves it running.
-        security = cluster.security
-        return Client(cluster, security=security, set_as_default=False), cluster  # type: ignore[no-untyped-call]
-    if env in DEPLOYMENTS:
-        cluster = DEPLOYMENTS[env](parallel)
-        return Client(cluster, set_as_default=False), cluster  # type: ignore[no-untyped-call]
-    raise _config_error("parallel.env", f"{env!r} cannot start a cluster", "use local or remote")
+#: What a backend is: it starts (or connects to) the cluster of a ``parallel`` section.
+Backend = Callable[[ParallelConfig, "SubmitHook | None"], tuple[Any, Any]]
+
+
+def start_local(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any, Any]:
+    """Start a LocalCluster of Kit's nannies on 127.0.0.1, over TLS by default."""
+    from distributed import Client, LocalCluster
+
+    from kit.cluster._nanny import KitNanny, light_sampling
+
+    kwargs: dict[str, Any] = {
+        "worker_class": KitNanny,
+        "n_workers": parallel.n_workers,
+        "threads_per_worker": 1,
+        "processes": True,
+        "host": "127.0.0.1",
+        "dashboard_address": "127.0.0.1:0",
+    }
+    kwargs.update(parallel.options)
+    if "security" not in kwargs and "protocol" not in kwargs:
+        kwargs.update(local_tls())
+    _set_allowed_failures(kwargs)
+    with light_sampling():  # the scheduler reads its settings as it is made
+        cluster = LocalCluster(**kwargs)  # type: ignore[no-untyped-call]
+    client = Client(cluster, security=kwargs.get("security"), set_as_default=False)  # type: ignore[no-untyped-call]
+    return client, cluster
+
+
+def start_remote(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any, None]:
+    """Connect to the scheduler at ``parallel.address``; Kit never shuts it down."""
+    from distributed import Client
+
+    options = dict(parallel.options)
+    if not parallel.address:
+        raise _config_error(
+            "parallel.address",
+            "env 'remote' needs the scheduler address",
+            "set it, e.g. `parallel.address=tcp://127.0.0.1:8786`",
+        )
+    _check_address(parallel.address)
+    if parallel.security is not None:
+        options.setdefault("security", security_of(parallel))
+    elif parallel.address.startswith("tls://") and "security" not in options:
+        raise _config_error(
+            "parallel.security",
+            f"the scheduler at {parallel.address} speaks TLS, and no certificates are given",
+            "set parallel.security.ca_file, parallel.security.cert_file and "
+            "parallel.security.key_file (files signed by the scheduler's CA)",
+        )
+    options.setdefault("timeout", 30)
+    try:
+        client = Client(parallel.address, set_as_default=False, **options)  # type: ignore[no-untyped-call]
+    except OSError as exc:
+        hint = (
+            "check the address and that the scheduler runs"
+            if parallel.security is None
+            else "check the address, and that parallel.security holds certificates "
+            "signed by the scheduler's CA"
+        )
+        raise SchedulerUnreachableError(
+            f"cannot connect to the scheduler at {parallel.address}: {exc}; {hint}"
+        ) from None
+    return client, None
+
+
+def start_job_queue(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any, Any]:
+    """Start a dask-jobqueue cluster of ``parallel.n_workers`` jobs."""
+    from distributed import Client
+
+    cluster = job_queue_cluster(parallel, hook)
+    cluster.scale(parallel.n_workers)
+    return Client(cluster, set_as_default=False), cluster  # type: ignore[no-untyped-call]
+
+
+def start_gateway(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any, Any]:
+    """Start (or join by name) a dask-gateway cluster."""
+    from distributed import Client
+
+    cluster = gateway_cluster(parallel)
+    # With the cluster's TLS credentials. A cluster connected to by name (the
+    # class's) has shutdown_on_close off: closing its handle leaves it running.
+    security = cluster.security
+    return Client(cluster, security=security, set_as_default=False), cluster  # type: ignore[no-untyped-call]
+
+
+def start_deployment(parallel: ParallelConfig, hook: SubmitHook | None = None) -> tuple[Any, Any]:
+    """Start one of dask's other deployments (``local_gpu``, ``ssh``, ``kube``)."""
+    from distributed import Client
+
+    cluster = DEPLOYMENTS[parallel.env](parallel)
+    return Client(cluster, set_as_default=False), cluster  # type: ignore[no-untyped-call]
 
 
 def _missing(env: str, package: str, extra: str) -> ImportError:
@@ -640,5 +680,4 @@ DEPLOYMENTS: dict[str, Callable[[ParallelConfig], Any]] = {
     "local_gpu": local_gpu_cluster,
     "kube": kube_cluster,
     "ssh": ssh_cluster,
-    "gateway": gateway_cluster,
 }

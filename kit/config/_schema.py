@@ -16,25 +16,12 @@ from typing import Any
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
 
+from kit.config._backends import BACKENDS, installed_backends
 from kit.config._errors import ConfigError, closest, error
 
-#: Values of ``parallel.env``: where a run's items execute.
-PARALLEL_ENVS = (
-    "inline",
-    "local",
-    "local_gpu",
-    "remote",
-    "gateway",
-    "ssh",
-    "kube",
-    "slurm",
-    "pbs",
-    "sge",
-    "lsf",
-    "htcondor",
-    "moab",
-    "oar",
-)
+#: The built-in values of ``parallel.env``: where a run's items execute (packages may add
+#: more, see :mod:`kit.config._backends`).
+PARALLEL_ENVS = tuple(BACKENDS)
 
 
 @dataclass
@@ -109,7 +96,9 @@ class ParallelConfig:
     {}
     """
 
-    env: str = field(default="local", metadata={"choices": PARALLEL_ENVS})
+    env: str = field(
+        default="local", metadata={"choices": PARALLEL_ENVS, "installed": installed_backends}
+    )
     n_workers: int = field(default=1, metadata={"min": 1})
     address: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
@@ -418,6 +407,9 @@ def _check_field(
         return
     value = merged[f.name]
     choices = f.metadata.get("choices")
+    if choices is not None and value not in choices and "installed" in f.metadata:
+        # Names installed packages add: looked up only for a name not built in.
+        choices = (*choices, *sorted(f.metadata["installed"]()))
     if choices is not None and value not in choices:
         guess = closest(str(value), choices)
         problem = f"'{value}' is not a valid choice"
