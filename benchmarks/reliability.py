@@ -323,7 +323,7 @@ def tampering(folder: Path) -> dict[str, int]:
 
 
 def shared_directory(folder: Path) -> dict[str, int]:
-    from kit._errors import KitError
+    from kit._base.errors import KitError
     from tests.test_shared_dir import plant_pickle
 
     folder.mkdir(parents=True)

@@ -11,21 +11,21 @@ Examples
 3
 """
 
-from kit._compare import Comparison, compare
-from kit._deprecated import moved as _moved
-from kit._engine import RunHandle
-from kit._errors import KitError
-from kit._errors import (
+from kit._base.deprecated import moved as _moved
+from kit._base.errors import KitError
+from kit._base.errors import (
     speak_as as _speak_as,
 )
+from kit._compare import Comparison, compare
+from kit._engine import RunHandle
 from kit._from_config import items_of
-from kit._futures import RunFuture, SweepFuture
 from kit._sweeps.search import search, submit_search
 from kit._sweeps.sweep import SweepHandle, submit_sweep, sweep
 from kit._trials import SweepResult, Trial, TrialState
 from kit.cluster import Session, get_session, shutdown
 from kit.config import ConfigError, load_config
 from kit.detached import attach
+from kit.launch._futures import RunFuture, SweepFuture
 from kit.provider import EnvironmentProvider
 from kit.result import ItemError, Progress, RunError, RunResult, RunStats, RunStatus, WorkerStats
 from kit.runner import Runner

@@ -15,10 +15,10 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from kit._base.errors import TrialPruned as TrialPruned
+from kit._base.format import first_line
+from kit._base.waiting import WAIT_STEP
 from kit._compare import compare, run_metric
-from kit._errors import TrialPruned as TrialPruned
-from kit._format import first_line
-from kit._waiting import WAIT_STEP
 from kit.result import RunResult, RunStatus
 
 #: What ``sweep.json`` and the rows say of a trial that has not started.

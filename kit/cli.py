@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit._errors import ClusterError, DriverLostError, KitError
-from kit._format import first_line, printable, text_table
-from kit._futures import RunFuture, SweepFuture
+from kit._base.errors import ClusterError, DriverLostError, KitError
+from kit._base.format import first_line, printable, text_table
 from kit.config import load_config, resolve_config, to_overrides
 from kit.detached._leave import leave
+from kit.launch._futures import RunFuture, SweepFuture
 from kit.provider import ProviderSetupError
 from kit.result import RunError, RunResult, RunStatus
 from kit.store._rundir import SweepDir
@@ -467,7 +467,7 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _notebooks(args: argparse.Namespace) -> int:
-    from kit._notebooks import copy_notebooks
+    from kit.examples._notebooks import copy_notebooks
 
     for path in copy_notebooks(args.folder):
         _say(f"copied {path}")

@@ -36,7 +36,7 @@ True
 True
 """
 
-from kit._errors import (
+from kit._base.errors import (
     AlreadyPendingError,
     ClosedPoolError,
     ClusterError,
@@ -57,7 +57,7 @@ from kit._errors import (
     TrialPruned,
     UnsafeFileError,
 )
-from kit._errors import speak_as as _speak_as
+from kit._base.errors import speak_as as _speak_as
 
 __all__ = [
     "AlreadyPendingError",

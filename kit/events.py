@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kit._files import open_file, read_text
+from kit._base.files import open_file, read_text
 from kit.result import RunStatus
 
 

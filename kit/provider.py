@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
-from kit._errors import ProviderSetupError as ProviderSetupError
+from kit._base.errors import ProviderSetupError as ProviderSetupError
 from kit.config import ConfigError, config_hash
 from kit.config._errors import error
 

@@ -9,7 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kit._errors import RunError as RunError
+from kit._base.errors import RunError as RunError
 
 Index = int | str
 

@@ -15,7 +15,7 @@ True
 kit.session.sessions moved to kit.cluster.sessions; kit.session.sessions goes in the next release
 """
 
-from kit._deprecated import moved
+from kit._base.deprecated import moved
 from kit.cluster import __all__ as _names
 
 __all__: list[str] = []

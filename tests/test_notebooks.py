@@ -126,7 +126,7 @@ def test_05_rl_cartpole(site: Path) -> None:
 
 def test_copying_the_notebooks_out_never_writes_through_a_planted_link(tmp_path: Path) -> None:
     from kit import KitError
-    from kit._notebooks import copy_notebooks
+    from kit.examples._notebooks import copy_notebooks
 
     victim = tmp_path / "victim.ipynb"
     folder = tmp_path / "shared"

@@ -87,7 +87,7 @@ def test_kit_installs_by_a_name_of_its_own_and_every_hint_uses_it() -> None:
     import re
     import tomllib
 
-    from kit._extras import DISTRIBUTION
+    from kit._base.extras import DISTRIBUTION
 
     root = Path(__file__).resolve().parents[1]
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
@@ -127,16 +127,16 @@ def test_every_error_and_warning_is_in_kit_errors() -> None:
 
 
 def test_every_error_class_is_defined_on_the_ground_floor() -> None:
-    # kit/_errors.py imports nothing of Kit at run time: raising an error never loads
+    # kit/_base/errors.py imports nothing of Kit at run time: raising an error never loads
     # another wing (kit.rl's errors once brought numpy into a bare `import kit`).
     import ast
     import inspect
 
-    import kit._errors
+    import kit._base.errors
 
     for name in kit.errors.__all__:
-        assert getattr(kit._errors, name) is getattr(kit.errors, name), name
-    top_level = ast.parse(inspect.getsource(kit._errors)).body  # not under TYPE_CHECKING
+        assert getattr(kit._base.errors, name) is getattr(kit.errors, name), name
+    top_level = ast.parse(inspect.getsource(kit._base.errors)).body  # not under TYPE_CHECKING
     imported = [n.module for n in top_level if isinstance(n, ast.ImportFrom)] + [
         alias.name for n in top_level if isinstance(n, ast.Import) for alias in n.names
     ]

@@ -113,7 +113,7 @@ def test_a_killed_scheduler_ends_the_run_and_a_resume_finishes_it(tmp_path: Path
 
     import psutil
 
-    from kit._errors import SchedulerLostError
+    from kit._base.errors import SchedulerLostError
     from kit.events import ChunkFinished
 
     out = tmp_path / "run"

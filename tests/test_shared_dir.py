@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 import kit
-from kit._errors import KitError
+from kit._base.errors import KitError
 from kit.detached._run import DriverIdentity
 from kit.errors import StoreError, StoreWarning
 from kit.store._results import read_result

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from kit import Runner
-from kit._atomic import current_umask
+from kit._base.atomic import current_umask
 from kit.errors import StoreError, StoreWarning
 from kit.events import ChunkFinished
 from kit.store import RecordWriter

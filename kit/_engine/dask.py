@@ -24,10 +24,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from kit._base.waiting import WAIT_STEP
 from kit._engine.plan import ChunkPlanner
 from kit._engine.policy import DispatchPolicy, Flight, Isolated, Overdue
 from kit._engine.spec import ChunkJob
-from kit._waiting import WAIT_STEP
 from kit.cluster._seats import ClusterSeat, Share
 from kit.store._chunk_result import ChunkResult
 

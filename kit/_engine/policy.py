@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kit._base.errors import NoWorkersError, SchedulerLostError
 from kit._engine.plan import ChunkPlanner
-from kit._errors import NoWorkersError, SchedulerLostError
 from kit.result import Index, ItemError
 from kit.store._chunk_result import ChunkResult
 

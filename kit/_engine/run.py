@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
+from kit._base.errors import SchedulerLostError, StoreError
+from kit._base.waiting import WAIT_STEP
 from kit._engine.dask import DaskDispatcher
 from kit._engine.inline import InlineDispatcher
 from kit._engine.ledger import Ledger, StopPolicy
 from kit._engine.plan import ChunkPlanner
 from kit._engine.spec import ChunkJob, RunSpec
-from kit._errors import SchedulerLostError, StoreError
-from kit._waiting import WAIT_STEP
 from kit.cluster._bounded import SetupCancelled
 from kit.cluster._seats import ClusterSeat
 from kit.cluster._session import Session, get_session, session_for_client

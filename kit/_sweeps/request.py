@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kit._errors import KitError
+from kit._base.errors import KitError
 from kit._trials import PRUNED, Trial, TrialCallback, TrialPruned
 from kit.result import RunResult
 
@@ -113,7 +113,7 @@ class SweepRequest:
 
 def trial_line(trial: Trial, result: RunResult | None, error: BaseException | None) -> str:
     """Return the line that says how ``trial`` ended (``kit sweep`` prints one a trial)."""
-    from kit._format import first_line
+    from kit._base.format import first_line
 
     where = " ".join(trial.overrides)
     if result is None:

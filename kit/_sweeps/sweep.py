@@ -21,10 +21,10 @@ from typing import Any, Protocol
 
 from omegaconf import DictConfig
 
-from kit._atomic import atomic_file
-from kit._errors import KitError
-from kit._files import UnsafeFileError, read_text
-from kit._format import first_line
+from kit._base.atomic import atomic_file
+from kit._base.errors import KitError
+from kit._base.files import UnsafeFileError, read_text
+from kit._base.format import first_line
 from kit._from_config import build_runner
 from kit._sweeps.joined import waits_for
 from kit._trials import (

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from kit._files import UnsafeFileError, open_file
+from kit._base.files import UnsafeFileError, open_file
 from kit.asr.wer import NORMALIZERS
 from kit.store._rundir import RunDir, SweepDir
 

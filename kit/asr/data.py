@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kit._extras import install
+from kit._base.extras import install
 
 #: The sources ``data`` (or each of ``data.sets``) may name; ``manifest`` is the default.
 SOURCES = ("kaldi", "lhotse", "hf", "manifest")

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kit._atomic import atomic_file
+from kit._base.atomic import atomic_file
 from kit.asr._stored import decoded, runs_in, stored_normalizer
 from kit.asr.wer import normalizer
 from kit.store._results import read_result

@@ -25,7 +25,7 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from kit._atomic import atomic_file
+from kit._base.atomic import atomic_file
 from kit.config._errors import error
 from kit.provider import Env, EnvironmentProvider
 from kit.result import Index, RunError, RunResult

@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from omegaconf import OmegaConf
 
-from kit._extras import install
+from kit._base.extras import install
 from kit.config._errors import error
 from kit.config._schema import check_section
 

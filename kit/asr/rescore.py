@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit._atomic import atomic_file
+from kit._base.atomic import atomic_file
 from kit.asr._html import scores_html
 from kit.asr._stored import decoded, runs_in, stored_normalizer
 from kit.asr.align import Alignment

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
-from kit._extras import install
+from kit._base.extras import install
 from kit.asr.align import Alignment, align
 
 _ERRORS = ("substitutions", "deletions", "insertions")

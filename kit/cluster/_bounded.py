@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kit._errors import ProviderSetupError
-from kit._errors import SetupCancelled as SetupCancelled
+from kit._base.errors import ProviderSetupError
+from kit._base.errors import SetupCancelled as SetupCancelled
 
 T = TypeVar("T")
 

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kit._errors import SchedulerUnreachableError
-from kit._extras import install
+from kit._base.errors import SchedulerUnreachableError
+from kit._base.extras import install
 from kit.config import ConfigError, ParallelConfig
 from kit.config._backends import backend_of
 from kit.config._errors import error

@@ -20,7 +20,7 @@ from typing import Any
 
 import cloudpickle
 
-from kit._errors import KitError
+from kit._base.errors import KitError
 from kit.cluster._bounded import bounded
 from kit.cluster._env_ledger import EnvLedger
 from kit.provider import (

@@ -19,7 +19,7 @@ import cloudpickle
 from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from kit._errors import KitError
+from kit._base.errors import KitError
 from kit.provider import ProviderSetupError, check_env
 
 #: Held while a worker process builds an env suspected of killing its last process.

@@ -20,7 +20,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from kit._errors import ClusterError, NoWorkersError
+from kit._base.errors import ClusterError, NoWorkersError
 from kit.cluster._bounded import SetupCancelled
 from kit.cluster._builders import SubmitHook, close_cluster, job_states, submit_failures
 from kit.cluster._envs import EnvCache

@@ -9,7 +9,7 @@ Examples
 ['parallel.n_workers=4']
 """
 
-from kit._errors import speak_as as _speak_as
+from kit._base.errors import speak_as as _speak_as
 from kit.config._api import config_hash, load_config, resolve_config, save_config, to_overrides
 from kit.config._errors import ConfigError
 from kit.config._overrides import encode_value

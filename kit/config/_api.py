@@ -17,7 +17,7 @@ from omegaconf.errors import (
     OmegaConfBaseException,
 )
 
-from kit._atomic import atomic_file
+from kit._base.atomic import atomic_file
 from kit.config._compose import Provenance, compose_file, leaf_keys, source_of
 from kit.config._errors import error
 from kit.config._overrides import apply_overrides, iter_lines, to_override_list

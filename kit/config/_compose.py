@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from kit._errors import KitError
+from kit._base.errors import KitError
 from kit.config._errors import error
 
 #: Maps a dotted key to where its value came from (a file path or an override).

@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kit._errors import ConfigError as ConfigError
+from kit._base.errors import ConfigError as ConfigError
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:

@@ -6,8 +6,8 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from kit._extras import DISTRIBUTION, install
-from kit._format import duration
+from kit._base.extras import DISTRIBUTION, install
+from kit._base.format import duration
 from kit.dashboard._state import Snapshot
 from kit.result import RunStatus
 from kit.views._html import FAILED_COLOR, failed_html, number, rows_table, status_html

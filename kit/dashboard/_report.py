@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kit._atomic import atomic_file
-from kit._files import UnsafeFileError, read_text
+from kit._base.atomic import atomic_file
+from kit._base.files import UnsafeFileError, read_text
 from kit.dashboard._figures import DashboardView, require_bokeh
 from kit.dashboard._state import DashboardState
 from kit.events import Event, RunFinished, RunStarted, read_events

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kit._atomic import atomic_file
+from kit._base.atomic import atomic_file
 from kit._compare import run_metric
 from kit.dashboard._figures import PALETTE, require_bokeh
 from kit.detached._sweep import DetachedSweep

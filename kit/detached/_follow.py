@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kit._files import open_file
+from kit._base.files import open_file
 from kit.events import EventStream, event_from_line
 
 #: Seconds between two looks at the file while nothing new is there.

@@ -26,10 +26,10 @@ from typing import Any
 
 import cloudpickle
 
-from kit._atomic import atomic_file
-from kit._errors import DriverLostError
-from kit._files import UnsafeFileError, open_file, open_private, read_json, write_json
-from kit._waiting import WAIT_STEP
+from kit._base.atomic import atomic_file
+from kit._base.errors import DriverLostError
+from kit._base.files import UnsafeFileError, open_file, open_private, read_json, write_json
+from kit._base.waiting import WAIT_STEP
 from kit.cluster._process import alive
 from kit.detached._status import well_formed
 from kit.events import EventStream

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kit._files import write_json
+from kit._base.files import write_json
 from kit.events import ChunkFinished, Event, RunFinished, RunStarted
 from kit.store._rundir import RunDir
 

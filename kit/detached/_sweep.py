@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kit._errors import KitError, StoreError
-from kit._files import read_json
-from kit._format import text_table
+from kit._base.errors import KitError, StoreError
+from kit._base.files import read_json
+from kit._base.format import text_table
+from kit._base.waiting import WAIT_STEP
 from kit._trials import SweepResult, Trial, TrialState, follow_trials
-from kit._waiting import WAIT_STEP
 from kit.detached._run import DriverIdentity, signal_driver
 from kit.result import Progress, RunResult, RunStatus
 from kit.store._results import read_result

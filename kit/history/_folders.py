@@ -41,7 +41,7 @@ def user_folder(notebook: str | None = None, *, root: str | os.PathLike[str] = "
 
 def _check_own(path: Path) -> None:
     """Refuse ``path`` if it is a link, or a folder another user owns (it may not exist yet)."""
-    from kit._files import UnsafeFileError, refuse_links
+    from kit._base.files import UnsafeFileError, refuse_links
 
     refuse_links(path.parent, (path.name,))
     try:

@@ -10,9 +10,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit._atomic import atomic_file
-from kit._files import UnsafeFileError, read_json, read_text
-from kit._format import first_line
+from kit._base.atomic import atomic_file
+from kit._base.files import UnsafeFileError, read_json, read_text
+from kit._base.format import first_line
 from kit.config import to_overrides
 from kit.store._rundir import RunDir
 

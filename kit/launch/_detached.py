@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kit._files import read_json
+from kit._base.files import read_json
 from kit.detached._run import DetachedRun, DriverIdentity, fresh, spawn_driver
 from kit.launch._assemble import check_resume
 from kit.launch._request import RunRequest

@@ -19,12 +19,12 @@ metric evaluator in :mod:`kit.rl.evaluate`, self-play (its collector too) in
 """
 
 # ruff: noqa: E402  (the extra is checked before the wing's imports need it)
-from kit._extras import require as _require
+from kit._base.extras import require as _require
 
 _require("kit.rl", "rl", "numpy")
 
-from kit._deprecated import moved as _moved
-from kit._errors import speak_as as _speak_as
+from kit._base.deprecated import moved as _moved
+from kit._base.errors import speak_as as _speak_as
 from kit.rl._types import Episode, Transition
 from kit.rl.buffer import ReplayBuffer
 from kit.rl.collect import EpisodeCollector, Policy, SampleCollector

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from kit._atomic import atomic_file
+from kit._base.atomic import atomic_file
 
 __all__ = ["PrioritizedReplayBuffer", "ReplayBuffer", "SampledBatch"]
 

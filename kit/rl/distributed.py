@@ -19,7 +19,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from kit._extras import install
+from kit._base.extras import install
 from kit.cluster import get_session
 from kit.provider import EnvironmentProvider
 from kit.rl._seeding import TRAIN

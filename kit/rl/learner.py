@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from kit._atomic import atomic_file
+from kit._base.atomic import atomic_file
 
 POSITIONS = ("before_run", "after_run", "before_iter", "after_iter")
 Hook = Callable[["Learner"], None]

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from kit._errors import AlreadyPendingError, ClosedPoolError, EnvPoolError, NothingPendingError
+from kit._base.errors import AlreadyPendingError, ClosedPoolError, EnvPoolError, NothingPendingError
 from kit.rl._names import renamed
 from kit.rl._types import FAULTS, TIMEOUT, EnvState, EnvStatus
 from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, EnvSlot, SyncEnvWorker, names_command

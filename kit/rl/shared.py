@@ -37,7 +37,7 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-from kit._errors import NothingPendingError
+from kit._base.errors import NothingPendingError
 from kit.rl import _protocol as protocol
 from kit.rl._protocol import GroupAnswer, GroupCommand
 from kit.rl._types import ENV_ERROR, TIMEOUT, EnvState, EnvStatus

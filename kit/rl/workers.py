@@ -27,7 +27,7 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-from kit._errors import ClosedPoolError, NothingPendingError
+from kit._base.errors import ClosedPoolError, NothingPendingError
 from kit.rl import _protocol as protocol
 from kit.rl._names import renamed
 from kit.rl._types import ENV_ERROR, RESET, STEPPED, EnvState

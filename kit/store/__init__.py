@@ -12,7 +12,7 @@ Examples
 'result.json'
 """
 
-from kit._deprecated import moved as _moved
+from kit._base.deprecated import moved as _moved
 from kit.store._formats import RecordWriter
 from kit.store._rundir import RunDir, SweepDir
 from kit.store._store import RunStore

@@ -15,9 +15,9 @@ from typing import Any
 
 import cloudpickle
 
-from kit._atomic import atomic_file
-from kit._errors import StoreError
-from kit._files import UnsafeFileError, open_file, open_private
+from kit._base.atomic import atomic_file
+from kit._base.errors import StoreError
+from kit._base.files import UnsafeFileError, open_file, open_private
 from kit.result import Index, ItemError, RunResult
 from kit.store import _records
 from kit.store._chunk_result import ChunkResult, drop_unpicklable, fail_records

@@ -14,7 +14,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from kit._errors import StoreError
+from kit._base.errors import StoreError
 from kit.result import Index
 from kit.store._formats import FORMAT_VERSION
 from kit.store._rundir import RunDir

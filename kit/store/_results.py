@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from kit._files import read_json
+from kit._base.files import read_json
 from kit.result import ItemError, RunResult, RunStats, RunStatus, WorkerStats
 from kit.store._chunk_result import ChunkResult
 from kit.store._formats import RecordWriter

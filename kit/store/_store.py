@@ -41,10 +41,10 @@ from typing import IO, Any
 
 from omegaconf import DictConfig
 
-from kit._atomic import atomic_file, fsync_dir
-from kit._errors import StoreError as StoreError
-from kit._errors import StoreWarning as StoreWarning
-from kit._files import UnsafeFileError, open_file, refuse_links
+from kit._base.atomic import atomic_file, fsync_dir
+from kit._base.errors import StoreError as StoreError
+from kit._base.errors import StoreWarning as StoreWarning
+from kit._base.files import UnsafeFileError, open_file, refuse_links
 from kit.result import ItemError, RunResult, RunStatus
 from kit.store._chunk_result import ChunkResult
 from kit.store._formats import RecordWriter

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kit._errors import KitError
-from kit._extras import install
+from kit._base.errors import KitError
+from kit._base.extras import install
 from kit.store._rundir import SweepDir
 
 #: The study's name in the journal (one study a sweep folder).

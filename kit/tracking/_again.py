@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from kit._errors import KitError
+from kit._base.errors import KitError
 from kit.events import Event, RunFinished, RunStarted, read_events
 from kit.store._rundir import RunDir, SweepDir
 from kit.tracking._exporter import Exporter, Exporters

@@ -22,7 +22,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from kit._errors import TrackingWarning as TrackingWarning
+from kit._base.errors import TrackingWarning as TrackingWarning
 from kit.events import ChunkFinished, Event, RunFinished, RunStarted, Scalars
 
 #: Seconds between two writes of the running values while a run goes.

@@ -19,8 +19,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit._extras import install
-from kit._files import read_json, write_json
+from kit._base.extras import install
+from kit._base.files import read_json, write_json
 from kit.events import RunFinished, RunStarted
 from kit.store._rundir import RunDir
 from kit.tracking._exporter import (

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kit._extras import install
+from kit._base.extras import install
 from kit.events import RunFinished, RunStarted
 from kit.tracking._exporter import INTERVAL, Exporter, installed, numbers
 

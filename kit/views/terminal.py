@@ -6,7 +6,7 @@ import sys
 import time
 from typing import TextIO
 
-from kit._format import duration, printable
+from kit._base.format import duration, printable
 from kit.events import ChunkFinished, Event, RunFinished, RunStarted
 
 

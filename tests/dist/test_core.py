@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kit._extras import DISTRIBUTION
+from kit._base.extras import DISTRIBUTION
 from tests.dist.conftest import ROOT, Venvs, installed_kit, sh
 
 QUICKSTART = "kit/examples/quickstart.yaml"

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from kit._errors import UnsafeFileError as UnsafeFileError
+from kit._base.errors import UnsafeFileError as UnsafeFileError
 
 
 def _opener(path: str, flags: int) -> int:
@@ -127,7 +127,7 @@ def write_json(path: Path, data: Mapping[str, Any], private: bool = False) -> No
 
     A run's folder deleted mid-run is not made again for one file.
     """
-    from kit._atomic import atomic_file
+    from kit._base.atomic import atomic_file
 
     with atomic_file(path, private=private, parents=False) as fh:
         json.dump(data, fh, indent=1, default=repr)

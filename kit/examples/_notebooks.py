@@ -11,9 +11,9 @@ import shutil
 import sysconfig
 from pathlib import Path
 
-from kit._errors import KitError
-from kit._extras import DISTRIBUTION
-from kit._files import open_file
+from kit._base.errors import KitError
+from kit._base.extras import DISTRIBUTION
+from kit._base.files import open_file
 
 
 def shipped() -> Path:
@@ -25,7 +25,7 @@ def shipped() -> Path:
         If neither an installed copy nor a checkout's ``notebooks/`` is found.
     """
     installed = Path(sysconfig.get_path("data")) / "share" / DISTRIBUTION / "notebooks"
-    checkout = Path(__file__).resolve().parent.parent / "notebooks"
+    checkout = Path(__file__).resolve().parents[2] / "notebooks"
     for folder in (installed, checkout):
         if any(folder.glob("*.ipynb")):
             return folder
