@@ -2,19 +2,19 @@
 
 The path of a run, from the user's call to ``forward`` and back:
 
-========================  =======================  ===========================================
-function                  module                   what it does
-========================  =======================  ===========================================
-``Runner.run``            :mod:`kit.runner`        makes the run's :class:`~kit.launch.RunRequest`
-``run``                   :mod:`kit.launch`        assembles the handle from it, starts it
-``RunHandle.drive``       :mod:`kit._engine.run`   publishes the result or exception
-``Run.execute``           :mod:`kit._engine.run`   session, env, store, dispatch, conclude
-``DaskDispatcher.run``    :mod:`kit._engine.dask`  keeps chunks in flight, recovers lost ones
-``DaskDispatcher._fill``  :mod:`kit._engine.dask`  plans the chunks there is room for
-``launch_many``           :mod:`kit._engine.dask`  ``client.map(run_chunk, ...)``, 64 at a time
-``run_chunk``             :mod:`kit._engine.task`  on a worker: takes its env
-``execute_chunk``         :mod:`kit._engine.chunk` calls ``forward`` on each item or batch
-========================  =======================  ===========================================
+=============================  ========================  =========================================
+function                       module                    what it does
+=============================  ========================  =========================================
+``Runner.run``                 :mod:`kit.runner`         makes a :class:`~kit.launch.RunRequest`
+``run``                        :mod:`kit.launch`         assembles the handle from it, starts it
+``RunHandle.drive``            :mod:`kit._engine.run`    publishes the result or exception
+``Run.execute``                :mod:`kit._engine.run`    session, env, store, dispatch, conclude
+``DaskDispatcher.run``         :mod:`kit._engine.dask`   asks the policy for each turn's ``Turn``
+``DaskDispatcher._carry_out``  :mod:`kit._engine.dask`   sends, sends again, alone or as backups
+``launch_many``                :mod:`kit._engine.dask`   ``client.map`` of ``run_chunk``, 64 a call
+``run_chunk``                  :mod:`kit._engine.task`   on a worker: takes its env
+``execute_chunk``              :mod:`kit._engine.chunk`  calls ``forward`` on each item or batch
+=============================  ========================  =========================================
 
 And back: the chunk's future wakes ``DaskDispatcher.run``, which gathers the
 chunks that came back and hands them to ``Run.complete`` (stored in one

@@ -21,20 +21,15 @@ from __future__ import annotations
 import contextlib
 import queue
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kit._base.waiting import WAIT_STEP
 from kit._engine.plan import ChunkPlanner
-from kit._engine.policy import DispatchPolicy, Flight, Isolated, Overdue
+from kit._engine.policy import DispatchPolicy, Flight, Isolated, Overdue, Turn
 from kit._engine.spec import ChunkJob
-from kit.cluster._seats import ClusterSeat, Share
+from kit.cluster._seats import ClusterSeat
 from kit.store._chunk_result import ChunkResult
-
-CAPACITY_CHECK = 0.2  # at most this often, ask the scheduler how many threads it has
-#: Work in a chunk at most, in seconds, while other clients share the cluster: a run that
-#: starts late waits for slots to free, one every SHARED_CHUNK_SECONDS / threads.
-SHARED_CHUNK_SECONDS = 0.05
 
 #: Chunks sent in one graph update. The scheduler starts none of an update's tasks
 #: before it has taken them all in: on 256 slots the first of 512 one-item tasks
@@ -129,12 +124,10 @@ class DaskDispatcher:
         #: The run's seat on the cluster: its fair share of the threads, a cancel request.
         self.seat = seat
         self.job = job
-        self.planner = planner
-        self._target = planner.target_seconds
-        if seat is not None:
-            self._aim(seat.last)
-        #: What to send, send again and copy.
+        #: What to send, send again and copy: it decides each turn; this loop carries it out.
         self.policy = DispatchPolicy(planner, job.indices, retries, backups, no_worker_timeout)
+        if seat is not None:
+            self.policy.company(seat.last.in_company)
         #: The event topic on which workers say a chunk will end early (see Overdue).
         self.overdue_topic = overdue_topic(job.run_id)
         self.complete = complete
@@ -142,7 +135,6 @@ class DaskDispatcher:
         self.arrived: queue.Queue[Any] = queue.Queue()
         #: Sends the chunk tasks; each future tells ``arrived`` when it is back.
         self.sender = TaskSender(client, env_name, job, planner, self.policy, self.arrived)
-        self._capacity_checked = time.perf_counter()
         self.clock = BusyClock()
 
     def should_stop(self) -> bool:
@@ -150,9 +142,9 @@ class DaskDispatcher:
         return (self.seat is not None and self.seat.cancelled()) or self._should_stop()
 
     @property
-    def in_flight(self) -> dict[str, Flight]:
-        """The chunk tasks out, by key."""
-        return self.policy.in_flight
+    def in_flight(self) -> Mapping[str, Flight]:
+        """The chunk tasks out, by key (read only: the policy keeps them)."""
+        return self.policy.flights()
 
     # ---------------------------------------------------------------- loop
     def run(self) -> None:
@@ -173,15 +165,12 @@ class DaskDispatcher:
                         return
                     self._wait_for_scheduler()
                     continue
-                while policy.requeued:
-                    self.sender.relaunch(policy.requeued.popleft())
-                if policy.isolating():
-                    if policy.recovery.isolated and not self.should_stop():
-                        self._launch_isolated()
-                else:
-                    self._fill()
-                    if arrival and policy.planned_all and policy.backups == "auto":
-                        self.back_up()
+                if policy.poll_due(time.perf_counter()):
+                    self._poll()
+                shared = self.seat is not None and self.seat.last.shared
+                self._carry_out(
+                    policy.turn(stopping=self.should_stop(), arrival=arrival, shared=shared)
+                )
                 arrival = False
                 policy.connected()
                 if not self.in_flight or self.should_stop():
@@ -190,7 +179,8 @@ class DaskDispatcher:
                     with self.clock.waiting():
                         first = self.arrived.get(timeout=WAIT_STEP)
                 except queue.Empty:
-                    self.capacity()
+                    if policy.poll_due(time.perf_counter()):
+                        self._poll()
                     policy.check_workers(time.perf_counter())
                     continue
                 # Every chunk back that is in: one gather.
@@ -219,9 +209,27 @@ class DaskDispatcher:
                 with contextlib.suppress(Exception):
                     self.client.cancel([f.future for f in self.in_flight.values()])
 
+    def _carry_out(self, turn: Turn) -> None:
+        """Do what the policy decided for this turn: send, send again, alone, or as backups.
+
+        New chunks go in ``client.map`` calls of ``MAP_CHUNKS``: the scheduler
+        takes one graph update for each, where a ``submit`` each costs one (512
+        one-item tasks ran in 0.34 s sent by one map, 1.2 s sent one by one, on
+        256 slots), and starts none of an update's tasks before it has taken
+        all of them in (see ``MAP_CHUNKS``).
+        """
+        for flight in turn.resend:
+            self.sender.relaunch(flight)
+        if turn.isolate:
+            self._launch_isolated()
+        if turn.send:
+            self.sender.launch_many(turn.send, turn.priority)
+        if turn.back_up:
+            self.back_up()
+
     def _launch_isolated(self) -> None:
         """Send items of lost chunks, each alone on a worker of its own, on every free worker."""
-        if self.policy.recovery.placing(self.in_flight):
+        if self.policy.placing():
             return  # asking the scheduler would change nothing: wait for that item
         try:
             known = self.client.scheduler_info()["workers"]
@@ -229,7 +237,7 @@ class DaskDispatcher:
         except Exception:  # the scheduler is busy or gone: try at the next step
             return
         workers = {address: info.get("status", "running") for address, info in known.items()}
-        for item in self.policy.recovery.sends(self.in_flight, workers, processing):
+        for item in self.policy.isolated_sends(workers, processing):
             self.sender.launch(item, alone=True)
 
     def _wait_for_scheduler(self) -> None:
@@ -249,50 +257,28 @@ class DaskDispatcher:
             return
         for future in self._take_arrivals(first):
             if future.key in self.in_flight:
-                self.policy.requeued.append(self.policy.settle(future.key))
+                self.policy.cancelled_by_loss(future.key)
 
-    def _fill(self) -> None:
-        """Send chunks until about two per worker thread are out, pieces of lost ones first.
+    def _poll(self) -> None:
+        """Ask the scheduler how many threads the run may use now, and tell the policy.
 
-        They go in ``client.map`` calls of ``MAP_CHUNKS``: the scheduler takes
-        one graph update for each, where a ``submit`` each costs one (512
-        one-item tasks ran in 0.34 s sent by one map, 1.2 s sent one by one, on
-        256 slots), and starts none of an update's tasks before it has taken
-        all of them in (see ``MAP_CHUNKS``).
-        """
-        room = 2 * self.capacity() - len(self.in_flight)
-        # Sharing the cluster, a run below its share goes ahead of the chunks other runs
-        # have queued (Dask runs higher priorities first): a late small run starts at once.
-        shared = self.seat is not None and self.seat.last.shared
-        priority = 1 if shared and len(self.in_flight) < self.policy.threads else 0
-        self.sender.launch_many(self.policy.to_send(room, self.should_stop()), priority)
-
-    def capacity(self) -> int:
-        """Worker threads this run may use now (asked at most every CAPACITY_CHECK s).
-
-        The cluster's threads, or with a seat on it, this run's fair share of them.
+        The cluster's threads, or with a seat on it, this run's fair share of
+        them (reported with the run's progress); the scheduler busy or gone,
+        the policy keeps its last count.
         """
         now = time.perf_counter()
-        if now - self._capacity_checked >= CAPACITY_CHECK:
-            self._capacity_checked = now
-            try:
-                with self.clock.waiting():
-                    if self.seat is None:
-                        threads: dict[str, int] = self.client.nthreads()
-                        total, share = sum(threads.values()), None
-                    else:
-                        said = self.seat.report(len(self.in_flight))
-                        total, share = said.threads, said.share
-                        self._aim(said)
-            except Exception:  # the scheduler is busy or gone: keep the last count
-                return self.policy.threads
-            return self.policy.threads_seen(total, now, share)
-        return self.policy.threads
-
-    def _aim(self, said: Share) -> None:
-        """Keep chunks short while other clients are connected, as long as usual alone."""
-        short = min(SHARED_CHUNK_SECONDS, self._target)
-        self.planner.target_seconds = short if said.in_company else self._target
+        try:
+            with self.clock.waiting():
+                if self.seat is None:
+                    threads: dict[str, int] = self.client.nthreads()
+                    total, share = sum(threads.values()), None
+                else:
+                    said = self.seat.report(len(self.in_flight))
+                    total, share = said.threads, said.share
+                    self.policy.company(said.in_company)
+        except Exception:
+            return
+        self.policy.threads_seen(total, now, share)
 
     def _gather(self, flights: list[Flight]) -> list[ChunkResult | BaseException | None]:
         """Fetch the results of chunks that came back: one call for all that finished."""
@@ -338,8 +324,6 @@ class DaskDispatcher:
 
     def back_up(self) -> None:
         """Copy chunks queued behind another one while a worker idles, when it pays."""
-        if self.planner.seconds_per_item is None:
-            return
         try:
             with self.clock.waiting():
                 processing: dict[str, list[str]] = self.client.processing()

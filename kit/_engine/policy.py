@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from kit._base.errors import NoWorkersError, SchedulerLostError
@@ -184,6 +185,44 @@ class Recovery:
         return ChunkResult(start, [None] * (stop - start), errors, "unknown", 0.0)
 
 
+#: Work in a chunk at most, in seconds, while other clients share the cluster: a run that
+#: starts late waits for slots to free, one every SHARED_CHUNK_SECONDS / threads.
+SHARED_CHUNK_SECONDS = 0.05
+#: At most this often, the loop asks the scheduler how many threads the run may use.
+CAPACITY_CHECK = 0.2
+
+
+@dataclass
+class Turn:
+    """What the dispatch loop does in one turn, as the policy decided it.
+
+    The loop only carries it out (as distributed's ``Adaptive.adapt`` carries
+    out what ``AdaptiveCore.recommendations`` returns): it never reads or
+    writes the policy's or the planner's state itself.
+
+    Attributes
+    ----------
+    resend
+        Chunks the cluster cancelled when the client lost its scheduler: sent
+        again as they were.
+    isolate
+        Whether to send lost items, each alone, on the workers free now.
+    send
+        New spans ``(start, stop, deaths)`` to send, lost pieces first.
+    priority
+        1 for a run below its fair share of a shared cluster (it goes ahead
+        of other runs' queued chunks), else 0.
+    back_up
+        Whether to look for idle workers to copy queued chunks onto.
+    """
+
+    resend: list[Flight] = field(default_factory=list)
+    isolate: bool = False
+    send: list[tuple[int, int, int]] = field(default_factory=list)
+    priority: int = 0
+    back_up: bool = False
+
+
 class DispatchPolicy:
     """The chunks out, and what to do as they come back, are lost, or run late.
 
@@ -230,6 +269,58 @@ class DispatchPolicy:
         # When the cluster was last seen without a worker, or without its scheduler.
         self._empty_since: float | None = None
         self._lost_since: float | None = None
+        # When the loop last asked the scheduler for the run's threads (it just did, to start).
+        self._polled = time.perf_counter()
+        # How much work a chunk aims at alone; less while other clients share the cluster.
+        self._target = planner.target_seconds
+
+    # ---------------------------------------------------------------- turns
+    def turn(self, *, stopping: bool, arrival: bool, shared: bool) -> Turn:
+        """Decide this turn: what to send again, alone, anew and as backups.
+
+        About two chunks go out per worker thread the run may use. While
+        lost items run alone, nothing else goes out. ``arrival`` says chunks
+        came back last turn (backups are looked for only then); ``shared``
+        says other runs share the cluster.
+
+        >>> from kit._engine.plan import ChunkPlanner
+        >>> policy = DispatchPolicy(ChunkPlanner([(0, 8)], n_workers=1, chunk_size=2), range(8), 1)
+        >>> policy.turn(stopping=False, arrival=False, shared=True)
+        Turn(resend=[], isolate=False, send=[(0, 2, 0), (2, 4, 0)], priority=1, back_up=False)
+        """
+        resend = list(self.requeued)
+        self.requeued.clear()
+        if self.isolating() or any(flight.alone for flight in resend):
+            return Turn(resend, isolate=bool(self.recovery.isolated) and not stopping)
+        out = len(self.in_flight) + len(resend)
+        send = self.to_send(2 * self.threads - out, stopping)
+        return Turn(
+            resend,
+            send=send,
+            priority=1 if shared and out < self.threads else 0,
+            back_up=(
+                arrival
+                and self.planned_all
+                and self.backups == "auto"
+                and self.planner.seconds_per_item is not None
+            ),
+        )
+
+    def poll_due(self, now: float) -> bool:
+        """Whether to ask the scheduler for the run's threads now (every CAPACITY_CHECK s)."""
+        if now - self._polled < CAPACITY_CHECK:
+            return False
+        self._polled = now
+        return True
+
+    def company(self, shared: bool) -> None:
+        """Keep chunks short while other clients are connected, as long as usual alone."""
+        short = min(SHARED_CHUNK_SECONDS, self._target)
+        self.planner.target_seconds = short if shared else self._target
+
+    def flights(self) -> Mapping[str, Flight]:
+        """Return the chunk tasks out, by key (read only)."""
+        return MappingProxyType(self.in_flight)
 
     # ------------------------------------------------------------- sending
     def to_send(self, room: int, stopping: bool = False) -> list[tuple[int, int, int]]:
@@ -289,6 +380,20 @@ class DispatchPolicy:
                 "completed chunks are kept: check the workers' logs (an item that kills "
                 "every worker, jobs the queue ended), then run again to resume"
             )
+
+    def placing(self) -> bool:
+        """Whether an item is being placed alone now (asking the scheduler would change nothing)."""
+        return self.recovery.placing(self.in_flight)
+
+    def isolated_sends(
+        self, workers: Mapping[str, str], processing: Mapping[str, Sequence[str]]
+    ) -> list[Isolated]:
+        """Return the lost items to send alone now, each to a free worker of ``workers``."""
+        return self.recovery.sends(self.in_flight, workers, processing)
+
+    def cancelled_by_loss(self, key: str) -> None:
+        """Take back a task the loss of the scheduler cancelled: it goes again as it was."""
+        self.requeued.append(self.settle(key))
 
     def scheduler_lost(self, now: float, closed: bool, address: str) -> None:
         """Take a step without a scheduler; raise once it will not come back.

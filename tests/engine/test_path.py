@@ -76,7 +76,7 @@ def test_a_dask_run_reaches_forward_through_ten_functions_in_six_modules(
         ("kit/_engine/run.py", "drive"),
         ("kit/_engine/run.py", "execute"),
         ("kit/_engine/dask.py", "run"),
-        ("kit/_engine/dask.py", "_fill"),
+        ("kit/_engine/dask.py", "_carry_out"),
         ("kit/_engine/dask.py", "launch_many"),
     ]
     assert records[0] == [

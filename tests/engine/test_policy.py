@@ -145,3 +145,70 @@ def test_a_cluster_without_workers_or_scheduler_ends_the_run_after_the_timeout()
         p.scheduler_lost(now=25.0, closed=False, address="tcp://s")
     p.connected()
     p.scheduler_lost(now=30.0, closed=False, address="tcp://s")
+
+
+def take(p: DispatchPolicy, spans: list[tuple[int, int, int]]) -> None:
+    for start, stop, deaths in spans:
+        p.sent(Flight(start, stop, 0, False, key=f"{start}-{stop}-{deaths}", deaths=deaths))
+
+
+def test_a_turn_fills_two_chunks_a_thread_and_goes_ahead_only_below_its_share() -> None:
+    p = policy(items=16, chunk=2, threads=2)
+    first = p.turn(stopping=False, arrival=False, shared=True)
+    assert first.send == [(0, 2, 0), (2, 4, 0), (4, 6, 0), (6, 8, 0)] and first.priority == 1
+    take(p, first.send)
+    assert p.turn(stopping=False, arrival=False, shared=True).send == []  # full: 4 out
+    p.arrived("0-2-0", back(0, 2), now=1.0, connected=True)
+    p.arrived("2-4-0", back(2, 4), now=1.0, connected=True)
+    p.arrived("4-6-0", back(4, 6), now=1.0, connected=True)
+    again = p.turn(stopping=False, arrival=True, shared=True)
+    assert len(again.send) == 3 and again.priority == 1  # 1 out, below its 2 threads
+    take(p, again.send)
+    assert p.turn(stopping=True, arrival=True, shared=False).send == []  # stopping: none
+
+
+def test_a_turn_sends_again_what_the_lost_scheduler_cancelled_and_backs_up_only_at_the_end() -> (
+    None
+):
+    p = policy(items=4, chunk=2, threads=1)
+    take(p, p.turn(stopping=False, arrival=False, shared=False).send)
+    p.cancelled_by_loss("0-2-0")
+    turn = p.turn(stopping=False, arrival=False, shared=False)
+    assert [(f.start, f.stop) for f in turn.resend] == [(0, 2)] and turn.send == []
+    assert p.turn(stopping=False, arrival=False, shared=False).resend == []  # told once
+    p.arrived("2-4-0", back(2, 4, busy=2.0), now=3.0, connected=True)
+    # Everything is planned and chunks take seconds: an idle worker may copy one.
+    assert p.turn(stopping=False, arrival=True, shared=False).back_up
+    assert not p.turn(stopping=False, arrival=False, shared=False).back_up
+
+
+def test_while_lost_items_run_alone_a_turn_sends_nothing_else() -> None:
+    p = policy(items=8, chunk=4, threads=2, retries=1)
+    take(p, p.turn(stopping=False, arrival=False, shared=False).send)
+    p.arrived("0-4-0", Died("tcp://a:1"), now=1.0, connected=True)  # cut into pieces
+    take(p, p.to_send(room=4))
+    for key in list(p.flights()):
+        if key.startswith(("0-", "1-", "2-", "3-")) and key.endswith("-1"):
+            p.arrived(key, Died("tcp://a:1"), now=2.0, connected=True)  # its pieces die too
+    turn = p.turn(stopping=False, arrival=True, shared=False)
+    assert turn.isolate and turn.send == [] and not turn.back_up
+    assert not p.turn(stopping=True, arrival=False, shared=False).isolate
+
+
+def test_the_loop_only_carries_out_turns_never_touching_the_policys_or_planners_state() -> None:
+    # As distributed's Adaptive only dispatches what AdaptiveCore recommends.
+    import ast
+    from pathlib import Path
+
+    import kit._engine.dask as loop
+
+    tree = ast.parse(Path(loop.__file__).read_text(encoding="utf-8"))
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    touched = [
+        f"line {node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and ast.unparse(node.value) in {"self.policy", "policy", "self.planner", "planner"}
+        and id(node) not in called
+    ]
+    assert touched == []
