@@ -185,6 +185,64 @@ class Recovery:
         return ChunkResult(start, [None] * (stop - start), errors, "unknown", 0.0)
 
 
+class Liveness:
+    """Whether the cluster still has workers and the client its scheduler; when to give up.
+
+    >>> alive = Liveness(no_worker_timeout=10.0)
+    >>> alive.seen(total=0, now=0.0); alive.check_workers(now=5.0, waiting=2)  # not yet
+    >>> alive.check_workers(now=10.0, waiting=2)
+    Traceback (most recent call last):
+    ...
+    kit.errors.NoWorkersError: the cluster has had no worker for 10 s ...
+    """
+
+    def __init__(self, no_worker_timeout: float | None) -> None:
+        self.no_worker_timeout = no_worker_timeout
+        # When the cluster was last seen without a worker, or without its scheduler.
+        self._empty_since: float | None = None
+        self._lost_since: float | None = None
+
+    def seen(self, total: int, now: float) -> None:
+        """Take the count of the cluster's worker threads now."""
+        if total:
+            self._empty_since = None
+        elif self._empty_since is None:
+            self._empty_since = now
+
+    def check_workers(self, now: float, waiting: int) -> None:
+        """Raise once the cluster has had no worker for ``no_worker_timeout`` seconds."""
+        if self.no_worker_timeout is None or self._empty_since is None:
+            return
+        if now - self._empty_since >= self.no_worker_timeout:
+            raise NoWorkersError(
+                f"the cluster has had no worker for {self.no_worker_timeout:g} s "
+                f"(parallel.startup_timeout) with {waiting} chunk(s) waiting; "
+                "completed chunks are kept: check the workers' logs (an item that kills "
+                "every worker, jobs the queue ended), then run again to resume"
+            )
+
+    def scheduler_lost(self, now: float, closed: bool, address: str) -> None:
+        """Take a step without a scheduler; raise once it will not come back.
+
+        A closed client, or ``no_worker_timeout`` seconds without a scheduler,
+        ends the run: completed chunks are stored already.
+        """
+        if self._lost_since is None:
+            self._lost_since = now
+        gone = now - self._lost_since
+        limit = self.no_worker_timeout
+        if closed or (limit is not None and gone >= limit):
+            raise SchedulerLostError(
+                f"the scheduler at {address} went away during the run (no connection for "
+                f"{gone:.0f} s); the chunks completed before are kept: start the scheduler "
+                "again (or check its machine and network), then run again to resume"
+            )
+
+    def connected(self) -> None:
+        """Take a step with the scheduler there."""
+        self._lost_since = None
+
+
 #: Work in a chunk at most, in seconds, while other clients share the cluster: a run that
 #: starts late waits for slots to free, one every SHARED_CHUNK_SECONDS / threads.
 SHARED_CHUNK_SECONDS = 0.05
@@ -252,7 +310,8 @@ class DispatchPolicy:
         #: Lost chunks: pieces to spread, items to run alone.
         self.recovery = Recovery(indices, retries)
         self.backups = backups
-        self.no_worker_timeout = no_worker_timeout
+        #: Whether the cluster has workers and the client its scheduler; when to give up.
+        self.liveness = Liveness(no_worker_timeout)
         self.in_flight: dict[str, Flight] = {}
         # Keys of the copies of each (start, stop) out at once (a chunk and its backup).
         self.twins: dict[tuple[int, int], list[str]] = {}
@@ -266,9 +325,6 @@ class DispatchPolicy:
         # Least overhead seen between sending a chunk and having it back, beyond its
         # compute time: the price of a backup copy.
         self.round_trip = 0.01
-        # When the cluster was last seen without a worker, or without its scheduler.
-        self._empty_since: float | None = None
-        self._lost_since: float | None = None
         # When the loop last asked the scheduler for the run's threads (it just did, to start).
         self._polled = time.perf_counter()
         # How much work a chunk aims at alone; less while other clients share the cluster.
@@ -359,10 +415,7 @@ class DispatchPolicy:
         >>> policy.threads_seen(8, now=0.0), policy.threads_seen(8, now=1.0, share=3)
         (8, 3)
         """
-        if total:
-            self._empty_since = None
-        elif self._empty_since is None:
-            self._empty_since = now
+        self.liveness.seen(total, now)
         # No worker at all (all left): keep one chunk out, it waits on the scheduler.
         self.threads = max(1, total if share is None else min(total, share))
         self.most_threads = max(self.most_threads, self.threads)
@@ -371,15 +424,7 @@ class DispatchPolicy:
 
     def check_workers(self, now: float) -> None:
         """Raise once the cluster has had no worker for ``no_worker_timeout`` seconds."""
-        if self.no_worker_timeout is None or self._empty_since is None:
-            return
-        if now - self._empty_since >= self.no_worker_timeout:
-            raise NoWorkersError(
-                f"the cluster has had no worker for {self.no_worker_timeout:g} s "
-                f"(parallel.startup_timeout) with {len(self.in_flight)} chunk(s) waiting; "
-                "completed chunks are kept: check the workers' logs (an item that kills "
-                "every worker, jobs the queue ended), then run again to resume"
-            )
+        self.liveness.check_workers(now, len(self.in_flight))
 
     def placing(self) -> bool:
         """Whether an item is being placed alone now (asking the scheduler would change nothing)."""
@@ -396,25 +441,12 @@ class DispatchPolicy:
         self.requeued.append(self.settle(key))
 
     def scheduler_lost(self, now: float, closed: bool, address: str) -> None:
-        """Take a step without a scheduler; raise once it will not come back.
-
-        A closed client, or ``no_worker_timeout`` seconds without a scheduler,
-        ends the run: completed chunks are stored already.
-        """
-        if self._lost_since is None:
-            self._lost_since = now
-        gone = now - self._lost_since
-        limit = self.no_worker_timeout
-        if closed or (limit is not None and gone >= limit):
-            raise SchedulerLostError(
-                f"the scheduler at {address} went away during the run (no connection for "
-                f"{gone:.0f} s); the chunks completed before are kept: start the scheduler "
-                "again (or check its machine and network), then run again to resume"
-            )
+        """Take a step without a scheduler; raise once it will not come back."""
+        self.liveness.scheduler_lost(now, closed, address)
 
     def connected(self) -> None:
         """Take a step with the scheduler there."""
-        self._lost_since = None
+        self.liveness.connected()
 
     # ------------------------------------------------------------ arrivals
     def settle(self, key: str) -> Flight:
@@ -489,33 +521,45 @@ class DispatchPolicy:
 
     # ------------------------------------------------------------- backups
     def to_copy(self, processing: Mapping[str, Sequence[str]]) -> list[Flight]:
-        """Return chunks queued behind another one to copy while a worker idles, when it pays.
-
-        A copy gains at most the queued chunk's own time, and costs a round
-        trip and maybe the same work twice: so only chunks expected to take
-        well over a round trip are copied, never chunks already running, and
-        each at most once. The first copy back wins; the other is cancelled.
-        """
+        """Return chunks queued behind another one to copy while a worker idles (see copies)."""
         per_item = self.planner.seconds_per_item
         if per_item is None:
             return []
-        worth = max(BACKUP_MIN_SECONDS, BACKUP_ROUND_TRIPS * self.round_trip)
-        idle = sum(1 for keys in processing.values() if not keys)
-        order = {key: i for i, key in enumerate(self.in_flight)}
-        queued: list[str] = []
-        for keys in processing.values():
-            ours = sorted((str(k) for k in keys if str(k) in order), key=order.__getitem__)
-            queued.extend(ours[1:])  # a worker runs its chunks in the order sent
-        out: list[Flight] = []
-        for key in sorted(queued, key=order.__getitem__):
-            if len(out) >= idle:
-                break
-            flight = self.in_flight[key]
-            if flight.alone or len(self.twins[(flight.start, flight.stop)]) > 1:
-                continue
-            if (flight.stop - flight.start) * per_item >= worth:
-                out.append(flight)
-        return out
+        return copies(self.in_flight, self.twins, per_item, self.round_trip, processing)
+
+
+def copies(
+    in_flight: Mapping[str, Flight],
+    twins: Mapping[tuple[int, int], Sequence[str]],
+    per_item: float,
+    round_trip: float,
+    processing: Mapping[str, Sequence[str]],
+) -> list[Flight]:
+    """Return chunks queued behind another one to copy while a worker idles, when it pays.
+
+    A copy gains at most the queued chunk's own time, and costs a round
+    trip and maybe the same work twice: so only chunks expected to take
+    well over a round trip are copied, never chunks already running, and
+    each at most once. The first copy back wins; the other is cancelled.
+    ``processing`` is what the scheduler says each worker has to run.
+    """
+    worth = max(BACKUP_MIN_SECONDS, BACKUP_ROUND_TRIPS * round_trip)
+    idle = sum(1 for keys in processing.values() if not keys)
+    order = {key: i for i, key in enumerate(in_flight)}
+    queued: list[str] = []
+    for keys in processing.values():
+        ours = sorted((str(k) for k in keys if str(k) in order), key=order.__getitem__)
+        queued.extend(ours[1:])  # a worker runs its chunks in the order sent
+    out: list[Flight] = []
+    for key in sorted(queued, key=order.__getitem__):
+        if len(out) >= idle:
+            break
+        flight = in_flight[key]
+        if flight.alone or len(twins[(flight.start, flight.stop)]) > 1:
+            continue
+        if (flight.stop - flight.start) * per_item >= worth:
+            out.append(flight)
+    return out
 
 
 def pieces(start: int, stop: int, parts: int) -> list[tuple[int, int]]:
