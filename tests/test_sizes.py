@@ -26,10 +26,8 @@ OVER = {
     "kit/widgets/_run_panel.py::RunPanel": 316,
     "kit/widgets/_experiment.py::Experiment": 316,
     "kit/widgets/_cluster_panel.py::ClusterPanel": 310,
-    "kit/rl/pool.py::WorkerPool": 274,
     "kit/_engine/run.py::Run": 269,
     "kit/runner.py::Runner": 263,
-    "kit/rl/buffer.py::ReplayBuffer": 262,
     "kit/_engine/dask.py::DaskDispatcher": 262,
 }
 

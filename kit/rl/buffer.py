@@ -48,6 +48,41 @@ class SampledBatch:
     weights: np.ndarray
 
 
+def episode_runs(items: Sequence[Any], slots: np.ndarray, unroll_len: int) -> list[list[int]]:
+    """Return the slots of every run of ``unroll_len`` steps in a row of one episode.
+
+    ``items`` are held in ``slots`` (oldest first); a run never crosses an
+    episode's end or a missing step.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as T
+    >>> steps = [T(env_index=0, episode_id=0, step=t) for t in (0, 1, 3)]
+    >>> episode_runs(steps, np.array([5, 6, 7]), 2)  # step 2 is gone: no run 1-3
+    [[5, 6]]
+    """
+    episodes: dict[tuple[Any, ...], list[tuple[int, int]]] = {}
+    for slot, item in zip(slots, items, strict=True):
+        try:
+            env = item.env_index if hasattr(item, "env_index") else item.env_id
+            key = (getattr(item, "worker", ""), env, item.episode_id)
+            step = int(item.step)
+        except AttributeError:
+            raise ValueError(
+                "sequence sampling needs items with env_index, episode_id and step "
+                f"(kit.rl.Transition); the buffer holds a {type(item).__name__}"
+            ) from None
+        episodes.setdefault(key, []).append((step, int(slot)))
+    runs = []
+    for steps in episodes.values():
+        steps.sort()
+        for i in range(len(steps) - unroll_len + 1):
+            window = steps[i : i + unroll_len]
+            if window[-1][0] - window[0][0] == unroll_len - 1:
+                runs.append([slot for _, slot in window])
+    return runs
+
+
 class ReplayBuffer:
     """A circular buffer sampled uniformly, with or without replacement.
 
@@ -211,7 +246,8 @@ class ReplayBuffer:
         if unroll_len < 1:
             raise ValueError(f"unroll_len must be at least 1, got {unroll_len}")
         with self._lock:
-            starts = self._runs(unroll_len)
+            held = self._held()
+            starts = episode_runs([self._data[slot] for slot in held], held, unroll_len)
             if batch_size > len(starts):
                 raise ValueError(
                     f"cannot sample {batch_size} runs of {unroll_len} steps: the buffer holds "
@@ -229,30 +265,6 @@ class ReplayBuffer:
             )
             self._count_uses(runs.ravel())
             return batch
-
-    def _runs(self, unroll_len: int) -> list[list[int]]:
-        """Slots of every run of ``unroll_len`` consecutive held steps of one episode."""
-        episodes: dict[tuple[Any, ...], list[tuple[int, int]]] = {}
-        for slot in self._held():
-            item = self._data[slot]
-            try:
-                env = item.env_index if hasattr(item, "env_index") else item.env_id
-                key = (getattr(item, "worker", ""), env, item.episode_id)
-                step = int(item.step)
-            except AttributeError:
-                raise ValueError(
-                    "sequence sampling needs items with env_index, episode_id and step "
-                    f"(kit.rl.Transition); the buffer holds a {type(item).__name__}"
-                ) from None
-            episodes.setdefault(key, []).append((step, int(slot)))
-        runs = []
-        for steps in episodes.values():
-            steps.sort()
-            for i in range(len(steps) - unroll_len + 1):
-                window = steps[i : i + unroll_len]
-                if window[-1][0] - window[0][0] == unroll_len - 1:
-                    runs.append([slot for _, slot in window])
-        return runs
 
     def _held(self) -> np.ndarray:
         """Slots holding an item, oldest first."""

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kit._base.errors import AlreadyPendingError, ClosedPoolError, EnvPoolError, NothingPendingError
+from kit.rl._deadlines import Deadlines, shorter
 from kit.rl._names import renamed
 from kit.rl._types import FAULTS, TIMEOUT, EnvState, EnvStatus
 from kit.rl.workers import AsyncEnvWorker, BaseEnvWorker, EnvSlot, SyncEnvWorker, names_command
@@ -68,8 +69,8 @@ class WorkerPool(abc.ABC):
         if not workers:
             raise ValueError("a pool needs at least one worker")
         self.workers: Sequence[EnvSlot] = list(workers)
-        self.step_timeout = step_timeout
-        self.build_timeout = build_timeout
+        #: When a command counts as hung: its env's build, then its step.
+        self.deadlines = Deadlines(step_timeout, build_timeout)
         self.max_restarts = max_restarts
         self.restarts = [0] * len(self.workers)
         #: Every fault seen: (slot, status, error text).
@@ -232,38 +233,12 @@ class WorkerPool(abc.ABC):
                 f"env or raise max_restarts. Full error:\n{error}"
             )
 
-    def _left(self, slot: int) -> float | None:
-        """Seconds before slot's command counts as hung: its build, then its step."""
-        worker = self.workers[slot]
-        if not worker.ready:
-            if self.build_timeout is None:
-                return None
-            return max(0.0, worker.started_at + self.build_timeout - time.monotonic())
-        if self.step_timeout is None:
-            return None
-        began = max(self._pending[slot], worker.ready_at)
-        return max(0.0, began + self.step_timeout - time.monotonic())
-
     def _clock(self, limit: float | None) -> tuple[list[int], float | None]:
         """Envs whose build or step time ran out, and ``limit`` cut to the next deadline."""
-        if self.step_timeout is None and self.build_timeout is None:
-            return [], limit
-        lefts = {slot: self._left(slot) for slot in self._pending}
-        expired = [slot for slot, left in lefts.items() if left is not None and left <= 0]
-        for left in lefts.values():
-            limit = _shorter(limit, left)
-        return expired, limit
-
-    def _expired(self, slot: int) -> bool:
-        left = self._left(slot)
-        return left is not None and left <= 0
+        return self.deadlines.clock(self._pending, self.workers, limit)
 
     def _timed_out(self, slot: int) -> EnvState:
-        if not self.workers[slot].ready:
-            error = f"env {slot} was not built within build_timeout={self.build_timeout:g} s"
-        else:
-            error = f"env {slot} gave no answer within step_timeout={self.step_timeout:g} s"
-        return EnvState(None, status=TIMEOUT, error=error)
+        return self.deadlines.timed_out(slot, self.workers[slot])
 
     def cleanup(self) -> None:
         """Close every env and stop every thread and process.
@@ -343,11 +318,13 @@ class SyncWorkerPool(WorkerPool):
                 try:
                     if isinstance(worker, AsyncEnvWorker):
                         # None: the env said it is built, and its step clock starts now.
-                        state = worker.next_message(_shorter(left, self._left(slot)))
+                        state = worker.next_message(
+                            shorter(left, self.deadlines.left(worker, self._pending[slot]))
+                        )
                     else:
                         state = worker.get_state(left)
                 except TimeoutError:
-                    if not self._expired(slot):
+                    if not self.deadlines.expired(worker, self._pending[slot]):
                         raise  # the caller's timeout, not the env's: it stays in flight
                     state = self._timed_out(slot)
             out.append(self._receive(slot, state))
@@ -486,11 +463,3 @@ class AsyncWorkerPool(WorkerPool):
                     return out
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"no env answered within {timeout:g} s")
-
-
-def _shorter(a: float | None, b: float | None) -> float | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return min(a, b)
