@@ -175,41 +175,7 @@ class Runner:
             check_client(client)
         self.client = client
         self.forward_spec = ForwardSpec.of(type(self).forward, f"{type(self).__qualname__}.forward")
-        self.batch_by = self._batch_by()
-
-    def _batch_by(self) -> BatchBy | None:
-        """Check ``batch_by``/``max_batch``; return how to batch by size, or None."""
-        name, budget = self.options.batch_by, self.options.max_batch
-        if name is None and budget is None:
-            return None
-        cls = type(self).__qualname__
-        if name is None or budget is None:
-            given, missing = ("batch_by", "max_batch")
-            if name is None:
-                given, missing = missing, given
-            raise error(
-                f"runner.{given} is set but runner.{missing} is not; batching by size needs both",
-                full_key=f"runner.{missing}",
-                fix="e.g. `runner.batch_by=duration runner.max_batch=60`",
-            )
-        size = inspect.getattr_static(type(self), name, None)
-        if not isinstance(size, staticmethod):
-            methods = [
-                key
-                for key, value in inspect.getmembers_static(type(self))
-                if isinstance(value, staticmethod) and key != "forward"
-            ]
-            guess = closest(name, methods)
-            hint = f"; did you mean '{guess}'?" if guess else ""
-            raise error(
-                f"{cls} has no static method '{name}'{hint}",
-                full_key="runner.batch_by",
-                expected=f"the name of a @staticmethod {name}(idx, **env) -> size",
-                fix=f"define it on {cls}, or set runner.batch_by to one of: "
-                f"{', '.join(methods) or '(none defined)'}",
-            )
-        function = size.__func__
-        return BatchBy(function, ForwardSpec.of(function, f"{cls}.{name}"), float(budget))
+        self.batch_by = batch_by_of(type(self), self.options)
 
     # -------------------------------------------------------------- running
     def run(
@@ -291,3 +257,38 @@ class Runner:
         drive a run from another process (detached runs do).
         """
         return assemble(RunRequest.of(self, indices, **forward_kwargs), on_event)
+
+
+def batch_by_of(runner: type[Runner], options: RunnerConfig) -> BatchBy | None:
+    """Check ``runner.batch_by``/``runner.max_batch`` on ``runner``; return how to batch by size."""
+    name, budget = options.batch_by, options.max_batch
+    if name is None and budget is None:
+        return None
+    cls = runner.__qualname__
+    if name is None or budget is None:
+        given, missing = ("batch_by", "max_batch")
+        if name is None:
+            given, missing = missing, given
+        raise error(
+            f"runner.{given} is set but runner.{missing} is not; batching by size needs both",
+            full_key=f"runner.{missing}",
+            fix="e.g. `runner.batch_by=duration runner.max_batch=60`",
+        )
+    size = inspect.getattr_static(runner, name, None)
+    if not isinstance(size, staticmethod):
+        methods = [
+            key
+            for key, value in inspect.getmembers_static(runner)
+            if isinstance(value, staticmethod) and key != "forward"
+        ]
+        guess = closest(name, methods)
+        hint = f"; did you mean '{guess}'?" if guess else ""
+        raise error(
+            f"{cls} has no static method '{name}'{hint}",
+            full_key="runner.batch_by",
+            expected=f"the name of a @staticmethod {name}(idx, **env) -> size",
+            fix=f"define it on {cls}, or set runner.batch_by to one of: "
+            f"{', '.join(methods) or '(none defined)'}",
+        )
+    function = size.__func__
+    return BatchBy(function, ForwardSpec.of(function, f"{cls}.{name}"), float(budget))

@@ -26,9 +26,6 @@ OVER = {
     "kit/widgets/_run_panel.py::RunPanel": 316,
     "kit/widgets/_experiment.py::Experiment": 316,
     "kit/widgets/_cluster_panel.py::ClusterPanel": 310,
-    "kit/_engine/run.py::Run": 269,
-    "kit/runner.py::Runner": 263,
-    "kit/_engine/dask.py::DaskDispatcher": 262,
 }
 
 

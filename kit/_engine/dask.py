@@ -191,7 +191,9 @@ class DaskDispatcher:
                 arrival = True
                 done = []
                 connected = self.client.status == "running"
-                for flight, outcome in zip(flights, self._gather(flights), strict=True):
+                for flight, outcome in zip(
+                    flights, gather(self.client, flights, self.clock), strict=True
+                ):
                     now = time.perf_counter()
                     chunk, cancel = policy.arrived(flight.key, outcome, now, connected)
                     if cancel:
@@ -279,30 +281,6 @@ class DaskDispatcher:
         except Exception:
             return
         self.policy.threads_seen(total, now, share)
-
-    def _gather(self, flights: list[Flight]) -> list[ChunkResult | BaseException | None]:
-        """Fetch the results of chunks that came back: one call for all that finished."""
-        finished = [f for f in flights if f.future.status == "finished"]
-        got: dict[str, ChunkResult | BaseException] = {}
-        try:
-            with self.clock.waiting():
-                results = self.client.gather([f.future for f in finished]) if finished else []
-            got = {f.key: r for f, r in zip(finished, results, strict=True)}
-        except Exception:
-            for flight in finished:  # one was lost between finishing and gathering
-                try:
-                    got[flight.key] = flight.future.result()
-                except Exception as exc:
-                    got[flight.key] = exc
-        out: list[ChunkResult | BaseException | None] = []
-        for flight in flights:
-            if flight.key in got:
-                out.append(got[flight.key])
-            elif flight.future.status == "error":
-                out.append(flight.future.exception())
-            else:
-                out.append(None)  # cancelled by the cluster
-        return out
 
     def _take_arrivals(self, first: Any) -> list[Any]:
         """``first`` and every other arrival queued: the futures; Overdue words act here."""
@@ -424,6 +402,37 @@ class TaskSender:
         """Send a chunk the cluster cancelled (no worker died) again, as it was."""
         item = Isolated(flight.start, flight.stop, flight.attempt, flight.deaths, flight.worker)
         self.launch(item, flight.alone)
+
+
+def gather(
+    client: Any, flights: list[Flight], clock: BusyClock
+) -> list[ChunkResult | BaseException | None]:
+    """Fetch the results of chunks that came back: one call for all that finished.
+
+    A chunk lost between finishing and the gather is asked for alone; one
+    that failed gives its exception, one the cluster cancelled None.
+    """
+    finished = [f for f in flights if f.future.status == "finished"]
+    got: dict[str, ChunkResult | BaseException] = {}
+    try:
+        with clock.waiting():
+            results = client.gather([f.future for f in finished]) if finished else []
+        got = {f.key: r for f, r in zip(finished, results, strict=True)}
+    except Exception:
+        for flight in finished:  # one was lost between finishing and gathering
+            try:
+                got[flight.key] = flight.future.result()
+            except Exception as exc:
+                got[flight.key] = exc
+    out: list[ChunkResult | BaseException | None] = []
+    for flight in flights:
+        if flight.key in got:
+            out.append(got[flight.key])
+        elif flight.future.status == "error":
+            out.append(flight.future.exception())
+        else:
+            out.append(None)  # cancelled by the cluster
+    return out
 
 
 def overdue_topic(run_id: str) -> str:

@@ -258,6 +258,42 @@ def _call_quietly(callback: Callable[[RunHandle], None], handle: RunHandle) -> N
 MAX_METRICS = 200
 
 
+class MetricNames:
+    """The first :data:`MAX_METRICS` metric names of a run; a warning, once, of the rest.
+
+    Each name is a curve in every view and a column in the report: a
+    record that names its metrics after its item would make thousands.
+
+    Examples
+    --------
+    >>> names = MetricNames()
+    >>> names.keep({"wer": (1.0, 1)})
+    {'wer': (1.0, 1)}
+    """
+
+    def __init__(self) -> None:
+        self.kept: set[str] = set()
+        self.warned = False
+
+    def keep(self, metrics: dict[str, tuple[float, int]]) -> dict[str, tuple[float, int]]:
+        """Return ``metrics`` but for names past the first :data:`MAX_METRICS`."""
+        for name in metrics:
+            if name in self.kept:
+                continue
+            if len(self.kept) < MAX_METRICS:
+                self.kept.add(name)
+            elif not self.warned:
+                self.warned = True
+                warnings.warn(
+                    f"kit: this run reports more than {MAX_METRICS} metric names; {name!r} and "
+                    "the others after them are not summed or drawn: name metrics by what they "
+                    "measure, not by item",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+        return {name: value for name, value in metrics.items() if name in self.kept}
+
+
 def with_config(job: ChunkJob, env_keys: Sequence[str], config: DictConfig | None) -> ChunkJob:
     """Give ``forward`` the run's config when it has a ``config`` parameter the env does not fill.
 
@@ -307,8 +343,7 @@ class Run:
         self.started = time.perf_counter()
         self.setup_seconds = 0.0
         self.began = False  # the store was opened by this run
-        self.metric_names: set[str] = set()
-        self.metrics_warned = False
+        self.metric_names = MetricNames()
         self.finished_emitted = False
 
     def execute(self) -> tuple[RunResult, BaseException | None]:
@@ -446,7 +481,7 @@ class Run:
         if self.ledger.accept(chunk) == 0:
             return  # a copy of a chunk already in
         progress = self.ledger.progress()
-        metrics = self._bounded_metrics(chunk.metrics)
+        metrics = self.metric_names.keep(chunk.metrics)
         self.events.emit(
             ChunkFinished(
                 self.spec.run_id,
@@ -463,30 +498,6 @@ class Run:
                 metrics,
             )
         )
-
-    def _bounded_metrics(
-        self, metrics: dict[str, tuple[float, int]]
-    ) -> dict[str, tuple[float, int]]:
-        """Keep the first :data:`MAX_METRICS` metric names of the run; warn once of the rest.
-
-        Each name is a curve in every view and a column in the report: a
-        record that names its metrics after its item would make thousands.
-        """
-        for name in metrics:
-            if name in self.metric_names:
-                continue
-            if len(self.metric_names) < MAX_METRICS:
-                self.metric_names.add(name)
-            elif not self.metrics_warned:
-                self.metrics_warned = True
-                warnings.warn(
-                    f"kit: this run reports more than {MAX_METRICS} metric names; {name!r} and "
-                    "the others after them are not summed or drawn: name metrics by what they "
-                    "measure, not by item",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-        return {name: value for name, value in metrics.items() if name in self.metric_names}
 
     def _conclude(self, status: RunStatus, exc: BaseException | None = None) -> RunResult:
         """Build the result, store it and emit ``RunFinished``, whatever ended the run."""

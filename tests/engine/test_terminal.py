@@ -222,4 +222,4 @@ def test_kit_errors_share_one_base_and_keep_their_builtins() -> None:
                 assert error.__module__ == module.__name__, name
                 assert issubclass(error, builtins.get(name, Exception)), name
     for cluster_error in ("NoWorkersError", "SchedulerUnreachableError", "SchedulerLostError"):
-        assert issubclass(getattr(kit, cluster_error), kit.errors.ClusterError)
+        assert issubclass(getattr(kit.errors, cluster_error), kit.errors.ClusterError)
