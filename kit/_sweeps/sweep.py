@@ -11,9 +11,6 @@ are read back, not run; half-finished ones resume at chunk level.
 from __future__ import annotations
 
 import json
-import queue
-import threading
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,18 +18,16 @@ from typing import Any, Protocol
 
 from omegaconf import DictConfig
 
-from kit._base.atomic import atomic_file
 from kit._base.errors import KitError
-from kit._base.files import UnsafeFileError, read_text
-from kit._base.format import first_line
+from kit._base.files import read_text
 from kit._from_config import build_runner
+from kit._sweeps.driving import SweepDriver, SweepState, check_trial_folder
 from kit._sweeps.joined import waits_for
 from kit._trials import (
     BuildTrial,
     SweepResult,
     Trial,
     TrialCallback,
-    TrialPruned,
     TrialState,
     follow_trials,
 )
@@ -40,16 +35,10 @@ from kit.config import load_config
 from kit.config._api import outcome_hash
 from kit.config._errors import error
 from kit.config._sweeps import expand_sweep
-from kit.dashboard import write_sweep_report
-from kit.dashboard._report import ReportWriter, share_bokeh
-from kit.events import RunFinished, RunStarted
-from kit.launch import RunRequest, assemble, check_resume
-from kit.result import Progress, RunError, RunResult, RunStatus
+from kit.result import Progress, RunResult, RunStatus
 from kit.store._results import read_result
-from kit.store._rundir import RunDir, SweepDir
-from kit.store._store import RunStore
+from kit.store._rundir import SweepDir
 from kit.tracking import Tracking
-from kit.tracking._exporter import Exporters
 from kit.tracking._sweep import SweepTracker
 
 #: Trials running at once, at most, by default: enough to keep a cluster busy.
@@ -131,30 +120,35 @@ class SweepHandle:
         self.folder = folder
         self._study = study
         self._plan = plan
-        self._on_trial = on_trial
         self.summarize = summarize
-        self._build = build
         self.concurrency = concurrency
-        self._record = record
-        self._lock = threading.Lock()
-        self._finished = threading.Event()
-        self._running = 0
-        self._exhausted = False
-        self._cancelled = False
-        self._ended_once = False
-        self.handles: dict[int, Any] = {}
-        self._results: dict[int, RunResult] = {}
-        self._errors: dict[int, BaseException] = {}
-        self._statuses: dict[int, TrialState] = {}
-        self._store = RunStore(folder)
-        self._reports = _Reports()
         #: Where the sweep is exported to (its trials nested under it), or None.
         self.tracking = tracking
-        self._tracker = (
+        self._state = SweepState()
+        tracker = (
             SweepTracker(tracking, folder, list(record.get("overrides", [])), base)
             if tracking is not None
             else None
         )
+        self._driver = SweepDriver(
+            folder, plan, build, concurrency, record, self._state, self.partial, on_trial, tracker
+        )
+
+    @property
+    def handles(self) -> dict[int, Any]:
+        """The run handles of the trials started so far, by trial number."""
+        return self._state.handles
+
+    def start(self) -> SweepHandle:
+        """Take the sweep folder's lock, start the first trials; return self.
+
+        Raises
+        ------
+        StoreError
+            If another process drives a sweep in the folder (it holds the lock).
+        """
+        self._driver.start()
+        return self
 
     @property
     def trials(self) -> list[Trial]:
@@ -166,202 +160,15 @@ class SweepHandle:
         """A search's ``optuna.Study`` (None for a grid)."""
         return self._study
 
-    # -------------------------------------------------------------- driving
-    def start(self) -> SweepHandle:
-        """Take the sweep folder's lock, start the first trials; return self.
-
-        Raises
-        ------
-        StoreError
-            If another process drives a sweep in the folder (it holds the lock).
-        """
-        self._store.lock()  # one driver per sweep folder: sweep.json has one writer
-        try:
-            restored = self._plan.restore()
-            for number in restored:
-                self._check_read_back(self._plan.trials[number])
-            self._save()
-        except BaseException:
-            self._store.unlock()
-            raise
-        for number, (result, status) in restored.items():
-            self._results[number] = result
-            if status != TrialState(result.status):
-                self._statuses[number] = status
-        if self._tracker is not None:
-            self._tracker.start()
-        self._launch()
-        return self
-
-    def _check_read_back(self, trial: Trial) -> None:
-        """Refuse a finished trial made by other code or keywords than this sweep's would be.
-
-        As a run's resume does: the stored trial is read back only if this
-        sweep would make the same records (the runner's code, its keywords,
-        its config, its items).
-        """
-        check_resume(
-            self._request(trial),
-            resume=True,
-            how=f"delete {trial.output_dir} to run that trial again with this code, or give "
-            "this sweep a folder of its own",
-        )
-
-    def _request(self, trial: Trial) -> RunRequest:
-        """Return the request of ``trial``'s run: into its folder, exported and reported here.
-
-        The sweep exports its trials itself (nested under it, with their swept
-        values) and draws their reports itself, off the trials' path (see _Reports).
-        """
-        runner, indices = self._build(trial)
-        return RunRequest.of(runner, indices).replace(
-            output_dir=trial.output_dir, tracking=None, draws_report=False
-        )
-
-    def _launch(self) -> None:
-        starting: list[Trial] = []
-        with self._lock:
-            while not self._cancelled and not self._exhausted:
-                if self._running >= self.concurrency:
-                    break
-                try:
-                    trial = self._plan.next()
-                except Exception as failed:  # a search that cannot propose: end, keep what ran
-                    warnings.warn(
-                        f"the sweep could not make its next trial: {failed}; it ends once "
-                        "the running trials have",
-                        RuntimeWarning,
-                        stacklevel=1,
-                    )
-                    trial = None
-                if trial is None:
-                    self._exhausted = True
-                    break
-                if trial.number in self._results:
-                    continue  # finished in an earlier run of the sweep: read back, not run
-                self._running += 1
-                starting.append(trial)
-        if starting:
-            # In sweep.json before their folders exist: a driver killed now resumes them
-            # with the same values, into the same folders.
-            self._save()
-        for trial in starting:
-            self._start(trial)
-        with self._lock:
-            over = self._running == 0 and (self._exhausted or self._cancelled)
-            # Ended once: a cancel and the last trial's end may both get here.
-            over, self._ended_once = over and not self._ended_once, self._ended_once or over
-        if over:
-            self._save()
-            self._reports.close()  # the trials' reports are drawn: the sweep's is next
-            self._write_report()
-            if self._tracker is not None:
-                search = self._record.get("search") or self._record
-                self._tracker.finish(
-                    self.partial(),
-                    self._cancelled,
-                    search.get("metric"),
-                    search.get("direction", "minimize") == "minimize",
-                )
-            self._store.unlock()
-            self._finished.set()
-
-    def _start(self, trial: Trial) -> None:
-        try:
-            check_trial_folder(trial.output_dir)  # again: a link may be planted meanwhile
-            request = self._request(trial)
-            handle = assemble(request)
-            exporters = Exporters(
-                self._tracker.exporters(trial, request.runner.provider.config)
-                if self._tracker is not None
-                else []
-            )
-            handle.events.subscribe(exporters.take)
-            self._reports.follow(trial, handle, exporters, request.runner.report_sections())
-            handle.start()
-        except BaseException as exc:
-            self._ended(trial, None, exc)
-            return
-        with self._lock:
-            self.handles[trial.number] = handle
-        self._set(trial, TrialState(RunStatus.RUNNING))
-        self._plan.watch(trial, handle, request.items)
-        handle.add_done_callback(lambda done: self._on_done(trial, done))
-
-    def _on_done(self, trial: Trial, handle: Any) -> None:
-        error = handle.exception()
-        if error is None:
-            self._ended(trial, handle.result(), None)
-        elif isinstance(error, RunError):
-            # Stopped (max_failures, on_error="raise"): its items are its result.
-            self._ended(trial, error.result, error)
-        else:
-            self._ended(trial, None, error)
-
-    def _ended(self, trial: Trial, result: RunResult | None, exc: BaseException | None) -> None:
-        try:
-            status, exc = self._plan.ended(trial, result, exc)
-        except Exception as failed:  # the study could not take it: say so, go on
-            status, exc = TrialState(RunStatus.ERROR), failed
-        with self._lock:
-            self._running -= 1
-            if result is not None:
-                self._results[trial.number] = result
-                if status != TrialState(result.status):
-                    self._statuses[trial.number] = status
-            if exc is not None and not isinstance(exc, TrialPruned):
-                self._errors[trial.number] = exc
-        self._set(trial, status, exc)
-        if self._on_trial is not None:
-            try:
-                self._on_trial(trial, result, exc)
-            except Exception as failed:  # a view's bug must not stop the sweep
-                warnings.warn(
-                    f"the sweep's on_trial callback raised {failed!r} for {trial.name}; "
-                    "the sweep goes on",
-                    RuntimeWarning,
-                    stacklevel=1,
-                )
-        self._launch()
-
-    def _set(self, trial: Trial, status: TrialState, error: BaseException | None = None) -> None:
-        with self._lock:
-            entry = self._record["trials"][trial.number]
-            entry["status"] = status.word
-            entry.pop("error", None)
-            if error is not None:  # what a reader in another process shows for it
-                entry["error"] = first_line(error)
-        self._save()
-
-    def _save(self) -> None:
-        with self._lock:
-            text = json.dumps(self._record, indent=1)
-            with atomic_file(SweepDir(self.folder).record) as fh:
-                fh.write(text + "\n")
-
-    def _write_report(self) -> None:
-        """Write the sweep's report.html (with bokeh); a report that fails is a warning."""
-        try:
-            write_sweep_report(self.folder)
-        except ImportError:
-            pass  # no bokeh: `kit report FOLDER` says what to install
-        except Exception as exc:
-            warnings.warn(
-                f"kit: the sweep's report.html could not be written in {self.folder}: {exc}; "
-                f"its trials are stored; try `kit report {self.folder}`",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-
     # -------------------------------------------------------------- reading
     @property
     def cancelled(self) -> bool:
         """Whether :meth:`cancel` was called."""
-        return self._cancelled
+        return self._state.cancelled
 
     def done(self) -> bool:
         """Whether every trial has ended (or the sweep was cancelled and its trials stopped)."""
-        return self._finished.is_set()
+        return self._state.finished.is_set()
 
     @property
     def status(self) -> RunStatus:
@@ -371,7 +178,7 @@ class SweepHandle:
         """
         if not self.done():
             return RunStatus.RUNNING
-        return RunStatus.CANCELLED if self._cancelled else RunStatus.COMPLETED
+        return RunStatus.CANCELLED if self._state.cancelled else RunStatus.COMPLETED
 
     def __iter__(self) -> Iterator[tuple[Trial, RunResult | None]]:
         """Yield each trial with its result (None if it gave none) as it ends."""
@@ -380,15 +187,15 @@ class SweepHandle:
     @property
     def progress(self) -> Progress:
         """Trials done (failed among them), running and in all; ``cancelled`` once asked."""
-        with self._lock:
-            done = len(self._results.keys() | self._errors.keys())
-            status = RunStatus.CANCELLED if self._cancelled else self.status
+        with self._state.lock:
+            done = len(self._state.results.keys() | self._state.errors.keys())
+            status = RunStatus.CANCELLED if self._state.cancelled else self.status
             return Progress(
                 done,
-                len(self._errors),
+                len(self._state.errors),
                 self._plan.total,
                 status,
-                running=self._running,
+                running=self._state.running,
                 unit="trials",
             )
 
@@ -407,8 +214,8 @@ class SweepHandle:
         >>> [(row["items.stop"], row["status"], row["done"]) for row in handle.rows()]
         [('2', 'completed', '2/2'), ('3', 'completed', '3/3')]
         """
-        with self._lock:
-            handles = dict(self.handles)
+        with self._state.lock:
+            handles = dict(self._state.handles)
         ended = self.partial()  # after: a trial ended in between reads as ended
         live = []
         for row, trial, result in zip(ended.rows(), ended.trials, ended.results, strict=True):
@@ -433,7 +240,7 @@ class SweepHandle:
 
     def result(self, timeout: float | None = None) -> SweepResult:
         """Wait for the sweep to end and return its :class:`SweepResult`."""
-        if not self._finished.wait(timeout):
+        if not self._state.finished.wait(timeout):
             raise TimeoutError(f"the sweep did not end within {timeout} s: {self.progress}")
         return self.partial()
 
@@ -452,10 +259,10 @@ class SweepHandle:
 
     def partial(self) -> SweepResult:
         """Return the sweep as it stands, without waiting: the trials ended so far have results."""
-        with self._lock:
+        with self._state.lock:
             trials = list(self._plan.trials)
-            results = [self._results.get(t.number) for t in trials]
-            errors, statuses = dict(self._errors), dict(self._statuses)
+            results = [self._state.results.get(t.number) for t in trials]
+            errors, statuses = dict(self._state.errors), dict(self._state.statuses)
         return SweepResult(
             trials, results, errors, self.summarize, statuses=statuses, study=self.study
         )
@@ -467,89 +274,16 @@ class SweepHandle:
         (as :meth:`kit.detached.DetachedSweep.cancel` does); by default return at once.
         A sweep that has ended stays as it ended.
         """
-        with self._lock:
-            if self._finished.is_set():
+        with self._state.lock:
+            if self._state.finished.is_set():
                 return
-            self._cancelled = True
-            running = list(self.handles.values())
+            self._state.cancelled = True
+            running = list(self._state.handles.values())
         for handle in running:
             handle.cancel()
-        self._launch()
+        self._driver.launch()
         if timeout > 0:
-            self._finished.wait(timeout)
-
-
-#: A trial to draw the report of: the trial, how it ended, its trackers, its runner's sections.
-_Drawn = tuple[Trial, RunFinished, Exporters, tuple[Callable[[Path], str], ...]]
-
-
-class _Reports:
-    """Draw each ended trial's ``report.html`` on a thread of the sweep's, one after another.
-
-    A trial's end never waits for its report (drawing one takes about half a
-    second of CPU): the next trial starts at once. Once a trial's report is
-    drawn, its trackers are told its folder is complete (they upload the
-    report and end the trial's run there). The sweep's end waits for all of
-    them, so every report is there when the sweep is over.
-    """
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[_Drawn | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def follow(
-        self,
-        trial: Trial,
-        handle: Any,
-        exporters: Exporters,
-        sections: Sequence[Callable[[Path], str]] = (),
-    ) -> None:
-        """Draw ``trial``'s report (with its runner's ``sections``) once its run has ended."""
-        started: list[bool] = []
-
-        def take(event: Any) -> None:
-            if isinstance(event, RunStarted):
-                started.append(True)
-            elif isinstance(event, RunFinished):
-                if started:
-                    self._put((trial, event, exporters, tuple(sections)))
-                else:  # refused before it began (its folder's lock): nothing to draw
-                    exporters.finish(event)
-
-        handle.events.subscribe(take)
-
-    def _put(self, item: _Drawn) -> None:
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._draw, name="kit-sweep-reports", daemon=True
-                )
-                self._thread.start()
-        self._queue.put(item)
-
-    def _draw(self) -> None:
-        shared: str | None = None
-        while (item := self._queue.get()) is not None:
-            trial, finished, exporters, sections = item
-            try:
-                if RunDir(trial.output_dir).manifest.is_file():  # its folder may have gone
-                    if shared is None:  # BokehJS once in the sweep's folder, not in each page
-                        try:
-                            shared = share_bokeh(trial.output_dir.parent) or ""
-                        except Exception:  # a full disk, say: each page inlines it then
-                            shared = ""
-                    ReportWriter.draw(trial.output_dir, shared or None, sections)
-            finally:
-                exporters.finish(finished)  # the trackers end the trial's run whatever happened
-
-    def close(self) -> None:
-        """Wait until every report asked for is drawn (and the trackers told)."""
-        with self._lock:
-            thread, self._thread = self._thread, None
-        if thread is not None:
-            self._queue.put(None)
-            thread.join()
+            self._state.finished.wait(timeout)
 
 
 class _Grid:
@@ -812,33 +546,6 @@ def load_record(folder: Path) -> dict[str, Any] | None:
     for number in range(len(stored["trials"])):
         check_trial_folder(SweepDir(folder).trial(number).path)
     return stored
-
-
-def check_trial_folder(path: Path) -> None:
-    """Refuse a trial folder that is a link or not a folder (nothing is written through it).
-
-    Raises
-    ------
-    UnsafeFileError
-        Naming the trial, when ``path`` is a symbolic link or a file.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> sweep = pathlib.Path(tempfile.mkdtemp())
-    >>> (sweep / "trial-000").symlink_to(tempfile.mkdtemp())
-    >>> check_trial_folder(sweep / "trial-000")
-    Traceback (most recent call last):
-    ...
-    kit.errors.UnsafeFileError: .../trial-000 is a symbolic link, ...
-    """
-    if path.is_symlink() or (path.exists() and not path.is_dir()):
-        what = "a symbolic link" if path.is_symlink() else "not a folder"
-        raise UnsafeFileError(
-            f"{path} is {what}, where Kit keeps trial {path.name}'s run; Kit never writes a "
-            "trial through a link (one planted there would write the run elsewhere): remove "
-            "it to run the trial again here, or give the sweep a folder of its own"
-        )
 
 
 def check_base(folder: Path, stored: dict[str, Any], base_hash: str) -> None:
