@@ -302,7 +302,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
     def _next_run_dir(self) -> Path:
         self._run_dir = new_run_dir(self.runs_dir)
         self.runs.append(self._run_dir.name)
-        record_experiment(self._run_dir, self.editor.value, self.run_panel.selection)
+        record_experiment(self._run_dir, self.editor.value, self.run_panel.sample.selection)
         return self._run_dir
 
     def sweep(

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import html
 import os
-import random
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,38 +11,18 @@ from typing import Any
 import ipywidgets as w
 
 from kit import RunError, RunHandle, Runner, RunResult, RunStatus
-from kit.cluster import scale_out_command
 from kit.config import ParallelConfig
 from kit.dashboard import Dashboard
 from kit.events import RunStarted
-from kit.history import items_digest
-from kit.launch import RunRequest, launch, normalize_indices
 from kit.result import Index
 from kit.views import failed_html, number, status_html
 from kit.widgets._dashboard import dashboard_widget
 from kit.widgets._kernel import on_kernel_thread
+from kit.widgets._sample_run import SampleRun
 from kit.widgets._style import TABLE_STYLE, error_html, scrolling
 from kit.widgets.bokehjs import load_bokehjs
 
 MAX_ROWS = 200
-
-
-def choose(indices: Sequence[Index], n: int, how: str, seed: int) -> list[Index]:
-    """Pick ``n`` indices: the first ones, or a seeded random sample kept in order.
-
-    Examples
-    --------
-    >>> choose(range(10), 3, "first", 0)
-    [0, 1, 2]
-    >>> choose(range(10), 3, "random", 1) == choose(range(10), 3, "random", 1)
-    True
-    """
-    items = list(indices)
-    n = max(0, min(n, len(items)))
-    if how == "random":
-        positions = sorted(random.Random(seed).sample(range(len(items)), n))
-        return [items[p] for p in positions]
-    return items[:n]
 
 
 def results_table(result: RunResult, max_rows: int = MAX_ROWS) -> str:
@@ -125,6 +103,27 @@ def copy_button(text: str) -> str:
     )
 
 
+def end_line(handle: RunHandle, result: RunResult | None) -> str:
+    """Return the line (HTML) that says how a run ended: status, counts, workers, time, summary."""
+    progress = handle.progress
+    parts = [
+        f"{status_html(progress.status)}: {progress.done - progress.failed:,} ok",
+        failed_html(progress.failed),
+    ]
+    if progress.done < progress.total:
+        parts.append(f"{progress.total - progress.done:,} not run")
+    session = handle.session
+    if session is not None and session.client is not None and not session.closed:
+        workers = session.n_workers  # the cluster this run used, as the cluster panel shows
+        parts.append(f"on {workers} worker{'s' if workers != 1 else ''}")
+    if result is not None:
+        parts.append(f"{result.stats.wall_seconds:.2f} s")
+        if result.summary:
+            summary = ", ".join(f"{k} = {number(v)}" for k, v in result.summary.items())
+            parts.append(f"summary: {html.escape(summary)}")
+    return ", ".join(parts)
+
+
 class RunPanel(w.VBox):  # type: ignore[misc]
     """Run a runner over a few items from a cell, watch it live, read the results.
 
@@ -136,34 +135,14 @@ class RunPanel(w.VBox):  # type: ignore[misc]
 
     Parameters
     ----------
-    runner
-        The runner (its provider's config is the experiment).
-    indices
-        All the items; the panel runs the first N or a random sample.
-    base_config, config_path
-        The config as loaded from ``config_path``, for the scale-out command.
-    scale_out_dir
-        Where Scale out saves the config file its command names, when that
-        file is neither beside the notebook nor below it (a config shipped
-        in a package, or one never written); default ``runs/scale-out``.
-        The Experiment app saves it in its runs folder.
-    check
-        Called before each run; what it raises is shown and nothing runs
-        (the Experiment app refuses a config with problems this way).
-    scale_out
-        Overrides for the cluster, e.g. ``["parallel.env=slurm"]``.
+    runner, indices
+        The runner (its provider's config is the experiment) and all the items.
+    base_config, config_path, scale_out, scale_out_dir, check
+        As :class:`~kit.widgets._sample_run.SampleRun`'s, the panel's model
+        (``panel.sample``); also ``on_end``, ``output_dir_for``, ``parallel_for``.
     pool_source
         Where ``indices`` come from, shown beside their count (e.g.
         ``"config items"``).
-    on_end
-        Called with the handle of each run once it has ended, whatever its
-        status (the Experiment app keeps a history).
-    output_dir_for
-        Called before each run for the directory to store it in (None keeps
-        the results in memory only).
-    parallel_for
-        Called before each run for the ``parallel`` section to run on (the
-        cluster panel's), instead of the runner's own.
 
     Examples
     --------
@@ -201,24 +180,21 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         super().__init__(**kwargs)
         self.add_class("kit-run-panel")  # for tests and a user's own CSS
         load_bokehjs()  # now, in the cell's output: the dashboard is made later, on a click
-        self.runner = runner
-        self.indices = list(normalize_indices(indices))
-        self.base_config = base_config
-        self.config_path = config_path
-        self.scale_out_overrides = list(scale_out)
-        self.scale_out_dir = Path(scale_out_dir or Path("runs") / "scale-out")
-        self.check = check
-        self.on_end = on_end
-        self.output_dir_for = output_dir_for
-        self.parallel_for = parallel_for
-        self.handle: RunHandle | None = None
-        #: Which items the latest run took (count, how, seed, of, digest).
-        self.selection: dict[str, Any] = {}
-        self._lock = threading.RLock()
-        self.result: RunResult | None = None
-        self._finished: RunHandle | None = None
+        #: The panel's model: the runner, the items, the latest run (this draws it).
+        self.sample = SampleRun(
+            runner,
+            indices,
+            base_config=base_config,
+            config_path=config_path,
+            scale_out=scale_out,
+            on_end=on_end,
+            output_dir_for=output_dir_for,
+            parallel_for=parallel_for,
+            scale_out_dir=scale_out_dir,
+            check=check,
+        )
         self.dashboard: Dashboard | None = None
-        total = len(self.indices)
+        total = len(self.sample.indices)
         self.how_many = w.BoundedIntText(
             value=min(10, total), min=1, max=max(1, total), description="run on"
         )
@@ -253,54 +229,54 @@ class RunPanel(w.VBox):  # type: ignore[misc]
 
         self._show_pool()
 
+    # ------------------------------------------------------------ the model's
+    @property
+    def runner(self) -> Runner:
+        """The runner the next run uses (the Experiment app swaps it as the config changes)."""
+        return self.sample.runner
+
+    @runner.setter
+    def runner(self, runner: Runner) -> None:
+        self.sample.runner = runner
+
+    @property
+    def handle(self) -> RunHandle | None:
+        """The latest run's handle, or None before the first."""
+        return self.sample.handle
+
+    @property
+    def result(self) -> RunResult | None:
+        """The latest run's result, once it has ended (a stopped run's partial one)."""
+        return self.sample.result
+
     # ------------------------------------------------------------ actions
     def set_indices(self, indices: Any) -> None:
         """Replace the list of all items (as the config's ``items`` change, say)."""
-        self.indices = list(normalize_indices(indices))
-        total = len(self.indices)
+        self.sample.set_indices(indices)
+        total = len(self.sample.indices)
         self.how_many.max = max(1, total)
         self.how_many.value = min(self.how_many.value, self.how_many.max)
         self._show_pool()
 
     def _show_pool(self) -> None:
         source = f" <small>({html.escape(self.pool_source)})</small>" if self.pool_source else ""
-        self.pool.value = f"<span class='kit-pool'>of {len(self.indices):,} items{source}</span>"
+        self.pool.value = (
+            f"<span class='kit-pool'>of {len(self.sample.indices):,} items{source}</span>"
+        )
 
     def selected(self) -> list[Index]:
         """Return the items the next run will process."""
-        return choose(self.indices, self.how_many.value, self.how.value, self.seed.value)
+        return self.sample.selected(self.how_many.value, self.how.value, self.seed.value)
 
     def run(self) -> RunHandle:
         """Start a run over the selected items in the background; return its handle at once."""
-        if self.handle is not None and not self.handle.done():
-            raise RuntimeError("a run is going on: wait for it or cancel it first")
-        if self.check is not None:
-            self.check()
-        items = self.selected()
-        self.selection = {
-            "count": len(items),
-            "how": self.how.value,
-            "seed": self.seed.value,
-            "of": len(self.indices),
-            "digest": items_digest(items),
-        }
-        # A check on a few items is stored where the app says (its history), never in
-        # the runner's own output_dir: that belongs to the full run (and would refuse
-        # a different item list).
-        request = RunRequest.of(self.runner, items).replace(
-            output_dir=self.output_dir_for() if self.output_dir_for is not None else None
-        )
-        if self.parallel_for is not None:
-            request = request.replace(parallel=self.parallel_for())
+        handle = self.sample.start(self.how_many.value, self.how.value, self.seed.value)
         self.error.value = ""
         self.table.value = ""
-        self.result = None
-        self.dashboard = Dashboard(interval=0.25, title=f"{len(items)} items")
+        self.dashboard = Dashboard(interval=0.25, title=f"{self.sample.selection['count']} items")
         self.dashboard_box.children = [dashboard_widget(self.dashboard)]
         self.run_button.disabled = True
         self.cancel_button.disabled = False
-        handle = launch(request)
-        self.handle = handle
         self._show_status(handle)
         # The phase (starting cluster, running) here; counts are the dashboard's, live.
         handle.events.subscribe(
@@ -318,8 +294,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
 
     def cancel(self) -> None:
         """Stop the run; completed items are kept."""
-        if self.handle is not None:
-            self.handle.cancel()
+        self.sample.cancel()
 
     def wait(self, timeout: float | None = None) -> RunResult:
         """Wait for the current run and return its result (for scripts and tests).
@@ -327,31 +302,16 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         A run stopped early returns its partial result; a run that ended in
         error raises what ended it (also shown in the panel).
         """
-        if self.handle is None:
-            raise RuntimeError("nothing is running: click Run first")
-        handle = self.handle
-        error = handle.exception(timeout=timeout)
-        self._finish(handle)
-        if error is not None and not isinstance(error, RunError):
-            raise error
-        return handle.result() if error is None else error.result
+        return self.sample.wait(self._show_end, timeout)
 
     def scale_out_command(self) -> str:
         """Return the ``kit submit`` command that runs this experiment on the cluster.
 
         See :func:`kit.cluster.scale_out_command`: it runs as printed from the
-        notebook's folder, a config file from elsewhere saved in
-        :attr:`scale_out_dir` first.
+        notebook's folder, a config file from elsewhere saved in the
+        ``scale_out_dir`` first.
         """
-        config = self.runner.provider.config
-        base = self.base_config if self.base_config is not None else config
-        return scale_out_command(
-            base,
-            config,
-            self.scale_out_overrides,
-            config_path=self.config_path,
-            save_dir=self.scale_out_dir,
-        )
+        return self.sample.scale_out_command()
 
     def show_scale_out(self) -> None:
         """Show the scale-out command under the Scale out button, with a Copy button."""
@@ -375,58 +335,24 @@ class RunPanel(w.VBox):  # type: ignore[misc]
     def _on_done(self, handle: RunHandle) -> None:
         # Any error is shown here, never lost.
         try:
-            self._finish(handle)
+            self.sample.finish(handle, self._show_end)
         except Exception as exc:
             self._show_error(exc)
 
-    def _finish(self, handle: RunHandle) -> None:
-        """Show how the run ended (any final status) and make Run usable again.
-
-        Called by the done callback and by :meth:`wait`, whichever comes
-        first does it and the other waits for it to be done (the history
-        included), under the lock.
-        """
-        with self._lock:
-            if self._finished is not handle:
-                self._finished = handle
-                self._show_end(handle)
-
     def _show_end(self, handle: RunHandle) -> None:
-        error = handle.exception()
-        result: RunResult | None = None
-        if error is None:
-            result = handle.result()
-        elif isinstance(error, RunError):
-            result = error.result
+        """Show how the run ended (any final status) and make Run usable again."""
+        error, result = handle.exception(), self.sample.result
         progress = handle.progress
-        parts = [
-            f"{status_html(progress.status)}: {progress.done - progress.failed:,} ok",
-            failed_html(progress.failed),
-        ]
-        if progress.done < progress.total:
-            parts.append(f"{progress.total - progress.done:,} not run")
-        session = handle.session
-        if session is not None and session.client is not None and not session.closed:
-            workers = session.n_workers  # the cluster this run used, as the cluster panel shows
-            parts.append(f"on {workers} worker{'s' if workers != 1 else ''}")
-        if result is not None:
-            parts.append(f"{result.stats.wall_seconds:.2f} s")
-            if result.summary:
-                summary = ", ".join(f"{k} = {number(v)}" for k, v in result.summary.items())
-                parts.append(f"summary: {html.escape(summary)}")
-        self.status.value = ", ".join(parts)
+        self.status.value = end_line(handle, result)
         if error is not None:
             if progress.done == 0:
                 # Nothing ran: empty plots and a second copy of the error say nothing more.
                 self.dashboard_box.children = []
             self._show_error(error)
         if result is not None:
-            self.result = result
             self.table.value = results_table(result)
         self.run_button.disabled = False
         self.cancel_button.disabled = True
-        if self.on_end is not None:
-            self.on_end(handle)
 
     def _show_error(self, exc: BaseException) -> None:
         # A stopped run's message ends with the failing item's traceback, which the

@@ -126,7 +126,7 @@ def test_run_panel_shows_the_scale_out_command(
     assert not (tmp_path / "exp.yaml").exists()
     # A file beside the notebook is named as it is.
     (tmp_path / "mine.yaml").write_text("factor: 2\noffset: 1\n")
-    panel.config_path = str(tmp_path / "mine.yaml")
+    panel.sample.config_path = str(tmp_path / "mine.yaml")
     assert panel.scale_out_command().startswith("kit submit mine.yaml factor=5")
 
 
@@ -295,10 +295,10 @@ def test_the_items_are_set_in_the_config_and_follow_its_edits(tmp_path: Path) ->
     config = toy_config(items={"start": 0, "stop": 30})
     app = Experiment(config, ToyProvider, Affine, runs_dir=tmp_path)
     panel = app.run_panel
-    assert panel.indices == list(range(30)) and "of 30 items" in panel.pool.value
+    assert panel.sample.indices == list(range(30)) and "of 30 items" in panel.pool.value
     assert "config items" in panel.pool.value
     app.editor.fields["items.stop"].value = 6
-    wait_for(lambda: len(panel.indices) == 6)
+    wait_for(lambda: len(panel.sample.indices) == 6)
     assert panel.how_many.value == 6 and panel.how_many.max == 6  # was 10 of 30
     assert "of 6 items" in panel.pool.value
     panel.run_button.click()
