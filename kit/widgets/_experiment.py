@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import os
 import shlex
@@ -11,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from kit import (
     ConfigError,
@@ -21,26 +20,50 @@ from kit import (
     items_of,
     load_config,
 )
-from kit.config import parallel_section, to_overrides
+from kit.config import parallel_section
 from kit.history import (
-    new_run_dir,
-    read_history,
-    record_experiment,
-    record_unstarted,
     user_folder,
 )
 from kit.tracking import Tracking
 from kit.views import number, status_html
 from kit.widgets._cluster_panel import ClusterPanel
 from kit.widgets._config_editor import ConfigEditor
+from kit.widgets._experiment_runs import ExperimentRuns
 from kit.widgets._run_panel import RunPanel
-from kit.widgets._style import TABLE_STYLE, error_html, scrolling
-from kit.widgets._sweep_view import SweepView
+from kit.widgets._style import TABLE_STYLE, scrolling
+from kit.widgets._sweep_view import SweepBar, SweepView
 
-SWEEP_TIP = (
-    "Run a trial per combination of the values in the field, side by side on the cluster, "
-    "on the items the run panel would run"
-)
+
+def items_source(base: DictConfig, indices: Any) -> tuple[Any, str]:
+    """Return the app's items and where they come from: ``indices``, or the config's ``items``.
+
+    Raises
+    ------
+    ValueError
+        When both give items, or neither does.
+    """
+    if "items" in base and indices is not None:
+        raise ValueError(
+            "the items are given twice: by indices= and by the config's items section; "
+            "leave out indices= (the config's items are then used and follow its edits) "
+            "or remove items from the config"
+        )
+    if indices is None and "items" not in base:
+        raise ValueError(
+            "no items: give indices= (e.g. indices=range(100)) or an items section "
+            "in the config (e.g. items: {start: 0, stop: 100})"
+        )
+    return (items_of(base), "config items") if indices is None else (indices, "")
+
+
+def viewers_html(commands: Sequence[str]) -> str:
+    """Return the commands that open the trackers' viewers, as the app shows them ("": none)."""
+    if not commands:
+        return ""
+    lines = "".join(
+        f"<div><code class='kit-viewer'>{html.escape(c)}</code></div>" for c in commands
+    )
+    return f"<div class='kit-viewers'><small>open the viewers with:</small>{lines}</div>"
 
 
 def history_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -157,25 +180,12 @@ class Experiment(w.VBox):  # type: ignore[misc]
         self.runs_dir = (
             Path(runs_dir) if runs_dir is not None else user_folder() / runner_cls.__name__.lower()
         )
+        #: The app's model: its runs folder, its history, how a config becomes a runner.
+        self.model = ExperimentRuns(self.base, provider_cls, runner_cls, self.runs_dir)
         self.editor = ConfigEditor(self.base, schemas=provider_cls.config_schemas)
         self.cluster = ClusterPanel(self.base.get("parallel") or {"env": "inline"})
-        self.history: list[dict[str, Any]] = read_history(self.runs_dir)
         self._history = w.HTML(history_table(self.history))
-        self._run_dir: Path | None = None
-        #: The runs this app started, oldest first (their folders' names in runs_dir).
-        self.runs: list[str] = []
-        from_config = "items" in self.base
-        if from_config and indices is not None:
-            raise ValueError(
-                "the items are given twice: by indices= and by the config's items section; "
-                "leave out indices= (the config's items are then used and follow its edits) "
-                "or remove items from the config"
-            )
-        if indices is None and not from_config:
-            raise ValueError(
-                "no items: give indices= (e.g. indices=range(100)) or an items section "
-                "in the config (e.g. items: {start: 0, stop: 100})"
-            )
+        items, source = items_source(self.base, indices)
         self.track = w.Checkbox(
             value=Tracking.of(self.base.get("tracking")) is not None,
             description="track in TensorBoard and MLflow",
@@ -185,8 +195,8 @@ class Experiment(w.VBox):  # type: ignore[misc]
         self.viewers = w.HTML()
         self.run_panel = RunPanel(
             self.make_runner(self.base),
-            items_of(self.base) if from_config else indices,
-            pool_source="config items" if from_config else "",
+            items,
+            pool_source=source,
             base_config=self.base,
             config_path=config_path,
             scale_out=scale_out,
@@ -199,17 +209,8 @@ class Experiment(w.VBox):  # type: ignore[misc]
         self.editor.observe(self._config_changed, names="value")
         self.track.observe(lambda _: self._tracking_changed(), names="value")
         self._tracking_changed()
-        self.sweep_overrides = w.Text(
-            placeholder="e.g. decoder.beam_size=1,5 decoder.engine=whisper,pocketsphinx",
-            description="sweep",
-            layout=w.Layout(width="60%"),
-        )
-        self.sweep_button = w.Button(description="Sweep", icon="th", tooltip=SWEEP_TIP)
-        self.sweep_button.on_click(lambda _: self._sweep_clicked())
-        self.sweep_error = w.HTML()
-        self.sweep_box = w.VBox()
-        #: The sweeps this app started, oldest first (their views; ``.handle``, ``.result()``).
-        self.sweeps: list[SweepView] = []
+        #: The sweep field and button, and the latest sweep's view.
+        self.sweep_bar = SweepBar(self.sweep)
         sections = w.Accordion(children=[self.editor, self.cluster])
         sections.set_title(0, "config")
         sections.set_title(1, "cluster")
@@ -218,27 +219,24 @@ class Experiment(w.VBox):  # type: ignore[misc]
             sections,
             self.run_panel,
             w.HBox([self.track, self.viewers]),
-            w.HBox([self.sweep_overrides, self.sweep_button]),
-            self.sweep_error,
-            self.sweep_box,
+            self.sweep_bar,
             w.HTML(f"<b>runs</b> <small>(stored in {html.escape(str(self.runs_dir))})</small>"),
             self._history,
         ]
 
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """Every run stored in ``runs_dir`` (other notebooks' too), as the table shows them."""
+        return self.model.history
+
+    @property
+    def runs(self) -> list[str]:
+        """The runs this app started, oldest first (their folders' names in ``runs_dir``)."""
+        return self.model.runs
+
     def make_runner(self, cfg: DictConfig) -> Runner:
         """Build the runner for ``cfg``, as ``kit run`` would (on the panel's cluster)."""
-        options: dict[str, Any] = {}
-        if "runner" in cfg:
-            container = OmegaConf.to_container(cfg.runner, resolve=True)
-            assert isinstance(container, dict)
-            options = {str(k): v for k, v in container.items() if k != "_target_"}
-        tracking = self.tracking(cfg)
-        if tracking is not None:
-            made = tuple(to_overrides(self.base, cfg))
-            tracking = dataclasses.replace(tracking, overrides=made)
-        return self.runner_cls(
-            self.provider_cls(cfg), parallel=self.cluster.for_runs(), tracking=tracking, **options
-        )
+        return self.model.make_runner(cfg, self.cluster.for_runs(), self.tracking(cfg))
 
     def tracking(self, cfg: DictConfig | None = None) -> Tracking | None:
         """Where runs go as the "track" box and ``cfg`` (default: as edited) say; None: nowhere."""
@@ -250,21 +248,11 @@ class Experiment(w.VBox):  # type: ignore[misc]
     def _tracking_changed(self) -> None:
         tracking = self.tracking()
         commands = tracking.commands(self.runs_dir / "run") if tracking is not None else []
-        lines = "".join(
-            f"<div><code class='kit-viewer'>{html.escape(c)}</code></div>" for c in commands
-        )
-        self.viewers.value = (
-            f"<div class='kit-viewers'><small>open the viewers with:</small>{lines}</div>"
-            if commands
-            else ""
-        )
+        self.viewers.value = viewers_html(commands)
         self.run_panel.runner = self.make_runner(self.editor.value)
 
     def __repr__(self) -> str:
-        """Return one line on the experiment, for where the widget cannot be drawn.
-
-        A static page (the manual) shows this; ipywidgets' own repr nests every child.
-        """
+        """Return one line on the experiment, for a static page (ipywidgets' nests every child)."""
         runs = len(self.history)
         return (
             f"<Kit experiment: {self.runner_cls.__name__} over {self.provider_cls.__name__},"
@@ -273,7 +261,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
 
     def refresh(self) -> None:
         """Read the history again from ``runs_dir`` (runs from other notebooks too)."""
-        self.history = read_history(self.runs_dir)
+        self.model.refresh()
         self._history.value = history_table(self.history)
 
     def _config_changed(self, change: Any) -> None:
@@ -300,10 +288,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
             )
 
     def _next_run_dir(self) -> Path:
-        self._run_dir = new_run_dir(self.runs_dir)
-        self.runs.append(self._run_dir.name)
-        record_experiment(self._run_dir, self.editor.value, self.run_panel.sample.selection)
-        return self._run_dir
+        return self.model.next_run_dir(self.editor.value, self.run_panel.sample.selection)
 
     def sweep(
         self,
@@ -328,43 +313,22 @@ class Experiment(w.VBox):  # type: ignore[misc]
         >>> # view = app.sweep("decoder.beam_size=1,5 decoder.engine=whisper,pocketsphinx")
         >>> # view.result().to_pandas()
         """
-        from kit import submit_sweep
-
         if isinstance(overrides, str):
             overrides = shlex.split(overrides)
         self._check_config()
-        items = self.run_panel.selected()
-
-        def build(cfg: DictConfig) -> tuple[Runner, list[Any]]:
-            return self.make_runner(cfg), items
-
-        folder = new_run_dir(self.runs_dir, prefix="sweep-")
-        try:
-            handle = submit_sweep(
-                self.editor.value,
-                list(overrides),
-                output_dir=folder,
-                concurrency=concurrency,
-                metric=metric,
-                minimize=minimize,
-                build=build,
-                tracking=self.tracking() or Tracking(),  # unticked: not even the config's
-            )
-        except BaseException:
-            if not any(folder.iterdir()):
-                folder.rmdir()  # a sweep refused before it began leaves no folder behind
-            raise
+        handle = self.model.submit_sweep(
+            self.editor.value,
+            overrides,
+            self.make_runner,
+            self.run_panel.selected(),
+            concurrency=concurrency,
+            metric=metric,
+            minimize=minimize,
+            tracking=self.tracking() or Tracking(),  # unticked: not even the config's
+        )
         view = SweepView(handle, metric=metric)
-        self.sweeps.append(view)
-        self.sweep_box.children = [view]
+        self.sweep_bar.show(view)
         return view
-
-    def _sweep_clicked(self) -> None:
-        self.sweep_error.value = ""
-        try:
-            self.sweep(self.sweep_overrides.value)
-        except Exception as exc:  # shown under the field: a bad override, a config problem
-            self.sweep_error.value = error_html(f"{type(exc).__name__}: {exc}")
 
     def compare(self, runs: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Return the history rows of the runs this app started (or of ``runs``), to compare.
@@ -378,19 +342,11 @@ class Experiment(w.VBox):  # type: ignore[misc]
         --------
         >>> # pd.DataFrame(app.compare())[["run", "changes", "sample", "wer"]]
         """
-        return read_history(self.runs_dir, list(runs) if runs is not None else self.runs)
+        return self.model.compare(runs)
 
     def _record(self, handle: RunHandle) -> None:
         session = handle.session
         if session is not None and session.client is not None:
             self.cluster.show(session)  # the cluster this run started is the panel's now
-        if self._run_dir is not None:
-            error = handle.exception()
-            record_unstarted(
-                self._run_dir,
-                self.run_panel.runner.provider.config,
-                str(handle.status),
-                None if error is None else f"{type(error).__name__}: {error}",
-                handle.progress.total,
-            )
-        self.refresh()
+        self.model.record(handle, self.run_panel.runner.provider.config)
+        self._history.value = history_table(self.history)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ipywidgets as w
@@ -12,7 +12,12 @@ import ipywidgets as w
 from kit import SweepFuture, SweepResult, TrialState
 from kit.views import rows_table, status_html
 from kit.widgets._kernel import Painter
-from kit.widgets._style import TABLE_STYLE, scrolling
+from kit.widgets._style import TABLE_STYLE, error_html, scrolling
+
+SWEEP_TIP = (
+    "Run a trial per combination of the values in the field, side by side on the cluster, "
+    "on the items the run panel would run"
+)
 
 #: Columns left out of the live table (in the result's rows, for pandas).
 LEFT_OUT = ("ok",)
@@ -142,3 +147,49 @@ class SweepView(w.VBox):  # type: ignore[misc]
         self._stopped.set()
         self.draw()
         return result
+
+
+class SweepBar(w.VBox):  # type: ignore[misc]
+    """A field for a sweep's overrides, its button, its error, and the latest sweep's view.
+
+    The button calls ``start(overrides)``, which starts the sweep and
+    :meth:`show` s its view; what it raises (a bad override, a config with
+    problems) shows under the field.
+
+    Examples
+    --------
+    >>> def start(text):
+    ...     raise ValueError(f"cannot parse override {text!r}")
+    >>> bar = SweepBar(start)
+    >>> bar.overrides.value = "x=[1"; bar.button.click()
+    >>> "ValueError: cannot parse override" in bar.error.value, bar.sweeps
+    (True, [])
+    """
+
+    def __init__(self, start: Callable[[str], object], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.start = start
+        self.overrides = w.Text(
+            placeholder="e.g. decoder.beam_size=1,5 decoder.engine=whisper,pocketsphinx",
+            description="sweep",
+            layout=w.Layout(width="60%"),
+        )
+        self.button = w.Button(description="Sweep", icon="th", tooltip=SWEEP_TIP)
+        self.button.on_click(lambda _: self._clicked())
+        self.error = w.HTML()
+        self.box = w.VBox()
+        #: The sweeps started here, oldest first (their views; ``.handle``, ``.result()``).
+        self.sweeps: list[SweepView] = []
+        self.children = [w.HBox([self.overrides, self.button]), self.error, self.box]
+
+    def show(self, view: SweepView) -> None:
+        """Show ``view`` as the latest sweep's."""
+        self.sweeps.append(view)
+        self.box.children = [view]
+
+    def _clicked(self) -> None:
+        self.error.value = ""
+        try:
+            self.start(self.overrides.value)
+        except Exception as exc:  # shown under the field: a bad override, a config problem
+            self.error.value = error_html(f"{type(exc).__name__}: {exc}")

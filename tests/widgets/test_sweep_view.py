@@ -21,12 +21,12 @@ def test_an_experiment_sweeps_the_edited_config_on_the_panel_items_and_cluster(
     app = Experiment(config, KeyedProvider, Shifted, indices=range(100), runs_dir=tmp_path / "r")
     app.run_panel.how_many.value = 12
     app.editor.fields["factor"].value = 3  # the sweep starts from the config as edited
-    app.sweep_overrides.value = "offset=0,10,20"
-    app.sweep_button.click()
-    assert not app.sweep_error.value
-    (view,) = app.sweeps
+    app.sweep_bar.overrides.value = "offset=0,10,20"
+    app.sweep_bar.button.click()
+    assert not app.sweep_bar.error.value
+    (view,) = app.sweep_bar.sweeps
     view.metric = "y_mean"  # a summary the trials do not have: no plot, no error
-    assert app.sweep_box.children == (view,)
+    assert app.sweep_bar.box.children == (view,)
     result = view.result(timeout=120)
     assert [row["status"] for row in result.rows()] == ["completed"] * 3, result.errors
     for offset, run in zip((0, 10, 20), result.results, strict=True):
@@ -49,10 +49,10 @@ def test_an_experiment_sweeps_the_edited_config_on_the_panel_items_and_cluster(
 
 def test_a_bad_sweep_is_shown_under_its_field_and_leaves_no_folder(tmp_path: Path) -> None:
     app = Experiment(toy_config(), KeyedProvider, Shifted, indices=range(5), runs_dir=tmp_path)
-    app.sweep_overrides.value = "offset=[0,1"
-    app.sweep_button.click()
-    assert "cannot parse override 'offset=[0,1'" in app.sweep_error.value.replace("&#x27;", "'")
-    assert app.sweeps == [] and list(tmp_path.iterdir()) == []
+    app.sweep_bar.overrides.value = "offset=[0,1"
+    app.sweep_bar.button.click()
+    assert "cannot parse override 'offset=[0,1'" in app.sweep_bar.error.value.replace("&#x27;", "'")
+    assert app.sweep_bar.sweeps == [] and list(tmp_path.iterdir()) == []
 
 
 def test_a_sweep_view_follows_any_handle_and_cancels_it(tmp_path: Path) -> None:
