@@ -22,7 +22,6 @@ MAX_CLASS_LINES = 250
 #: Classes over the limit today, with their lines: none may grow, none may join.
 OVER = {
     "kit/widgets/_config_editor.py::ConfigEditor": 321,
-    "kit/widgets/_cluster_panel.py::ClusterPanel": 310,
 }
 
 

@@ -7,18 +7,19 @@ and cancels one, as ``kit cluster cancel`` does: the teacher's view.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import html
-import threading
 from concurrent.futures import Future
 from typing import Any
 
 import ipywidgets as w
 
 import kit
-from kit.cluster import RUN_COLUMNS, cancel, class_runs, env_rows, run_rows, runs_headline
-from kit.config import PARALLEL_ENVS, ParallelConfig, parallel_section
+from kit.cluster import RUN_COLUMNS, env_rows, run_rows, runs_headline
+from kit.config import PARALLEL_ENVS, ParallelConfig
 from kit.views import rows_table
+from kit.widgets._cluster_control import ClusterControl
 from kit.widgets._kernel import on_kernel_thread
 from kit.widgets._style import TABLE_STYLE, error_html
 
@@ -84,6 +85,35 @@ def class_runs_html(listing: dict[str, Any], now: float | None = None) -> str:
     )
 
 
+def job_script_html(parallel: ParallelConfig) -> str:
+    """Return the job script a job-queue cluster of ``parallel`` submits, folded ("": not one).
+
+    Examples
+    --------
+    >>> from kit.config import parallel_section
+    >>> job_script_html(parallel_section({"env": "local"}))
+    ''
+    """
+    from kit.cluster import JOB_QUEUES, job_script
+
+    if parallel.env not in JOB_QUEUES:
+        return ""
+    try:
+        script = job_script(parallel)
+    except Exception as exc:
+        script = f"(cannot build the job script: {exc})"
+    return (
+        f"<details><summary>job script ({html.escape(parallel.env)})</summary>"
+        f"<pre class='kit-job-script'>{html.escape(script)}</pre></details>"
+    )
+
+
+def run_choices(listing: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return the runs on the cluster as a dropdown's (label, run id) options, oldest first."""
+    rows = run_rows(listing)
+    return [(f"{r['run']} · {r['user']} · {r['runner']} · {r['items']}", r["run"]) for r in rows]
+
+
 class ClusterPanel(w.VBox):  # type: ignore[misc]
     """Start, stop, scale and watch a cluster; it drives Kit's own session objects.
 
@@ -105,21 +135,13 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
     def __init__(self, parallel: Any, *, refresh_seconds: float = 1.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.add_class("kit-cluster-panel")  # for tests and a user's own CSS
-        self.parallel: ParallelConfig = (
-            parallel if isinstance(parallel, ParallelConfig) else parallel_section(parallel)
-        )
-        self.session: kit.Session | None = None
-        #: The session being started by the latest Start (a future).
-        self.ready: Future[kit.Session] | None = None
+        #: The panel's model: the cluster runs use, its session, starting and watching it.
+        self.control = ClusterControl(parallel)
         self.refresh_seconds = refresh_seconds
-        self._stop = threading.Event()
-        #: Workers a Scale asked for, until they are there.
-        self._target: int | None = None
-        self.env = w.Dropdown(
-            options=list(PARALLEL_ENVS), value=self.parallel.env, description="env"
-        )
+        shown = self.control.parallel
+        self.env = w.Dropdown(options=list(PARALLEL_ENVS), value=shown.env, description="env")
         self.n_workers = w.BoundedIntText(
-            value=self.parallel.n_workers, min=1, max=10_000, description="workers"
+            value=shown.n_workers, min=1, max=10_000, description="workers"
         )
         self.start_button = w.Button(description="Start", icon="play", button_style="success")
         self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
@@ -128,7 +150,7 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             value=1, min=0, max=10_000, description="adapt min", layout=w.Layout(width="180px")
         )
         self.adapt_max = w.BoundedIntText(
-            value=self.parallel.n_workers,
+            value=shown.n_workers,
             min=1,
             max=10_000,
             description="max",
@@ -160,19 +182,26 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         ]
         self._show_script()
         # A session started before this panel: show it, not "stopped".
-        for session in kit.cluster.sessions():
-            if session.parallel == self.parallel and not session.closed:
-                self.show(session)
-                break
+        earlier = self.control.running_before()
+        if earlier is not None:
+            self.show(earlier)
         else:
             self._set_status()
 
+    @property
+    def session(self) -> kit.Session | None:
+        """The session shown (and used by runs), or None when stopped."""
+        return self.control.session
+
+    @property
+    def ready(self) -> Future[kit.Session] | None:
+        """The session being started by the latest Start (a future)."""
+        return self.control.ready
+
     # ------------------------------------------------------------ actions
     def _current(self) -> ParallelConfig:
-        import dataclasses
-
         return dataclasses.replace(
-            self.parallel, env=self.env.value, n_workers=self.n_workers.value
+            self.control.parallel, env=self.env.value, n_workers=self.n_workers.value
         )
 
     def for_runs(self) -> ParallelConfig:
@@ -181,31 +210,31 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         With none running, the section the panel shows (env and workers);
         the run then starts that cluster and the panel shows it.
         """
-        session = self.session
-        if session is not None and not session.closed:
-            return session.parallel
-        return self._current()
+        return self.control.for_runs(self._current())
 
     def set_parallel(self, parallel: ParallelConfig) -> None:
         """Show ``parallel`` as the cluster to start (a config edit, say); not while one runs."""
         if self.session is not None and not self.session.closed:
             return  # runs use the running cluster, as the panel says
-        self.parallel = parallel
+        self.control.parallel = parallel
         self.env.value = parallel.env
         self.n_workers.value = parallel.n_workers
 
     def show(self, session: kit.Session) -> None:
         """Show ``session`` as this panel's cluster (one a run started, say)."""
-        if self.session is session:
+        if not self.control.show(session):
             return
-        self.session = session
-        self.parallel = session.parallel
         self.env.value = session.parallel.env
         self.n_workers.value = session.parallel.n_workers
         self._set_status()
-        if session.client is not None:
-            self._stop.clear()
-            threading.Thread(target=self._watch, name="kit-cluster-panel", daemon=True).start()
+        self.control.watch(
+            self.refresh_seconds,
+            lambda shown, info, listing: on_kernel_thread(
+                functools.partial(self._show_asked, shown, info, listing)
+            ),
+            lambda: on_kernel_thread(self._closed_elsewhere),
+            lambda exc: on_kernel_thread(functools.partial(self._show_error, exc)),
+        )
 
     def start(self) -> Future[kit.Session]:
         """Start (or reuse) the session for the chosen env and workers, in the background.
@@ -214,64 +243,37 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         panel says "starting…" until the cluster is up (or shows why it could
         not start). The returned future (also :attr:`ready`) holds the session.
         """
-        self.parallel = self._current()
         self.status.value = "<i>starting…</i>"
         self.start_button.disabled = True
-        ready: Future[kit.Session] = Future()
-        self.ready = ready
-        parallel = self.parallel
-        threading.Thread(
-            target=self._start, args=(parallel, ready), name="kit-cluster-start", daemon=True
-        ).start()
+        ready = self.control.start(self._current())
+        # The widgets change on the kernel's thread, once the future is set on the
+        # starting one (a cell waiting on it holds the kernel's thread meanwhile).
+        ready.add_done_callback(lambda done: on_kernel_thread(lambda: self._started(done)))
         return ready
 
-    def _start(self, parallel: ParallelConfig, ready: Future[kit.Session]) -> None:
-        # On a thread of its own (a cluster takes seconds to start); the widgets
-        # change on the kernel's thread. The future is set here: a cell waiting
-        # on it holds the kernel's thread, which would never get to set it.
-        try:
-            session = kit.get_session(parallel)
-        except Exception as exc:
-            error = exc
-
-            def failed() -> None:
-                self.start_button.disabled = False
-                self._show_error(error)
-
-            on_kernel_thread(failed)
-            ready.set_exception(error)
-            return
-
-        def started() -> None:
-            self.start_button.disabled = False
-            self.show(session)
-
-        on_kernel_thread(started)
-        ready.set_result(session)
+    def _started(self, ready: Future[kit.Session]) -> None:
+        self.start_button.disabled = False
+        error = ready.exception()
+        if error is not None:
+            self._show_error(error)
+        else:
+            self.show(ready.result())
 
     def stop(self) -> None:
         """Close the session (and the cluster, if Kit started it)."""
-        self._stop.set()
-        if self.session is not None:
-            self.session.close()
-        self.session = None
+        self.control.stop()
         self.workers.value = self.runs.value = ""
         self.run_choice.options = []
         self._set_status()
 
     def scale(self) -> None:
         """Scale the cluster to the number of workers chosen."""
-        if self.session is None or self.session.cluster is None:
-            raise RuntimeError("only a cluster Kit started can be scaled (not inline or remote)")
-        self.session.cluster.scale(self.n_workers.value)
-        self._target = self.n_workers.value
+        self.control.scale(self.n_workers.value)
         self._set_status(f"scaling to {self.n_workers.value} workers")
 
     def adapt(self) -> None:
         """Let the cluster scale itself between the adaptive min and max."""
-        if self.session is None or self.session.cluster is None:
-            raise RuntimeError("only a cluster Kit started can adapt (not inline or remote)")
-        self.session.cluster.adapt(minimum=self.adapt_min.value, maximum=self.adapt_max.value)
+        self.control.adapt(self.adapt_min.value, self.adapt_max.value)
         self._set_status(f"adaptive: {self.adapt_min.value} to {self.adapt_max.value} workers")
 
     def cancel_run(self) -> dict[str, Any]:
@@ -280,20 +282,20 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         It ends as cancelled at its next report, its completed items kept, and
         its notebook is told who cancelled it; other runs go on.
         """
-        if self.session is None or self.session.client is None or not self.run_choice.value:
-            raise RuntimeError("choose a run on a running cluster to cancel")
-        seat = cancel(self.session.client, self.run_choice.value)
+        seat = self.control.cancel_run(self.run_choice.value)
         self._set_status(f"asked run {seat['run_id']} ({seat['user']}) to stop")
         return seat
 
     def refresh(self) -> None:
         """Redraw the workers table and the runs list now."""
-        if self.session is not None and self.session.client is not None:
-            self._show_workers(self.session, self.session.client.scheduler_info())
-            self._show_runs(self.session, class_runs(self.session.client))
+        asked = self.control.ask()
+        if asked is not None and self.session is not None:
+            self._show_asked(self.session, *asked)
 
     # ------------------------------------------------------------ drawing
-    def _show_workers(self, session: kit.Session, info: dict[str, Any]) -> None:
+    def _show_asked(
+        self, session: kit.Session, info: dict[str, Any], listing: dict[str, Any]
+    ) -> None:
         if session is not self.session:
             return  # a cluster the panel no longer shows
         self.workers.value = workers_table(info)
@@ -301,18 +303,10 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             # A cluster Kit did not start (a class's, say): the box says how many it has,
             # not the config's n_workers, which Kit never asked it for.
             self.n_workers.value = len(info["workers"])
-        if self._target is not None and len(info.get("workers", {})) == self._target:
-            self._target = None  # scaled: "scaling to N workers" would read as still going on
-            self._set_status()
-
-    def _show_runs(self, session: kit.Session, listing: dict[str, Any]) -> None:
-        if session is not self.session:
-            return
+        if self.control.scaled(len(info.get("workers", {}))):
+            self._set_status()  # "scaling to N workers" would read as still going on
         self.runs.value = class_runs_html(listing)
-        rows = run_rows(listing)
-        options = [
-            (f"{r['run']} · {r['user']} · {r['runner']} · {r['items']}", r["run"]) for r in rows
-        ]
+        options = run_choices(listing)
         if list(self.run_choice.options) != options:
             chosen = self.run_choice.value
             self.run_choice.options = options
@@ -321,69 +315,33 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             self.run_choice.value = chosen if chosen in runs else (runs[0] if runs else None)
         self.cancel_button.disabled = not options
 
-    def _watch(self) -> None:
-        # Asks the scheduler on this thread; the widgets change on the kernel's.
-        session = self.session
-        while not self._stop.wait(self.refresh_seconds):
-            if session is None or session is not self.session:
-                return
-            if session.closed:  # closed elsewhere (kit.shutdown()): its links are dead
-                on_kernel_thread(self._closed_elsewhere)
-                return
-            try:
-                assert session.client is not None  # show() watches only clusters
-                info = session.client.scheduler_info()
-                listing = class_runs(session.client)
-            except Exception as exc:  # the cluster went away: say so, stop watching
-                on_kernel_thread(functools.partial(self._show_error, exc))
-                return
-            on_kernel_thread(functools.partial(self._show_workers, session, info))
-            on_kernel_thread(functools.partial(self._show_runs, session, listing))
-
     def _closed_elsewhere(self) -> None:
-        self.session = None
         self.workers.value = self.runs.value = ""
         self._set_status()
 
     def _set_status(self, note: str = "") -> None:
-        running = self.session is not None
-        self.start_button.disabled = running
-        self.stop_button.disabled = not running
-        can_scale = running and self.session is not None and self.session.cluster is not None
-        self.scale_button.disabled = self.adapt_button.disabled = not can_scale
-        if not running:
+        session = self.session
+        self.start_button.disabled = session is not None
+        self.stop_button.disabled = session is None
+        self.scale_button.disabled = self.adapt_button.disabled = not self.control.scalable
+        if session is None:
             self.status.value = "<b>stopped</b>"
             return
-        assert self.session is not None
-        parts = [f"<b>running</b>: {html.escape(self.parallel.env)}"]
-        if self.session.client is not None:
-            parts.append(f"scheduler {html.escape(self.session.client.scheduler.address)}")
-        link = self.session.dashboard_link
-        if link:
-            href = html.escape(link, quote=True)
+        parts = [f"<b>running</b>: {html.escape(self.control.parallel.env)}"]
+        if session.client is not None:
+            parts.append(f"scheduler {html.escape(session.client.scheduler.address)}")
+        if session.dashboard_link:
+            href = html.escape(session.dashboard_link, quote=True)
             parts.append(f"<a href='{href}' target='_blank'>Dask dashboard</a>")
-        if self.session.job_logs:
-            parts.append(f"job logs in <code>{html.escape(self.session.job_logs)}</code>")
+        if session.job_logs:
+            parts.append(f"job logs in <code>{html.escape(session.job_logs)}</code>")
         if note:
             parts.append(html.escape(note))
         self.status.value = " · ".join(parts)
         self.refresh()
 
     def _show_script(self) -> None:
-        env = self.env.value
-        from kit.cluster import JOB_QUEUES, job_script
-
-        if env not in JOB_QUEUES:
-            self.script.value = ""
-            return
-        try:
-            script = job_script(self._current())
-        except Exception as exc:
-            script = f"(cannot build the job script: {exc})"
-        self.script.value = (
-            f"<details><summary>job script ({html.escape(env)})</summary>"
-            f"<pre class='kit-job-script'>{html.escape(script)}</pre></details>"
-        )
+        self.script.value = job_script_html(self._current())
 
     def _guarded(self, action: Any) -> None:
         """Run a button's action; show an error in the panel instead of losing it."""
