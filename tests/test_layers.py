@@ -290,14 +290,3 @@ def test_the_sweep_seam_knows_no_search_library() -> None:
     plan = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "TrialPlan")
     assert "optuna" not in ast.unparse(plan).lower()
     assert not any(module.startswith("optuna") for module in imports(ROOT / "kit/_sweeps/sweep.py"))
-
-
-def test_no_engine_class_grows_past_about_250_lines() -> None:
-    # The dispatcher was one 547-line class; its decisions are a policy now, tested alone.
-    sizes = {
-        f"{path.relative_to(ROOT)}:{node.name}": node.end_lineno - node.lineno + 1
-        for path in sorted((ROOT / "kit/_engine").glob("*.py"))
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.ClassDef) and node.end_lineno is not None
-    }
-    assert {name: size for name, size in sizes.items() if size > 270} == {}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import html
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -16,11 +15,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from kit.config import (
     PARALLEL_ENVS,
     ConfigError,
-    config_problems,
-    encode_value,
-    load_config,
-    to_overrides,
 )
+from kit.widgets._config_edits import ConfigEdits
 from kit.widgets._style import error_html
 
 #: Keys edited with a dropdown: the schema choices of Kit's own sections.
@@ -28,40 +24,6 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "parallel.env": PARALLEL_ENVS,
     "runner.on_error": ("record", "raise"),
 }
-
-
-def parse_number(text: str, kind: type) -> int | float:
-    """Read ``text`` as an ``int`` or ``float`` exactly as typed, or raise ValueError saying why.
-
-    Examples
-    --------
-    >>> parse_number(" 42 ", int), parse_number("2.5", float), parse_number("1e3", float)
-    (42, 2.5, 1000.0)
-    >>> parse_number("2.5", int)
-    Traceback (most recent call last):
-    ...
-    ValueError: '2.5' is not a whole number
-    >>> parse_number("1e3", int)
-    Traceback (most recent call last):
-    ...
-    ValueError: '1e3' is not a whole number (write 1000)
-    """
-    typed = text.strip().replace("_", "")
-    if kind is int:
-        if re.fullmatch(r"[+-]?\d+", typed):
-            return int(typed)
-        hint = ""
-        try:
-            as_float = float(typed)
-            if as_float.is_integer() and abs(as_float) < 1e18:
-                hint = f" (write {int(as_float)})"
-        except ValueError:
-            pass
-        raise ValueError(f"{text.strip()!r} is not a whole number{hint}")
-    try:
-        return float(typed)
-    except ValueError:
-        raise ValueError(f"{text.strip()!r} is not a number") from None
 
 
 class _TextOrNumber(traitlets.Unicode):  # type: ignore[type-arg]
@@ -74,7 +36,7 @@ class _TextOrNumber(traitlets.Unicode):  # type: ignore[type-arg]
 
 
 class NumberText(w.Text):  # type: ignore[misc]
-    """A text box for a number: Kit reads what was typed (:func:`parse_number`).
+    """A text box for a number: Kit reads what was typed (``parse_number`` in ``_config_edits``).
 
     ``field.value = 4`` from code works as typing ``4`` does.
 
@@ -87,6 +49,75 @@ class NumberText(w.Text):  # type: ignore[misc]
     """
 
     value = _TextOrNumber(help="The text typed").tag(sync=True)
+
+
+def field_widget(node: DictConfig, key: Any, full: str, raw: Any) -> tuple[w.Widget, Any]:
+    """Return the widget that edits ``key`` of ``node`` (``full`` in the config), and its kind.
+
+    A checkbox for a bool, a text box read as exactly the number typed for
+    an int or float, a dropdown for a Kit choice, YAML text for a list, a
+    text box for a string, an interpolation as its ``${...}`` text; how it
+    is read is :meth:`ConfigEdits.type_in`'s ``kind``.
+    """
+    description = str(key)
+    missing = OmegaConf.is_missing(node, key)
+    interpolation = OmegaConf.is_interpolation(node, key)
+    layout = w.Layout(width="360px")
+    style = {"description_width": "140px"}
+    widget: w.Widget
+    if missing:
+        widget = w.Text(
+            value="",
+            placeholder="required (???)",
+            description=f"{description} *",
+            layout=layout,
+            style=style,
+        )
+        widget.add_class("kit-required")
+        kind: type | str = "required"
+    elif interpolation:
+        widget = w.Text(value=str(raw), description=description, layout=layout, style=style)
+        kind = "required"
+    elif full in CHOICES:
+        options = list(CHOICES[full])
+        widget = w.Dropdown(
+            options=options,
+            value=raw if raw in options else None,
+            description=description,
+            layout=layout,
+            style=style,
+        )
+        kind = "value"
+    elif isinstance(raw, bool):
+        widget = w.Checkbox(value=raw, description=description, indent=False)
+        kind = "value"
+    elif isinstance(raw, int | float):
+        # A text box read by Kit, not a number box: the browser's number input turned
+        # "2.5" into 25 and "1e3" into 13, and a scroll over it changed the value.
+        kind = int if isinstance(raw, int) else float
+        widget = NumberText(
+            value=repr(raw),
+            description=description,
+            layout=layout,
+            style=style,
+            continuous_update=False,  # on Enter or leaving the box, not mid-number
+        )
+        widget.add_class("kit-number")
+    elif isinstance(raw, list) or isinstance(node._get_node(key), ListConfig):
+        text = yaml.safe_dump(raw, default_flow_style=True).strip()
+        widget = w.Text(value=text, description=description, layout=layout, style=style)
+        widget.add_class("kit-list")
+        kind = "yaml"
+    else:
+        widget = w.Text(
+            value="" if raw is None else str(raw),
+            description=description,
+            placeholder="null" if raw is None else "",
+            layout=layout,
+            style=style,
+        )
+        kind = "text"
+    return widget, kind
 
 
 class ConfigEditor(w.VBox):  # type: ignore[misc]
@@ -121,13 +152,10 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
         schemas: Mapping[str, type] | None = None,
         **kwargs: Any,
     ) -> None:
-        base = load_config(cfg)
         super().__init__(**kwargs)
-        self.base = base
-        self.schemas = dict(schemas or {})
-        #: Every problem the checked sections have now (see kit.config.config_problems).
-        self.problems: list[ConfigError] = []
-        self._input_errors: dict[str, str] = {}
+        #: The editor's model: the config as loaded and as edited, what was refused.
+        self.edits = ConfigEdits(cfg, schemas)
+        self.base = self.edits.base
         self._open: set[str] = set()
         self.fields: dict[str, w.Widget] = {}
         self.errors: dict[str, w.HTML] = {}
@@ -152,58 +180,37 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
             self._message,
             views,
         ]
-        self.value = base
+        self.value = self.base
         self._rebuild()
 
     # ------------------------------------------------------------ public API
     @property
+    def problems(self) -> list[ConfigError]:
+        """Every problem the checked sections have now (see kit.config.config_problems)."""
+        return self.edits.problems
+
+    @property
     def overrides(self) -> list[str]:
         """The override list from the config as loaded to the current one."""
-        return to_overrides(self.base, self.value)
+        return self.edits.overrides
 
     def reset(self) -> None:
         """Go back to the config as it was loaded (the sections open stay open)."""
-        self._input_errors.clear()
-        self.value = self.base
+        self.edits.reset()
+        self.value = self.edits.value
         self._rebuild()
 
     def apply(self, override: str) -> bool:
         """Apply one override (``key=value``, ``+key=value``, ``~key``); say if it took."""
-        key = override.lstrip("+~").split("=", 1)[0]
-        try:
-            candidate = load_config(self.value, [override])
-        except ConfigError as exc:
-            self._show_error(key, str(exc))
-            return False
-        # A value its schema refuses (a beam size of -3) is refused as it is typed.
-        known = {problem.full_key for problem in self.problems}
-        for problem in config_problems(candidate, self.schemas):
-            where = problem.full_key or ""
-            if where not in known and (where == key or where.startswith(f"{key}.")):
-                self._show_error(key, f"{problem}\nthe value stays {self._current(key)!r}")
-                return False
-        self._show_error(key, "")
-        self.value = candidate
-        return True
+        return self._took(self.edits.apply(override))
 
     def add_key(self, key: str, text: str) -> bool:
         """Add ``key`` with ``text`` parsed as YAML (``1``, ``[1, 2]``, ``{a: 1}``, ``name``)."""
-        key = key.strip()
-        try:
-            parsed = yaml.safe_load(text) if text.strip() else None
-        except yaml.YAMLError as exc:
-            self._message.value = error_html(f"{key}: the value is not valid YAML: {exc}")
+        wrong = self.edits.add_key(key, text)
+        self._message.value = error_html(wrong) if wrong else ""
+        if wrong is not None:
             return False
-        if not key:
-            self._message.value = error_html("give the new key's dotted name, e.g. model.dropout")
-            return False
-        try:
-            candidate = load_config(self.value, [f"+{key}={encode_value(parsed)}"])
-        except ConfigError as exc:
-            self._message.value = error_html(str(exc))
-            return False
-        self._message.value = ""
-        self.value = candidate
+        self.value = self.edits.value
         self._new_key.value = self._new_value.value = ""
         self._rebuild()
         return True
@@ -215,14 +222,22 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
             return True
         return False
 
+    def _took(self, took: bool) -> bool:
+        """Show the config as edited, or what was refused."""
+        if took:
+            self.value = self.edits.value
+        self._draw_errors()
+        return took
+
     # ------------------------------------------------------------ building
     @traitlets.observe("value")
     def _refresh_views(self, change: Any) -> None:
         cfg = change["new"]
-        self.problems = config_problems(cfg, self.schemas)
+        if cfg is not self.edits.value:
+            self.edits.take(cfg)  # set from outside: the model follows
         self._draw_errors()
         self._yaml.value = f"<pre class='kit-yaml'>{html.escape(OmegaConf.to_yaml(cfg))}</pre>"
-        lines = to_overrides(self.base, cfg)
+        lines = self.edits.overrides
         shown = "\n".join(lines) if lines else "(no changes)"
         self._overrides.value = f"<pre class='kit-overrides'>{html.escape(shown)}</pre>"
         for key, label in self.resolved.items():
@@ -262,67 +277,10 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
         return rows
 
     def _field(self, node: DictConfig, key: Any, full: str, raw: Any) -> w.Widget:
-        description = str(key)
-        missing = OmegaConf.is_missing(node, key)
+        widget, kind = field_widget(node, key, full, raw)
         interpolation = OmegaConf.is_interpolation(node, key)
-        layout = w.Layout(width="360px")
-        style = {"description_width": "140px"}
-        widget: w.Widget
-        if missing:
-            widget = w.Text(
-                value="",
-                placeholder="required (???)",
-                description=f"{description} *",
-                layout=layout,
-                style=style,
-            )
-            widget.add_class("kit-required")
-            setter = self._text_setter(full, allow_empty=False)
-        elif interpolation:
-            widget = w.Text(value=str(raw), description=description, layout=layout, style=style)
-            setter = self._text_setter(full, allow_empty=False)
-        elif full in CHOICES:
-            options = list(CHOICES[full])
-            widget = w.Dropdown(
-                options=options,
-                value=raw if raw in options else None,
-                description=description,
-                layout=layout,
-                style=style,
-            )
-            setter = self._value_setter(full)
-        elif isinstance(raw, bool):
-            widget = w.Checkbox(value=raw, description=description, indent=False)
-            setter = self._value_setter(full)
-        elif isinstance(raw, int | float):
-            # A text box read by Kit, not a number box: the browser's number input turned
-            # "2.5" into 25 and "1e3" into 13, and a scroll over it changed the value.
-            kind = int if isinstance(raw, int) else float
-            widget = NumberText(
-                value=repr(raw),
-                description=description,
-                layout=layout,
-                style=style,
-                continuous_update=False,  # on Enter or leaving the box, not mid-number
-            )
-            widget.add_class("kit-number")
-            setter = self._number_setter(full, kind)
-        elif isinstance(raw, list) or isinstance(node._get_node(key), ListConfig):
-            text = yaml.safe_dump(raw, default_flow_style=True).strip()
-            widget = w.Text(value=text, description=description, layout=layout, style=style)
-            widget.add_class("kit-list")
-            setter = self._yaml_setter(full)
-        else:
-            widget = w.Text(
-                value="" if raw is None else str(raw),
-                description=description,
-                placeholder="null" if raw is None else "",
-                layout=layout,
-                style=style,
-            )
-            setter = self._text_setter(full, allow_empty=True)
         widget.add_class("kit-field")
-        widget.observe(setter, names="value")
+        widget.observe(self._setter(full, kind), names="value")
         self.fields[full] = widget
         error = w.HTML()
         self.errors[full] = error
@@ -337,66 +295,18 @@ class ConfigEditor(w.VBox):  # type: ignore[misc]
         return w.VBox([w.HBox(parts), error])
 
     # ------------------------------------------------------------ edits
-    def _value_setter(self, key: str) -> Callable[[Any], None]:
+    def _setter(self, key: str, kind: type | str) -> Callable[[Any], None]:
+        """Apply what is typed into ``key``'s field, read as ``kind`` (see ConfigEdits.type_in)."""
+
         def on_change(change: Any) -> None:
-            self.apply(f"{key}={encode_value(change['new'])}")
+            self._took(self.edits.type_in(key, change["new"], kind))
 
         return on_change
-
-    def _number_setter(self, key: str, kind: type) -> Callable[[Any], None]:
-        def on_change(change: Any) -> None:
-            try:
-                number = parse_number(change["new"], kind)
-            except ValueError as exc:
-                self._show_error(key, f"{key}: {exc}; the value stays {self._current(key)!r}")
-                return
-            self.apply(f"{key}={encode_value(number)}")
-
-        return on_change
-
-    def _current(self, key: str) -> Any:
-        return OmegaConf.select(self.value, key, default=None)
-
-    def _text_setter(self, key: str, allow_empty: bool) -> Callable[[Any], None]:
-        def on_change(change: Any) -> None:
-            text = change["new"]
-            if text == "" and allow_empty:
-                self.apply(f"{key}=null")
-            elif text == "":
-                self._show_error(key, f"{key}: a value is required")
-            else:
-                self.apply(f"{key}={encode_value(text)}")
-
-        return on_change
-
-    def _yaml_setter(self, key: str) -> Callable[[Any], None]:
-        def on_change(change: Any) -> None:
-            try:
-                parsed = yaml.safe_load(change["new"])
-            except yaml.YAMLError as exc:
-                self._show_error(key, f"{key}: not valid YAML: {exc}")
-                return
-            self.apply(f"{key}={encode_value(parsed)}")
-
-        return on_change
-
-    def _show_error(self, key: str, message: str) -> None:
-        """Show (or clear, with "") what was wrong with the input typed for ``key``."""
-        if message:
-            self._input_errors[key] = message
-        else:
-            self._input_errors.pop(key, None)
-        self._draw_errors()
 
     def _draw_errors(self) -> None:
-        # Next to each field: what was typed into it and refused, else its problem in
-        # the config as it stands; all of them at once, before anything runs.
-        by_key = {problem.full_key or "": str(problem) for problem in self.problems}
+        beside, elsewhere = self.edits.messages(set(self.errors))
         for key, target in self.errors.items():
-            message = self._input_errors.get(key) or by_key.pop(key, "")
-            target.value = error_html(message) if message else ""
-        elsewhere = [message for key, message in by_key.items() if key not in self.errors]
-        elsewhere += [m for k, m in self._input_errors.items() if k not in self.errors]
+            target.value = error_html(beside[key]) if beside[key] else ""
         self._message.value = error_html("\n".join(elsewhere)) if elsewhere else ""
 
     @staticmethod
