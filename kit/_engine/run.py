@@ -1,17 +1,16 @@
 """One run: the handle users hold, and the driver that runs it on the run's thread.
 
 :class:`RunHandle` is the future (status, progress, cancel, result,
-callbacks, iteration); :meth:`RunHandle.drive` builds a :class:`Run`, which
-is given everything it needs and reaches into nothing of the handle's. Every
-path out of :meth:`Run.execute`, a clean end or any exception, ends in one
-final :class:`~kit.result.RunStatus`, one ``RunFinished`` event and, when the
-run stored anything, ``result.json``; the handle then publishes the result or
-the exception.
+callbacks, iteration); it builds a :class:`Run`, which is given everything
+it needs and reaches into nothing of the handle's. Every path out of
+:meth:`Run.drive`, a clean end or any exception, ends in one final
+:class:`~kit.result.RunStatus`, one ``RunFinished`` event and, when the
+run stored anything, ``result.json``; the run then gives the handle the
+result or the exception to publish.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import sys
 import threading
@@ -23,22 +22,22 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
-from kit._base.errors import SchedulerLostError, StoreError
+from kit._base.errors import SchedulerLostError
 from kit._base.waiting import WAIT_STEP
 from kit._engine.dask import DaskDispatcher
 from kit._engine.inline import InlineDispatcher
+from kit._engine.intake import ChunkIntake
 from kit._engine.ledger import Ledger, StopPolicy
 from kit._engine.plan import ChunkPlanner
 from kit._engine.spec import ChunkJob, RunSpec
 from kit.cluster._bounded import SetupCancelled
 from kit.cluster._seats import ClusterSeat
 from kit.cluster._session import Session, get_session, session_for_client
-from kit.events import ChunkFinished, EventStream, RunFinished, RunStarted
+from kit.events import EventStream, RunFinished, RunStarted
 from kit.result import Index, Progress, RunError, RunResult, RunStatus
-from kit.store._chunk_result import ChunkResult
 
 if TYPE_CHECKING:
-    from kit.store._store import RunStore
+    pass
 
 
 class RunHandle:
@@ -188,7 +187,7 @@ class RunHandle:
     def start(self) -> RunHandle:
         """Drive the run on a background thread (it starts the session there)."""
         self._thread = threading.Thread(
-            target=self.drive, name=f"kit-run-{self.run_id}", daemon=True
+            target=self._run(background=True).drive, name=f"kit-run-{self.run_id}", daemon=True
         )
         self._thread.start()
         return self
@@ -205,33 +204,21 @@ class RunHandle:
 
     def drive(self) -> None:
         """Run to the end on the calling thread, then publish the result or exception."""
-        run = Run(
+        self._run(background=False).drive()
+
+    def _run(self, background: bool) -> Run:
+        """Return the run's driver: given what it needs, it publishes through ``_publish``."""
+        return Run(
             self.spec,
             self._ledger,
             self.events,
             self._should_stop,
-            background=self.background,
+            background=background,
             on_session=self._use_session,
+            on_end=self._publish,
         )
-        result: RunResult | None = None
-        try:
-            result, exc = run.execute()
-        except BaseException as failure:  # concluding itself failed (e.g. a full disk)
-            exc = failure
-            if not run.finished_emitted:
-                self._ledger.set_status(RunStatus.ERROR)
-                p = self._ledger.progress()
-                self.events.emit(
-                    RunFinished(
-                        self.run_id,
-                        RunStatus.ERROR,
-                        p.done,
-                        p.failed,
-                        p.total,
-                        time.perf_counter() - run.started,
-                        error=f"{type(exc).__name__}: {exc}",
-                    )
-                )
+
+    def _publish(self, result: RunResult | None, exc: BaseException | None) -> None:
         with self._ledger.cond:
             self._result, self._exception = result, exc
             self._finished.set()
@@ -252,46 +239,6 @@ def _call_quietly(callback: Callable[[RunHandle], None], handle: RunHandle) -> N
         callback(handle)
     except Exception as exc:
         print(f"kit: done callback {callback!r} failed: {exc!r}", file=sys.stderr)
-
-
-#: Metric names a run sums and draws; the rest are ignored with one warning.
-MAX_METRICS = 200
-
-
-class MetricNames:
-    """The first :data:`MAX_METRICS` metric names of a run; a warning, once, of the rest.
-
-    Each name is a curve in every view and a column in the report: a
-    record that names its metrics after its item would make thousands.
-
-    Examples
-    --------
-    >>> names = MetricNames()
-    >>> names.keep({"wer": (1.0, 1)})
-    {'wer': (1.0, 1)}
-    """
-
-    def __init__(self) -> None:
-        self.kept: set[str] = set()
-        self.warned = False
-
-    def keep(self, metrics: dict[str, tuple[float, int]]) -> dict[str, tuple[float, int]]:
-        """Return ``metrics`` but for names past the first :data:`MAX_METRICS`."""
-        for name in metrics:
-            if name in self.kept:
-                continue
-            if len(self.kept) < MAX_METRICS:
-                self.kept.add(name)
-            elif not self.warned:
-                self.warned = True
-                warnings.warn(
-                    f"kit: this run reports more than {MAX_METRICS} metric names; {name!r} and "
-                    "the others after them are not summed or drawn: name metrics by what they "
-                    "measure, not by item",
-                    RuntimeWarning,
-                    stacklevel=4,
-                )
-        return {name: value for name, value in metrics.items() if name in self.kept}
 
 
 def with_config(job: ChunkJob, env_keys: Sequence[str], config: DictConfig | None) -> ChunkJob:
@@ -322,6 +269,9 @@ class Run:
         is stopped by Ctrl-C there, so its setup need not watch ``should_stop``.
     on_session
         Told the session the run uses, once it has one.
+    on_end
+        Given the result (None if even concluding failed) and the exception
+        the run ended with, once, at its end.
     """
 
     def __init__(
@@ -333,6 +283,7 @@ class Run:
         *,
         background: bool,
         on_session: Callable[[Session], None] = lambda _: None,
+        on_end: Callable[[RunResult | None, BaseException | None], None] = lambda *_: None,
     ) -> None:
         self.spec = spec
         self.ledger = ledger
@@ -340,91 +291,111 @@ class Run:
         self.should_stop = should_stop
         self.background = background
         self.on_session = on_session
+        self.on_end = on_end
         self.started = time.perf_counter()
         self.setup_seconds = 0.0
         self.began = False  # the store was opened by this run
-        self.metric_names = MetricNames()
         self.finished_emitted = False
+        #: Where the chunks that come back go: the store, the ledger, the views.
+        self.intake = ChunkIntake(spec, ledger, events, self.started)
+        self.session: Session | None = None
+        self.env_name: str | None = None
+        self.seat: ClusterSeat | None = None
 
-    def execute(self) -> tuple[RunResult, BaseException | None]:
-        """Run to the end; return the result and the exception the run ended with."""
-        spec = self.spec
-        session: Session | None = None
-        env_name: str | None = None
-        seat: ClusterSeat | None = None
+    def drive(self) -> None:
+        """Run to the end; give ``on_end`` the result and the exception the run ended with.
+
+        Every way out, a clean end or any exception, ends in one final
+        status and one ``RunFinished``; ``on_end`` is called once, always.
+        """
+        result: RunResult | None = None
+        exc: BaseException | None = None
         try:
-            spec.provider.check_config()
-            session = self._session()
-            try:
-                env_name, env_keys = session.attach(
-                    spec.provider,
-                    # A run driven on the caller's thread is stopped by Ctrl-C there.
-                    should_stop=self.should_stop if self.background else None,
-                    timeout=spec.options.setup_timeout,
-                )
-            except SetupCancelled:
-                return self._conclude(RunStatus.CANCELLED), None
-            job = with_config(spec.job, env_keys, spec.config)
-            job.forward_spec.check(env_keys, job.explicit)
-            if job.batch_by is not None:
-                job.batch_by.spec.check(env_keys, {})
-            pending = self._open_store()
-            self.setup_seconds = time.perf_counter() - self.started
-            self.ledger.set_status(RunStatus.RUNNING)
-            self.events.emit(
-                RunStarted(
-                    spec.run_id,
-                    self.ledger.total,
-                    self.ledger.resumed,
-                    session.threads_at_attach,
-                    session.dashboard_link,
-                    time.time(),
-                )
-            )
-            if session.client is not None:
-                seat = take_seat(session.client, spec, self.ledger, env_name)
-            threads = session.threads_at_attach if seat is None else seat.last.share
-            planner = ChunkPlanner(pending, threads, spec.options.chunk_size, spec.job.batch_size)
-            dispatcher: InlineDispatcher | DaskDispatcher
-            if session.client is None:
-                env = session.envs.local(env_name)
-                dispatcher = InlineDispatcher(job, env, planner, self.complete, self.should_stop)
+            dispatcher = self._set_up()
+            if dispatcher is None:  # the setup was cancelled
+                result = self._conclude(RunStatus.CANCELLED)
             else:
-                dispatcher = DaskDispatcher(
-                    session.client,
-                    env_name,
-                    job,
-                    planner,
-                    self.complete,
-                    self.should_stop,
-                    spec.options.retries,
-                    spec.options.backups,
-                    session.parallel.startup_timeout,
-                    seat,
-                )
-            try:
-                dispatcher.run()
-            except SchedulerLostError:
-                if not session.borrowed:
-                    # Else its client keeps trying to reconnect, and logging it, for 30 s.
-                    session.close()
-                raise
-            if spec.store is not None:
-                spec.store.check_still_there()  # a run is not done if its chunks went away
-            status = self.ledger.final_status()
-            result = self._conclude(status)
-            return result, self._stop_error(result)
-        except KeyboardInterrupt as exc:
-            return self._conclude(RunStatus.CANCELLED), exc
-        except BaseException as exc:
-            return self._conclude(RunStatus.ERROR, exc), exc
-        finally:
-            if seat is not None:
-                seat.leave()
-            if spec.store is not None:
-                spec.store.unlock()
-            if session is not None and env_name is not None:
-                session.release(env_name)
+                try:
+                    dispatcher.run()
+                except SchedulerLostError:
+                    if self.session is not None and not self.session.borrowed:
+                        # Else its client keeps trying to reconnect, and logging it, for 30 s.
+                        self.session.close()
+                    raise
+                if self.spec.store is not None:
+                    self.spec.store.check_still_there()  # not done if its chunks went away
+                result = self._conclude(self.ledger.final_status())
+                exc = self._stop_error(result)
+        except KeyboardInterrupt as interrupt:
+            result, exc = self._end(RunStatus.CANCELLED, interrupt)
+        except BaseException as failure:
+            result, exc = self._end(RunStatus.ERROR, failure, failure)
+        try:
+            self._release()
+        except BaseException as failure:
+            result, exc = None, failure
+        self.on_end(result, exc)
+
+    def _set_up(self) -> InlineDispatcher | DaskDispatcher | None:
+        """Take the session, the env and the store; return the dispatcher (None: cancelled)."""
+        spec = self.spec
+        spec.provider.check_config()
+        session = self.session = self._session()
+        try:
+            self.env_name, env_keys = session.attach(
+                spec.provider,
+                # A run driven on the caller's thread is stopped by Ctrl-C there.
+                should_stop=self.should_stop if self.background else None,
+                timeout=spec.options.setup_timeout,
+            )
+        except SetupCancelled:
+            return None
+        job = with_config(spec.job, env_keys, spec.config)
+        job.forward_spec.check(env_keys, job.explicit)
+        if job.batch_by is not None:
+            job.batch_by.spec.check(env_keys, {})
+        pending = self._open_store()
+        self.setup_seconds = time.perf_counter() - self.started
+        self.ledger.set_status(RunStatus.RUNNING)
+        self.events.emit(
+            RunStarted(
+                spec.run_id,
+                self.ledger.total,
+                self.ledger.resumed,
+                session.threads_at_attach,
+                session.dashboard_link,
+                time.time(),
+            )
+        )
+        if session.client is None:
+            planner = ChunkPlanner(
+                pending, session.threads_at_attach, spec.options.chunk_size, job.batch_size
+            )
+            env = session.envs.local(self.env_name)
+            return InlineDispatcher(job, env, planner, self.intake.complete, self.should_stop)
+        seat = self.seat = take_seat(session.client, spec, self.ledger, self.env_name)
+        planner = ChunkPlanner(pending, seat.last.share, spec.options.chunk_size, job.batch_size)
+        return DaskDispatcher(
+            session.client,
+            self.env_name,
+            job,
+            planner,
+            self.intake.complete,
+            self.should_stop,
+            spec.options.retries,
+            spec.options.backups,
+            session.parallel.startup_timeout,
+            seat,
+        )
+
+    def _release(self) -> None:
+        """Leave the cluster's seat, unlock the store, let go of the env."""
+        if self.seat is not None:
+            self.seat.leave()
+        if self.spec.store is not None:
+            self.spec.store.unlock()
+        if self.session is not None and self.env_name is not None:
+            self.session.release(self.env_name)
 
     def _session(self) -> Session:
         spec = self.spec
@@ -448,56 +419,6 @@ class Run:
         # Start errors.jsonl from what is stored; this run's chunks append to it.
         spec.store.write_errors(ledger.errors())
         return ledger.missing()
-
-    def complete(self, chunks: Sequence[ChunkResult]) -> None:
-        """Fold chunks that came back into the result, store them in one commit, tell the views."""
-        store = self.spec.store
-        if store is not None:
-            fresh: list[ChunkResult] = []
-            for chunk in sorted(chunks, key=lambda c: c.start):
-                # A copy of a chunk already in (a backup, a re-run) is not stored twice.
-                if self.ledger.is_new(chunk) and (not fresh or chunk.start >= fresh[-1].stop):
-                    fresh.append(store.writer.admit(chunk, self.spec.job.indices))
-            # On disk first: a chunk counts as done only once a crash cannot lose it.
-            try:
-                store.write_chunks(fresh)
-            except StoreError as exc:
-                with contextlib.suppress(OSError):  # the disk is full: errors.jsonl may be too
-                    self._fold(store, fresh[: exc.committed])  # stored: they are done
-                raise
-            self._fold(store, fresh)
-        else:
-            for chunk in chunks:
-                self._announce(chunk)
-
-    def _fold(self, store: RunStore, chunks: Sequence[ChunkResult]) -> None:
-        errors = [err for chunk in chunks for err in chunk.errors]
-        if errors:
-            store.append_errors(errors)
-        for chunk in chunks:
-            self._announce(chunk)
-
-    def _announce(self, chunk: ChunkResult) -> None:
-        if self.ledger.accept(chunk) == 0:
-            return  # a copy of a chunk already in
-        progress = self.ledger.progress()
-        metrics = self.metric_names.keep(chunk.metrics)
-        self.events.emit(
-            ChunkFinished(
-                self.spec.run_id,
-                chunk.start,
-                len(chunk.records),
-                len(chunk.errors),
-                chunk.worker,
-                chunk.busy_seconds,
-                time.perf_counter() - self.started,
-                progress.done,
-                progress.failed,
-                progress.total,
-                tuple((e.index, f"{e.type}: {e.message}") for e in chunk.errors[:5]),
-                metrics,
-            )
-        )
 
     def _conclude(self, status: RunStatus, exc: BaseException | None = None) -> RunResult:
         """Build the result, store it and emit ``RunFinished``, whatever ended the run."""
@@ -540,6 +461,29 @@ class Run:
         )
         self.finished_emitted = True
         return result
+
+    def _end(
+        self, status: RunStatus, exc: BaseException, reason: BaseException | None = None
+    ) -> tuple[RunResult | None, BaseException]:
+        """Conclude as ``status`` after ``exc``; if concluding fails too, say so to the views."""
+        try:
+            return self._conclude(status, reason), exc
+        except BaseException as failure:  # concluding itself failed (e.g. a full disk)
+            if not self.finished_emitted:
+                self.ledger.set_status(RunStatus.ERROR)
+                p = self.ledger.progress()
+                self.events.emit(
+                    RunFinished(
+                        self.spec.run_id,
+                        RunStatus.ERROR,
+                        p.done,
+                        p.failed,
+                        p.total,
+                        time.perf_counter() - self.started,
+                        error=f"{type(failure).__name__}: {failure}",
+                    )
+                )
+            return None, failure
 
     def _stop_error(self, result: RunResult) -> RunError | None:
         if result.status is not RunStatus.STOPPED:

@@ -56,27 +56,25 @@ def test_an_inline_run_reaches_forward_through_seven_functions_in_five_modules()
         ("kit/runner.py", "run"),
         ("kit/launch/_launchers.py", "run"),
         ("kit/_engine/run.py", "drive"),
-        ("kit/_engine/run.py", "execute"),
+        ("kit/_engine/run.py", "drive"),
         ("kit/_engine/inline.py", "run"),
         ("kit/_engine/inline.py", "_execute"),
         ("kit/_engine/chunk.py", "execute_chunk"),
     ]
 
 
-def test_a_dask_run_reaches_forward_through_ten_functions_in_six_modules(
+def test_a_dask_run_reaches_forward_through_eight_functions_in_six_modules(
     local_client: Any,
 ) -> None:
     address, security = local_client.scheduler.address, local_client.security
     with RecordingClient(address, security=security, set_as_default=False) as client:
         client.stacks = []
         records = OwnStack(EmptyEnv({}), client=client).run(range(1)).records
-    # Runner.run starts the handle's thread, whose stack begins at RunHandle.drive.
+    # Runner.run starts the handle's thread, whose stack begins at Run.drive.
     driver = client.stacks[0]
     assert driver == [
         ("kit/_engine/run.py", "drive"),
-        ("kit/_engine/run.py", "execute"),
         ("kit/_engine/dask.py", "run"),
-        ("kit/_engine/dask.py", "_carry_out"),
         ("kit/_engine/dask.py", "launch_many"),
     ]
     assert records[0] == [
@@ -90,5 +88,5 @@ def test_a_dask_run_reaches_forward_through_ten_functions_in_six_modules(
         *driver,
         *records[0],
     ]
-    assert len(path) == 10
+    assert len(path) == 8
     assert len({module for module, _ in path}) == 6
