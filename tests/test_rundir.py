@@ -18,6 +18,7 @@ OTHER_FILES = {
     ("kit/cluster/_scale_out.py", "config.yaml"),
     ("kit/widgets/_experiment.py", "config.yaml"),
     ("kit/widgets/_run_panel.py", "config.yaml"),
+    ("kit/widgets/_sample_run.py", "config.yaml"),
 }
 
 
