@@ -60,10 +60,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Test files run side by side in JOBS processes (pytest-xdist): most tests wait on a
+# cluster, a browser or a subprocess, so three keep two cores busy. A file's tests stay
+# on one process (its fixtures start once), and every test that uses the SLURM on one
+# (tests/conftest.py); JOBS=0 runs everything in this process, one test at a time.
+JOBS ?= 3
+
 # The suite but the dist tier; its wall time goes to $(VENV)/.suite-seconds, which
 # `make bench` records beside the last recorded one.
 unit: $(STAMP)
-	@start=$$(date +%s); $(BIN)/python -m pytest -m "not dist" --durations=30 && \
+	@start=$$(date +%s); $(BIN)/python -m pytest -m "not dist" -n $(JOBS) --durations=30 && \
 	  echo $$(( $$(date +%s) - start )) > $(VENV)/.suite-seconds
 
 # The dist tier (tests/dist): the wheel built from this checkout, installed with pip's
@@ -112,7 +118,7 @@ test: system-deps lint typecheck unit
 # browser, hub, job queue or whole notebook (the `slow` and `dist` markers); `make test`
 # runs everything.
 check: lint typecheck
-	$(BIN)/python -m pytest -q -m "not slow and not dist" --durations=10
+	$(BIN)/python -m pytest -q -m "not slow and not dist" -n $(JOBS) --durations=10
 
 # Side-by-side benchmarks; results (with the machine description) go to benchmarks/results/.
 bench: $(STAMP)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import fcntl
+import functools
 import inspect
 import os
 import re
@@ -38,12 +41,74 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Send pytest-xdist's workers a file at a time, and every test that uses the SLURM to one.
+
+    A file's tests run on one worker, one after another, so a module's
+    fixtures (a Jupyter server, a browser, a cluster) start once. The tests
+    that submit to the SLURM run on one worker, one after another, whatever
+    their file: its queue is one for the machine, and each such module
+    starts by emptying it.
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            file, _, test = nodeid.partition("::")
+            name = test.split("[")[0].split("::")[-1]
+            return "slurm" if name in slurm_tests(file) else file
+
+    return ByFile(config, log)
+
+
+@functools.cache
+def slurm_tests(file: str) -> frozenset[str]:
+    """The tests in ``file`` (relative to the repo) whose code names the SLURM."""
+    path = ROOT / file
+    if path.suffix != ".py" or not path.is_file():
+        return frozenset()
+    text = path.read_text(encoding="utf-8")
+    if "slurm" not in text.lower():
+        return frozenset()
+    return frozenset(
+        node.name
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name.startswith("test")
+        and "slurm" in (ast.get_source_segment(text, node) or "").lower()
+    )
+
+
+def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """Return a folder ``build`` filled once for the whole test session.
+
+    Under pytest-xdist each worker is a session of its own: the first to ask
+    builds it in the folder the workers share, under a lock, and the others
+    wait for it and reuse it (xdist's own advice for session fixtures).
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        folder = factory.mktemp(name)
+        build(folder)
+        return folder
+    shared = factory.getbasetemp().parent
+    folder = shared / name
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        built = shared / f"{name}.built"
+        if not built.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            built.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The spoken corpus (flite and espeak-ng voices), built once for every module that decodes."""
     from tests.speech import build_shared_corpus
 
-    return build_shared_corpus(tmp_path_factory)
+    return built_once(tmp_path_factory, "asr-data", build_shared_corpus)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -111,8 +176,7 @@ def spoken_corpus(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], 
     missing = [tool for tool in ("flite", "espeak-ng", "sox") if shutil.which(tool) is None]
     if missing:
         pytest.skip(f"{', '.join(missing)} missing (apt-get install flite espeak-ng sox)")
-    spoken = tmp_path_factory.mktemp("asr-data")
-    build_corpus(spoken)
+    spoken = built_once(tmp_path_factory, "notebook-asr-data", build_corpus)
 
     def place(folder: Path) -> Path:
         target = folder / "runs" / "asr-data"
@@ -132,13 +196,26 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip(
         "sphinx", reason="the manual needs the docs extra: pip install -e '.[docs]'"
     )
-    out = tmp_path_factory.mktemp("docs") / "html"
-    done = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "-n", "-q", "-b", "html", "docs", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return out
+
+    def build(folder: Path) -> None:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sphinx",
+                "-W",
+                "-n",
+                "-q",
+                "-b",
+                "html",
+                "docs",
+                str(folder / "html"),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    return built_once(tmp_path_factory, "docs", build) / "html"

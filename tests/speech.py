@@ -14,16 +14,14 @@ from kit.examples.asr import build_corpus
 SENTENCES, DIGITS = 12, 8  # per voice: 5 voices x 20 = 100 utterances in corpus.jsonl
 
 
-def build_shared_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build the corpus, or skip (fail in CI) naming the tools that are missing."""
+def build_shared_corpus(folder: Path) -> None:
+    """Build the corpus into ``folder``, or skip (fail in CI) naming the tools that are missing."""
     missing = [tool for tool in ("flite", "espeak-ng", "sox") if shutil.which(tool) is None]
     if missing:
         if os.environ.get("CI"):
             pytest.fail(f"{', '.join(missing)} must be installed in CI (.ci/system-deps.sh)")
         pytest.skip(f"{', '.join(missing)} missing (apt-get install flite espeak-ng sox)")
-    folder = tmp_path_factory.mktemp("asr-data")
     build_corpus(folder, n_sentences=SENTENCES, n_digits=DIGITS)
-    return folder
 
 
 def shout(text: str) -> str:
