@@ -28,7 +28,8 @@ from typing import Any
 
 import pytest
 
-from tests.jupyter import ROOT, Jupyter, config_dir, free_port
+from tests.jupyter import ROOT, Jupyter, config_dir
+from tests.servers import free_port
 
 VENV_BIN = Path(sys.executable).parent
 #: Where ``make test`` puts the proxy (npm install --prefix .venv/node).

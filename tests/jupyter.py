@@ -8,7 +8,6 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The two front ends the manual promises.
@@ -46,13 +47,6 @@ def notebook(cells: list[str]) -> dict[str, Any]:
         "nbformat": 4,
         "nbformat_minor": 5,
     }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -92,12 +93,26 @@ def dask_cluster(
                 proc.wait()
 
 
+#: Where the tests pick the ports of the servers they start: below the kernel's
+#: ephemeral range (32768-60999 on Linux), which it hands out for port 0. A port
+#: picked there could be given to another process's listener (a scheduler another
+#: test starts on port 0) between the pick and the server's start, and the test's
+#: readiness probe would then knock at that process; one picked here cannot.
+TEST_PORTS = range(20_000, 32_000)
+
+
 def free_port() -> int:
-    """A port nothing listens on now (the server started next takes it)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A port nothing listens on now, outside the ports the kernel hands out itself."""
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.choice(TEST_PORTS)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # taken: another test's server
+            return port
+    raise RuntimeError(f"no free port in {TEST_PORTS}: is every one taken?")
 
 
 @contextlib.contextmanager

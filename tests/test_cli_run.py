@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import kit
+from tests.servers import free_port
 from tests.workloads import outliving
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -244,9 +244,7 @@ def test_an_address_that_is_not_one_exits_2_at_once(config: Path) -> None:
 def test_a_scheduler_nobody_listens_at_is_an_explained_failure_not_a_traceback(
     config: Path,
 ) -> None:
-    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # free a moment ago, and no listener gets it from the kernel meanwhile
     address = f"tcp://127.0.0.1:{port}"
     args = ("run", str(config), "parallel.env=remote", f"+parallel.address={address}")
     result = kit_cli(*args, "+parallel.options.timeout=2")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.jupyter import ROOT, free_port, open_terminal, terminal_screen, wait_until_up
+from tests.jupyter import ROOT, open_terminal, terminal_screen, wait_until_up
+from tests.servers import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -59,6 +59,8 @@ def test_attendees_connect_to_the_class_cluster_by_name_and_share_its_env(
     # The teacher's cluster, under the account the class uses on the gateway.
     with get_session(parallel(gateway)) as teacher:
         name = teacher.cluster.name
+        # Both workers in before the attendees come: "once per worker" counts them.
+        teacher.client.wait_for_workers(2)
         section = parallel(gateway, cluster_name=name)
         for _ in range(2):  # two attendees with one config, one after the other
             with get_session(section) as session:
