@@ -86,9 +86,11 @@ def test_a_detached_run_survives_its_kernel_being_killed(tmp_path: Path) -> None
 
 
 def test_cancel_stops_a_detached_run_and_a_later_run_resumes(tmp_path: Path) -> None:
-    out = tmp_path / "run"
+    out, gate = tmp_path / "run", tmp_path / "gate"
+    # Items from 200 on wait for the gate: the run is still going when the cancel comes,
+    # however long `kit status` and `kit cancel` take to start on a busy machine.
     runner = Affine(
-        ToyProvider(toy_config(sleep=0.02)),
+        ToyProvider(toy_config(sleep=0.02, gate=str(gate), gate_from=200)),
         parallel={"env": "local", "n_workers": 2},
         output_dir=out,
     )
@@ -117,6 +119,7 @@ def test_cancel_stops_a_detached_run_and_a_later_run_resumes(tmp_path: Path) -> 
     partial = kit.attach(out).result(timeout=10)
     assert partial.status == "cancelled" and 20 <= partial.stats.ok < 400
 
+    gate.touch()
     again = runner.submit(range(400), detached=True).result(timeout=120)
     assert again.records == expected(range(400))
     assert again.stats.resumed >= partial.stats.ok
