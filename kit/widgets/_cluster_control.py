@@ -95,6 +95,11 @@ class ClusterControl:
         self.parallel = session.parallel
         return True
 
+    def forget(self, session: kit.Session) -> None:
+        """Drop ``session``, closed elsewhere, if it is still the one shown."""
+        if self.session is session:
+            self.session = None
+
     def stop(self) -> None:
         """Close the session (and the cluster, if Kit started it); stop watching."""
         self._stop.set()
@@ -145,8 +150,9 @@ class ClusterControl:
         """Ask the session's scheduler every ``every`` seconds, on a thread, until it changes.
 
         Each answer goes to ``report``; a session closed elsewhere
-        (``kit.shutdown()``) to ``closed`` (and the session is dropped); a
-        cluster gone away to ``failed``. All three are called on the thread.
+        (``kit.shutdown()``) to ``closed``, which drops it with :meth:`forget`
+        where the caller draws; a cluster gone away to ``failed``. All three
+        are called on the watcher's thread.
         """
         session = self.session
         if session is None or session.client is None:
@@ -158,7 +164,6 @@ class ClusterControl:
                 if session is not self.session:
                     return
                 if session.closed:  # closed elsewhere: its links are dead
-                    self.session = None
                     closed()
                     return
                 try:

@@ -232,7 +232,7 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             lambda shown, info, listing: on_kernel_thread(
                 functools.partial(self._show_asked, shown, info, listing)
             ),
-            lambda: on_kernel_thread(self._closed_elsewhere),
+            lambda: on_kernel_thread(functools.partial(self._closed_elsewhere, session)),
             lambda exc: on_kernel_thread(functools.partial(self._show_error, exc)),
         )
 
@@ -315,7 +315,9 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             self.run_choice.value = chosen if chosen in runs else (runs[0] if runs else None)
         self.cancel_button.disabled = not options
 
-    def _closed_elsewhere(self) -> None:
+    def _closed_elsewhere(self, session: kit.Session) -> None:
+        # On the kernel's thread, as every change the panel shows: the watcher only says so.
+        self.control.forget(session)
         self.workers.value = self.runs.value = ""
         self._set_status()
 
