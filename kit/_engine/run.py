@@ -18,7 +18,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from omegaconf import DictConfig
 
@@ -35,9 +35,6 @@ from kit.cluster._seats import ClusterSeat
 from kit.cluster._session import Session, get_session, session_for_client
 from kit.events import EventStream, RunFinished, RunStarted
 from kit.result import Index, Progress, RunError, RunResult, RunStatus
-
-if TYPE_CHECKING:
-    pass
 
 
 class RunHandle:
