@@ -83,14 +83,23 @@ def dask_cluster(
         ]
         yield json.loads(scheduler_file.read_text())["address"]
     finally:
-        for proc in [*workers, scheduler]:
-            proc.terminate()
-        for proc in [*workers, scheduler]:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        # The workers first, while their scheduler still answers: a worker told to stop
+        # closes in a fraction of a second when it can say goodbye, and waits out its
+        # reconnect timeouts when the scheduler went first.
+        stop(workers)
+        stop([scheduler])
+
+
+def stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
+    """Terminate ``processes`` together; kill those still there 5 s on."""
+    for proc in processes:
+        proc.terminate()
+    for proc in processes:
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 #: Where the tests pick the ports of the servers they start: below the kernel's
