@@ -114,9 +114,9 @@ system-deps: $(STAMP)
 
 test: system-deps lint typecheck unit
 
-# The quick loop while coding: lint, types, and the tests and doctests that start no
-# browser, hub, job queue or whole notebook (the `slow` and `dist` markers); `make test`
-# runs everything.
+# The quick loop while coding: lint, types, and the tests and doctests that are not
+# `slow` (no browser, Jupyter or other server, SLURM or spoken corpus: tests/conftest.py
+# reads it from what each test uses); `make test` runs everything.
 check: lint typecheck
 	$(BIN)/python -m pytest -q -m "not slow and not dist" -n $(JOBS) --durations=10
 

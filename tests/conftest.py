@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import fcntl
 import functools
 import inspect
@@ -13,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,14 +22,19 @@ import kit
 from kit.config import parallel_section
 from tests.slurm import clear_queue, slurm_problem
 
+if TYPE_CHECKING:
+    from tests.jupyter import Jupyter
+
 ROOT = Path(__file__).resolve().parents[1]
 
 LOCAL = {"env": "local", "n_workers": 2}
 
-#: What makes a test `slow` whether or not it says so: it drives Chromium, starts a
-#: Jupyter server, or asks for the SLURM. `make check` leaves slow tests out; `make
-#: test` runs them all.
-SLOW_USES = re.compile(r"\bbrowser\(|\bjupyter_server\(")
+#: What makes a test `slow` whether or not it says so, read from what it uses: it drives
+#: Chromium, starts a Jupyter server, a hub, an MLflow or TensorBoard server, asks for the
+#: SLURM or the built manual, or needs the spoken corpus (made with flite and espeak-ng
+#: for the real recognizers). `make check` leaves slow tests out; `make test` runs them.
+SLOW_FIXTURES = frozenset({"chromium", "serve", "slurm", "corpus", "spoken_corpus", "site"})
+SLOW_USES = re.compile(r"\b(browser|jupyter_server|jupyterhub|mlflow_server|tensorboard_server)\(")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -36,8 +42,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         function = getattr(item, "function", None)
         if function is None or item.get_closest_marker("slow"):
             continue
-        uses_slurm = "slurm" in getattr(item, "fixturenames", ())
-        if uses_slurm or SLOW_USES.search(inspect.getsource(function)):
+        uses = SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if uses or SLOW_USES.search(inspect.getsource(function)):
             item.add_marker(pytest.mark.slow)
 
 
@@ -161,6 +167,49 @@ def closing() -> Iterator[list[dict[str, Any]]]:
         for session in kit.cluster.sessions():
             if session.parallel == parallel_section(parallel):
                 session.close()
+
+
+@pytest.fixture(scope="session")
+def chromium_process() -> Iterator[Any]:
+    """Debian's Chromium, started once a session (see ``chromium``)."""
+    from tests.browser import browser
+
+    with browser() as found:
+        yield found
+
+
+@pytest.fixture
+def chromium(chromium_process: Any) -> Iterator[Any]:
+    """The session's Chromium: the test opens pages or contexts of its own, closed at its end."""
+    yield chromium_process
+    for context in chromium_process.contexts:
+        context.close()
+
+
+@pytest.fixture(scope="session")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Jupyter]]:
+    """``serve(ui, as_make_lab=False)``: the session's server of that kind, started at first ask.
+
+    One JupyterLab and one Notebook 7 (and one set up as ``make lab`` sets it
+    up) for every browser test of the session: each test writes notebooks of
+    names of its own into the server's folder and shuts its kernels down when
+    it is done, so the next finds the server as it was.
+    """
+    from tests.jupyter import jupyter_server
+
+    with contextlib.ExitStack() as stack:
+        started: dict[tuple[str, bool], Jupyter] = {}
+
+        def get(ui: str, *, as_make_lab: bool = False) -> Jupyter:
+            key = (ui, as_make_lab)
+            if key not in started:
+                folder = tmp_path_factory.mktemp(f"{ui}-make-lab" if as_make_lab else ui)
+                started[key] = stack.enter_context(
+                    jupyter_server(ui, folder, as_make_lab=as_make_lab)
+                )
+            return started[key]
+
+        yield get
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,10 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "is `slow`, whatever its folder and whether or not it says so": [
+        "tests/test_tiers.py::"
+        "test_a_test_using_a_browser_a_server_or_the_spoken_corpus_is_slow_unmarked",
+    ],
     "a detached driver that starts it: no command line is parsed again": [
         "tests/launch/test_request.py::"
         "test_a_detached_driver_starts_its_sweep_from_the_request_not_a_command_line",

@@ -13,8 +13,6 @@ from typing import Any
 
 import pytest
 
-from tests.browser import browser
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -49,35 +47,33 @@ def test_every_public_name_has_its_page_in_the_api_reference(site: Path) -> None
 
 
 def test_the_runner_page_shows_its_signature_parameters_and_methods(
-    site: Path, tmp_path: Path
+    site: Path, chromium: Any, tmp_path: Path
 ) -> None:
-    with browser() as chromium:
-        page = chromium.new_page(viewport={"width": 1280, "height": 900})
-        page.goto((site / "_api" / "generated" / "kit.Runner.html").as_uri())
-        assert page.locator("h1").inner_text().strip().rstrip("#").strip() == "kit.Runner"
-        signature = page.locator("dt.sig").first.inner_text()
-        assert "provider" in signature and "chunk_size" in signature
-        text = page.locator("article").inner_text()
-        for words in ("Parameters", "Examples"):
-            assert words in text, words
-        for method in ("run", "submit", "prepare"):
-            assert page.locator(f'dt[id="kit.Runner.{method}"]').count() == 1, method
-        page.screenshot(path=str(tmp_path / "runner.png"), full_page=False)
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    page.goto((site / "_api" / "generated" / "kit.Runner.html").as_uri())
+    assert page.locator("h1").inner_text().strip().rstrip("#").strip() == "kit.Runner"
+    signature = page.locator("dt.sig").first.inner_text()
+    assert "provider" in signature and "chunk_size" in signature
+    text = page.locator("article").inner_text()
+    for words in ("Parameters", "Examples"):
+        assert words in text, words
+    for method in ("run", "submit", "prepare"):
+        assert page.locator(f'dt[id="kit.Runner.{method}"]').count() == 1, method
+    page.screenshot(path=str(tmp_path / "runner.png"), full_page=False)
 
 
-def test_the_sweeps_page_renders_its_sections_and_code(site: Path, tmp_path: Path) -> None:
-    with browser() as chromium:
-        page = chromium.new_page(viewport={"width": 1280, "height": 900})
-        page.goto((site / "sweeps.html").as_uri())
-        title = page.locator("h1").inner_text().strip().rstrip("#").strip()
-        assert title == "Sweeps and comparisons"
-        assert "kit.sweep(" in page.locator("div.highlight pre").first.inner_text()
-        # The page's own table of contents, in the right sidebar, lists its sections.
-        toc = page.locator("nav.bd-toc-nav, .bd-sidebar-secondary").first.inner_text()
-        assert "Search instead of a grid" in toc and "Is b better, or is it noise?" in toc, toc[
-            :500
-        ]
-        page.screenshot(path=str(tmp_path / "sweeps.png"), full_page=False)
+def test_the_sweeps_page_renders_its_sections_and_code(
+    site: Path, chromium: Any, tmp_path: Path
+) -> None:
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    page.goto((site / "sweeps.html").as_uri())
+    title = page.locator("h1").inner_text().strip().rstrip("#").strip()
+    assert title == "Sweeps and comparisons"
+    assert "kit.sweep(" in page.locator("div.highlight pre").first.inner_text()
+    # The page's own table of contents, in the right sidebar, lists its sections.
+    toc = page.locator("nav.bd-toc-nav, .bd-sidebar-secondary").first.inner_text()
+    assert "Search instead of a grid" in toc and "Is b better, or is it noise?" in toc, toc[:500]
+    page.screenshot(path=str(tmp_path / "sweeps.png"), full_page=False)
 
 
 def test_the_cli_page_is_written_from_the_parser_with_the_exit_codes(site: Path) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kit.dashboard import DashboardState
 from kit.events import ChunkFinished, RunStarted
-from tests.browser import browser
 
 pytest.importorskip("bokeh")
 
@@ -29,7 +29,9 @@ window.drawn = (async () => {{
 """
 
 
-def test_the_dashboard_drawn_off_the_page_shows_its_failures_once_on_it(tmp_path: Path) -> None:
+def test_the_dashboard_drawn_off_the_page_shows_its_failures_once_on_it(
+    chromium: Any, tmp_path: Path
+) -> None:
     from bokeh.embed import json_item
     from bokeh.resources import INLINE
 
@@ -44,14 +46,13 @@ def test_the_dashboard_drawn_off_the_page_shows_its_failures_once_on_it(tmp_path
     page_file.write_text(
         DRAW_OFF_THE_PAGE.format(resources=INLINE.render(), item=json.dumps(json_item(view.layout)))
     )
-    with browser() as chromium:
-        page = chromium.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(page_file.as_uri())
-        page.evaluate("() => window.drawn")
-        row = page.locator(".kit-failure")
-        row.wait_for(timeout=20_000)
-        assert row.inner_text().split("\t") == ["3", "ValueError: <empty>"]
+    page = chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(page_file.as_uri())
+    page.evaluate("() => window.drawn")
+    row = page.locator(".kit-failure")
+    row.wait_for(timeout=20_000)
+    assert row.inner_text().split("\t") == ["3", "ValueError: <empty>"]
     assert errors == []

@@ -6,12 +6,12 @@ import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import kit
 from kit import EnvironmentProvider, Runner
-from tests.browser import browser
 
 pytest.importorskip("bokeh")
 
@@ -90,26 +90,27 @@ def test_kit_report_on_a_folder_without_a_run_exits_2(tmp_path: Path) -> None:
     assert result.returncode == 2 and "holds no Kit run" in result.stderr
 
 
-def test_the_report_renders_in_chromium_without_network(run_dir: Path, tmp_path: Path) -> None:
-    with browser() as chromium:
-        page = chromium.new_page(viewport={"width": 1300, "height": 1100})
-        outside: list[str] = []
-        page.on(
-            "request",
-            lambda r: (
-                outside.append(r.url) if not r.url.startswith(("file:", "data:", "blob:")) else None
-            ),
-        )
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto((run_dir / "report.html").as_uri())
-        page.wait_for_function("() => window.Bokeh !== undefined && Bokeh.documents.length > 0")
-        page.locator("canvas").first.wait_for(timeout=20_000)
-        page.wait_for_timeout(500)
-        canvases = page.locator("canvas").count()
-        header = page.get_by_text("120/120", exact=False).count()
-        failures = page.get_by_text("audio file is empty", exact=False).count()
-        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+def test_the_report_renders_in_chromium_without_network(
+    run_dir: Path, chromium: Any, tmp_path: Path
+) -> None:
+    page = chromium.new_page(viewport={"width": 1300, "height": 1100})
+    outside: list[str] = []
+    page.on(
+        "request",
+        lambda r: (
+            outside.append(r.url) if not r.url.startswith(("file:", "data:", "blob:")) else None
+        ),
+    )
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((run_dir / "report.html").as_uri())
+    page.wait_for_function("() => window.Bokeh !== undefined && Bokeh.documents.length > 0")
+    page.locator("canvas").first.wait_for(timeout=20_000)
+    page.wait_for_timeout(500)
+    canvases = page.locator("canvas").count()
+    header = page.get_by_text("120/120", exact=False).count()
+    failures = page.get_by_text("audio file is empty", exact=False).count()
+    page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     assert errors == []
     assert outside == []
     assert canvases >= 4  # progress, throughput, workers, metrics

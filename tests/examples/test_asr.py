@@ -127,8 +127,9 @@ def test_a_mistyped_pocketsphinx_mode_is_a_config_error(corpus: Path) -> None:
 def test_whisper_on_workers_decodes_as_inline_and_loads_the_model_once_each(
     corpus: Path, local: dict
 ) -> None:
-    # Every other utterance of two flite voices: sentences and digits, 20 in all.
-    flite = positions(corpus, ("slt", "rms"))[::2]
+    # Every fourth utterance of two flite voices: sentences and digits, 10 in all (both
+    # workers decode, and the whole set's WER bound still says something).
+    flite = positions(corpus, ("slt", "rms"))[::4]
     inline = DecodeRunner(DecodeProvider(config(corpus))).run(flite)
     provider = DecodeProvider(config(corpus))
     runner = DecodeRunner(provider, parallel=local)
@@ -138,8 +139,8 @@ def test_whisper_on_workers_decodes_as_inline_and_loads_the_model_once_each(
     client = kit.get_session(local).client
     builds = [r["builds"] for r in client.run(env_report, provider.env_name()).values()]
     assert builds == [1, 1]
-    # Measured here: 3.5% on these 20 utterances (4.1% on all 40 of slt and rms); 4.2% on
-    # all flite voices of the full corpus (make demo).
+    # Measured here: 1.6% on these 10 utterances (4.1% on all 40 of slt and rms, 0 to 9.3%
+    # on any fifth of them); 4.2% on all flite voices of the full corpus (make demo).
     assert on_workers.summary["wer"] <= 0.05
     record = on_workers.records[0]
     assert set(record) >= {"id", "speaker", "ref", "hyp", "ref_norm", "hyp_norm", "errors"}

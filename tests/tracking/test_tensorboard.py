@@ -19,7 +19,6 @@ from tensorboard.plugins.hparams import plugin_data_pb2
 
 import kit
 from kit._from_config import build_runner
-from tests.browser import browser
 from tests.servers import tensorboard_server
 from tests.tracking.test_mlflow import graded_config
 
@@ -112,14 +111,14 @@ def test_two_sweeps_beside_each_other_keep_their_hparams_in_their_own_folders(
 
 
 def test_tensorboard_shows_a_sweeps_trials_in_its_hparams_table(
-    tmp_path: Path, local: dict[str, Any]
+    chromium: Any, tmp_path: Path, local: dict[str, Any]
 ) -> None:
     cfg = tensorboard_config(tmp_path, local, output_dir=str(tmp_path / "runs" / "offsets"))
     swept = kit.sweep(cfg, ["offset=0,1", "factor=2,3"], metric="mean_y")
     assert [row["status"] for row in swept.rows()] == ["completed"] * 4, swept.errors
     logdir = tmp_path / "runs" / "tensorboard"
 
-    with tensorboard_server(logdir, tmp_path) as url, browser() as chromium:
+    with tensorboard_server(logdir, tmp_path) as url:
         # TensorBoard reads the folder after it starts answering: wait until it has all 5 runs.
         deadline = time.monotonic() + 120
         while len(runs := json.load(urllib.request.urlopen(f"{url}/data/runs", timeout=30))) < 5:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import urllib.request
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import bokeh
 import pytest
 
 from kit.widgets.bokehjs import URL_ENV, load_bokehjs, loader_js
-from tests.jupyter import jupyter_server
+from tests.jupyter import Jupyter
 
 
 def shown(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
@@ -34,17 +34,18 @@ def test_with_the_extension_a_widget_cell_shows_a_loader_of_a_few_hundred_bytes(
     assert f'var version = "{bokeh.__version__}"' in script  # loaded once per page
 
 
-def test_the_server_serves_the_files_the_loader_asks_for(tmp_path: Path) -> None:
+def test_the_server_serves_the_files_the_loader_asks_for(serve: Callable[..., Jupyter]) -> None:
     """Its kernels learn the URL from the server's environment: the browser tests' small
     saved notebooks show they do."""
-    with jupyter_server("lab", tmp_path) as jupyter:
-        assert "Kit serves BokehJS at /kit/bokehjs/" in (tmp_path / "lab.log").read_text()
-        files = [
-            url
-            for url in loader_js("/kit/bokehjs/", bokeh.__version__).split('"')
-            if url.endswith(".min.js")
-        ]
-        assert len(files) >= 4
-        for url in files:
-            with urllib.request.urlopen(f"{jupyter.base}{url}", timeout=30) as answer:
-                assert answer.status == 200 and len(answer.read()) > 10_000
+    jupyter = serve("lab")
+    log = jupyter.folder.parent / "lab.log"
+    assert "Kit serves BokehJS at /kit/bokehjs/" in log.read_text()
+    files = [
+        url
+        for url in loader_js("/kit/bokehjs/", bokeh.__version__).split('"')
+        if url.endswith(".min.js")
+    ]
+    assert len(files) >= 4
+    for url in files:
+        with urllib.request.urlopen(f"{jupyter.base}{url}", timeout=30) as answer:
+            assert answer.status == 200 and len(answer.read()) > 10_000

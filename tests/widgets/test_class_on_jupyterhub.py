@@ -14,7 +14,6 @@ import pytest
 
 from kit.cluster import class_runs
 from kit.cluster._teacher import connect, runs_table
-from tests.browser import browser
 from tests.hub import jupyterhub
 from tests.jupyter import ROOT, Shots, log_console_entries, open_and_run_all
 from tests.servers import dask_cluster
@@ -60,7 +59,7 @@ class Teacher(threading.Thread):
 
 
 def test_a_class_of_three_runs_the_workshop_on_one_cluster_through_jupyterhub(
-    tmp_path: Path,
+    chromium: Any, tmp_path: Path
 ) -> None:
     shots = Shots(tmp_path / "screenshots")
     with dask_cluster(tmp_path, 2, threads=2) as address:
@@ -68,7 +67,7 @@ def test_a_class_of_three_runs_the_workshop_on_one_cluster_through_jupyterhub(
         # The teacher's settings for every attendee: the class cluster, and (for this test)
         # the solutions, so each notebook runs top to bottom.
         environment = {"KIT_CLASS_CLUSTER": address, "KIT_WORKSHOP_SOLUTIONS": "1"}
-        with jupyterhub(tmp_path, CLASS, environment, [WORKSHOP]) as hub, browser() as chromium:
+        with jupyterhub(tmp_path, CLASS, environment, [WORKSHOP]) as hub:
             pages: dict[str, tuple[Any, Any, list[str]]] = {}
             for user in CLASS:
                 page = chromium.new_context(viewport={"width": 1300, "height": 1100}).new_page()

@@ -17,12 +17,10 @@ from typing import Any
 
 import pytest
 
-from tests.browser import browser
 from tests.jupyter import (
     ROOT,
     Jupyter,
     Shots,
-    jupyter_server,
     log_console_entries,
     notebook,
     open_and_run_all,
@@ -85,24 +83,9 @@ DOCUMENTS = """() => Bokeh.documents.map((doc) => {
 })"""
 
 
-@pytest.fixture(scope="module")
-def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Jupyter]]:
-    """``serve(ui)``: the module's server for that UI, started when first asked for."""
-    with contextlib.ExitStack() as stack:
-        started: dict[str, Jupyter] = {}
-
-        def get(ui: str) -> Jupyter:
-            if ui not in started:
-                folder = tmp_path_factory.mktemp(ui)
-                started[ui] = stack.enter_context(jupyter_server(ui, folder))
-            return started[ui]
-
-        yield get
-
-
 @pytest.fixture
-def jupyter(serve: Callable[[str], Jupyter], ui: str) -> Jupyter:
-    """The server of the test's ``ui`` ("lab" or "notebook")."""
+def jupyter(serve: Callable[..., Jupyter], ui: str) -> Jupyter:
+    """The session's server of the test's ``ui`` ("lab" or "notebook")."""
     return serve(ui)
 
 
@@ -121,17 +104,16 @@ def console() -> list[str]:
 
 
 @pytest.fixture
-def page(jupyter: Jupyter, console: list[str]) -> Iterator[Any]:
-    with browser() as chromium:
-        context = chromium.new_context(viewport={"width": 1300, "height": 1100})
-        try:
-            opened = context.new_page()
-            opened.on("console", lambda m: m.type == "error" and keep(console, m.text))
-            opened.on("pageerror", lambda error: keep(console, str(error)))
-            yield opened
-        finally:
-            context.close()
-            jupyter.shut_down_kernels()
+def page(chromium: Any, jupyter: Jupyter, console: list[str]) -> Iterator[Any]:
+    context = chromium.new_context(viewport={"width": 1300, "height": 1100})
+    try:
+        opened = context.new_page()
+        opened.on("console", lambda m: m.type == "error" and keep(console, m.text))
+        opened.on("pageerror", lambda error: keep(console, str(error)))
+        yield opened
+    finally:
+        context.close()
+        jupyter.shut_down_kernels()
 
 
 def keep(console: list[str], error: str) -> None:
@@ -191,7 +173,7 @@ def test_button_runs_each_end_completed_with_every_metric_drawn_and_no_traceback
 ) -> None:
     shots = Shots(tmp_path / "screenshots")
     server_log = jupyter.folder.parent / f"{ui}.log"
-    log_start = server_log.stat().st_size  # this test's lines only: the server is the module's
+    log_start = server_log.stat().st_size  # this test's lines only: the server is the session's
     cells = [APP.format(runs_dir=f"runs/live-{runs}-{view_wait}")]  # each test's own history
     if view_wait is not None:
         cells.insert(
@@ -371,7 +353,7 @@ DETACHED = (
 )
 
 
-@pytest.mark.parametrize("ui", ["lab", "notebook"])
+@pytest.mark.parametrize("ui", ["lab"])
 def test_a_detached_runs_dashboard_ends_on_the_whole_run(
     jupyter: Jupyter, page: Any, console: list[str], tmp_path: Path, ui: str
 ) -> None:

@@ -1,0 +1,55 @@
+"""The suite's tiers: what makes a test `slow` is read from what it uses (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+from tests.test_claims import exists
+
+#: Tests that say nothing of their tier, each using one thing that makes a test slow.
+UNMARKED_SLOW = [
+    # the `chromium` fixture
+    "tests/dashboard/test_figures.py::"
+    "test_the_dashboard_drawn_off_the_page_shows_its_failures_once_on_it",
+    # the `serve` fixture (a Jupyter server)
+    "tests/widgets/test_bokehjs.py::test_the_server_serves_the_files_the_loader_asks_for",
+    # mlflow_server(...)
+    "tests/tracking/test_mlflow.py::"
+    "test_a_server_killed_mid_run_holds_the_run_back_seconds_at_most_and_it_is_sent_again",
+    # the spoken corpus
+    "tests/examples/test_asr.py::test_the_corpus_is_16k_mono_wav_with_a_speaker_per_line",
+]
+
+#: Beside them in the same files, tests that use none of it.
+UNMARKED_QUICK = [
+    "tests/widgets/test_bokehjs.py::"
+    "test_with_the_extension_a_widget_cell_shows_a_loader_of_a_few_hundred_bytes",
+    "tests/examples/test_asr.py::test_an_unknown_voice_is_named",
+]
+
+
+QUIET = ("-p", "no:randomly", "-p", "no:cacheprovider")
+
+
+def collected(marks: str, files: list[str]) -> set[str]:
+    """The test ids pytest collects from ``files`` under ``-m marks``."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", *QUIET, "-m", marks, *files],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode in (0, 5), done.stdout[-2000:] + done.stderr[-2000:]
+    return {line.split("[")[0] for line in done.stdout.splitlines() if "::" in line}
+
+
+def test_a_test_using_a_browser_a_server_or_the_spoken_corpus_is_slow_unmarked() -> None:
+    files = sorted({test.partition("::")[0] for test in UNMARKED_SLOW + UNMARKED_QUICK})
+    quick = collected("not slow", files)
+    assert [test for test in UNMARKED_SLOW if test in quick] == []
+    assert [test for test in UNMARKED_QUICK if test not in quick] == []
+    # Each is there to be left out, under its name: the claims test checks the names exist.
+    assert [test for test in UNMARKED_SLOW if not exists(test)] == []
