@@ -169,9 +169,14 @@ def closing() -> Iterator[list[dict[str, Any]]]:
                 session.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium_process() -> Iterator[Any]:
-    """Debian's Chromium, started once a session (see ``chromium``)."""
+    """Debian's Chromium, started once a module (see ``chromium``).
+
+    Not once a session: while Playwright's sync API is open it marks the
+    thread's event loop as running between its calls, so every later
+    ``asyncio.run`` in the process (a TLS or remote cluster test) would fail.
+    """
     from tests.browser import browser
 
     with browser() as found:
