@@ -52,9 +52,10 @@ def remote_cluster(folder: Path, workers: int, threads: int) -> Iterator[tuple[s
             client.wait_for_workers(workers)
         yield address, [proc.pid for proc in procs]
     finally:
-        for proc in procs:
+        # The workers first, while their scheduler answers: told to stop then, they close
+        # at once; with the scheduler gone first they wait out their reconnect timeouts.
+        for proc in reversed(procs):
             proc.terminate()
-        for proc in procs:
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
