@@ -185,7 +185,7 @@ def chromium_process() -> Iterator[Any]:
 
 @pytest.fixture
 def chromium(chromium_process: Any) -> Iterator[Any]:
-    """The session's Chromium: the test opens pages or contexts of its own, closed at its end."""
+    """The module's Chromium: the test opens pages or contexts of its own, closed at its end."""
     yield chromium_process
     for context in chromium_process.contexts:
         context.close()

@@ -51,5 +51,5 @@ def test_a_test_using_a_browser_a_server_or_the_spoken_corpus_is_slow_unmarked()
     quick = collected("not slow", files)
     assert [test for test in UNMARKED_SLOW if test in quick] == []
     assert [test for test in UNMARKED_QUICK if test not in quick] == []
-    # Each is there to be left out, under its name: the claims test checks the names exist.
+    # Each was left out under its own name, not a name no longer there (left out as well).
     assert [test for test in UNMARKED_SLOW if not exists(test)] == []
