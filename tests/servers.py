@@ -40,29 +40,37 @@ def dask_cluster(
         "stderr": subprocess.DEVNULL,
     }
     protocol = ["--protocol", "tls"] if any(a.startswith("--tls") for a in extra) else []
-    scheduler = subprocess.Popen(
-        [
-            DASK,
-            "scheduler",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--no-dashboard",
-            "--scheduler-file",
-            str(scheduler_file),
-            *protocol,
-            *extra,
-        ],
-        **common,  # type: ignore[call-overload]
-    )
+    scheduler: subprocess.Popen[bytes] | None = None
     workers: list[subprocess.Popen[bytes]] = []
     try:
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists():
-            assert time.monotonic() < deadline, "the scheduler did not start"
-            assert scheduler.poll() is None, "the scheduler exited"
-            time.sleep(0.1)
+        # Every listener on a test port, none on one the kernel hands out: a test that
+        # kills this scheduler leaves its workers dialing its port until they stop, and
+        # a port from the ephemeral range may by then be another test's TLS cluster's
+        # (a notebook's kernel logged each knock in JupyterLab's log console).
+        for _ in range(3):  # a port free when picked may be another test's when bound
+            scheduler = subprocess.Popen(
+                [
+                    DASK,
+                    "scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(free_port()),
+                    "--no-dashboard",
+                    "--scheduler-file",
+                    str(scheduler_file),
+                    *protocol,
+                    *extra,
+                ],
+                **common,  # type: ignore[call-overload]
+            )
+            deadline = time.monotonic() + 60
+            while not scheduler_file.exists() and scheduler.poll() is None:
+                assert time.monotonic() < deadline, "the scheduler did not start"
+                time.sleep(0.1)
+            if scheduler_file.exists():
+                break
+        assert scheduler is not None and scheduler.poll() is None, "the scheduler exited"
         workers = [
             subprocess.Popen(
                 [
@@ -75,6 +83,10 @@ def dask_cluster(
                     "--no-dashboard",
                     "--host",
                     "127.0.0.1",
+                    "--worker-port",
+                    dask_port_range(),
+                    "--nanny-port",
+                    dask_port_range(),
                     *extra,
                 ],
                 **common,  # type: ignore[call-overload]
@@ -95,7 +107,7 @@ def dask_cluster(
         # closes in a fraction of a second when it can say goodbye, and waits out its
         # reconnect timeouts when the scheduler went first.
         stop(workers)
-        stop([scheduler])
+        stop([scheduler] if scheduler is not None else [])
 
 
 def stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
@@ -116,6 +128,12 @@ def stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
 #: test starts on port 0) between the pick and the server's start, and the test's
 #: readiness probe would then knock at that process; one picked here cannot.
 TEST_PORTS = range(20_000, 32_000)
+
+
+def dask_port_range(span: int = 100) -> str:
+    """Test ports ``first:last`` for a Dask worker or nanny, which takes the first free one."""
+    first = random.randrange(TEST_PORTS.start, TEST_PORTS.stop - span)
+    return f"{first}:{first + span}"
 
 
 def free_port() -> int:
