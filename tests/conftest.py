@@ -169,9 +169,18 @@ def closing() -> Iterator[list[dict[str, Any]]]:
                 session.close()
 
 
+@pytest.fixture(scope="session")
+def chromium_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Debian's Chromium, started once a session behind Playwright's browser server."""
+    from tests.browser import browser_server
+
+    with browser_server(tmp_path_factory.mktemp("chromium")) as endpoint:
+        yield endpoint
+
+
 @pytest.fixture(scope="module")
-def chromium_process() -> Iterator[Any]:
-    """Debian's Chromium, started once a module (see ``chromium``).
+def chromium_connection(chromium_server: str) -> Iterator[Any]:
+    """The session's Chromium, connected to once a module (see ``chromium``).
 
     Not once a session: while Playwright's sync API is open it marks the
     thread's event loop as running between its calls, so every later
@@ -179,15 +188,15 @@ def chromium_process() -> Iterator[Any]:
     """
     from tests.browser import browser
 
-    with browser() as found:
-        yield found
+    with browser(chromium_server) as connected:
+        yield connected
 
 
 @pytest.fixture
-def chromium(chromium_process: Any) -> Iterator[Any]:
-    """The module's Chromium: the test opens pages or contexts of its own, closed at its end."""
-    yield chromium_process
-    for context in chromium_process.contexts:
+def chromium(chromium_connection: Any) -> Iterator[Any]:
+    """The session's Chromium: the test opens pages or contexts of its own, closed at its end."""
+    yield chromium_connection
+    for context in chromium_connection.contexts:
         context.close()
 
 
