@@ -19,6 +19,7 @@ gathers and listens.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import queue
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -308,7 +309,11 @@ class TaskSender:
     """Send chunk tasks to the cluster, named so a worker's word and a key say which is which.
 
     Every task is :func:`~kit._engine.task.run_chunk` with the run's shared
-    keywords; its future, once back, is put on ``arrived`` for the loop.
+    keywords; its future, once back, is put on ``arrived`` for the loop. Each
+    send has a key of its own, a chunk sent again too: distributed's ``submit``
+    gives back the future it still holds for a key it knows, so a chunk sent
+    again under its last task's key would come back as that task did
+    (cancelled, or failed) and never run.
     """
 
     def __init__(
@@ -329,6 +334,7 @@ class TaskSender:
         from kit._engine.task import run_chunk
 
         self._task = run_chunk
+        self._sends = itertools.count()
         # What every chunk task shares, as run_chunk's keywords.
         self._shared = {
             "forward": job.forward,
@@ -382,8 +388,9 @@ class TaskSender:
     def _key(
         self, start: int, stop: int, deaths: int, attempt: int, alone: bool, backup: bool
     ) -> str:
-        return f"kit-{self.job.run_id}-{start}-{stop}-{deaths}-{attempt}-{int(alone)}" + (
-            "-b" if backup else ""
+        return (
+            f"kit-{self.job.run_id}-{start}-{stop}-{deaths}-{attempt}-{int(alone)}"
+            f"-{next(self._sends)}{'-b' if backup else ''}"
         )
 
     def _sent(self, flight: Flight) -> None:

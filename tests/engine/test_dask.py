@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import queue
 from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pytest
 from distributed import Client, LocalCluster
 
 from kit import Runner
-from kit._engine.dask import MAP_CHUNKS, BusyClock
+from kit._engine.dask import MAP_CHUNKS, BusyClock, TaskSender
+from kit._engine.inject import ForwardSpec
+from kit._engine.plan import ChunkPlanner
+from kit._engine.policy import DispatchPolicy, Isolated
+from kit._engine.spec import ChunkJob
+from kit.errors import ProviderSetupError
 from kit.events import ChunkFinished
 from tests.workloads import (
     EmptyEnv,
@@ -112,3 +119,31 @@ def test_chunks_go_out_at_most_map_chunks_to_a_graph_update() -> None:
 def _chunks(out: list[ChunkFinished], event: object) -> None:
     if isinstance(event, ChunkFinished):
         out.append(event)
+
+
+def _echo(items: list[int]) -> list[int]:
+    return items
+
+
+def test_a_chunk_sent_again_is_a_new_task_while_its_last_future_is_still_held(
+    local_client: Client,
+) -> None:
+    # distributed's submit gives back the future it holds for a key it knows: sent
+    # again under its last task's key, a chunk the cluster had cancelled came back
+    # cancelled at once, was counted as a worker death each time, and its items
+    # failed without running ("this item's task failed 5 times").
+    job = ChunkJob("again", _echo, ForwardSpec.of(_echo, "forward"), {}, range(4), None)
+    planner = ChunkPlanner([(0, 4)], n_workers=1)
+    policy = DispatchPolicy(planner, job.indices, retries=1, backups="off")
+    sender = TaskSender(local_client, "no-env-needed", job, planner, policy, queue.Queue())
+    sender.launch(Isolated(0, 4, 0, 0), alone=False)
+    (first,) = policy.flights().values()
+    local_client.cancel([first.future])
+    assert first.future.status == "cancelled"
+    policy.settle(first.key)  # it came back; the loop holds it while it sends it again
+    sender.relaunch(first)
+    (again,) = policy.flights().values()
+    assert again.key != first.key
+    # It ran: on a worker, where this test built no env.
+    with pytest.raises(ProviderSetupError, match="'no-env-needed' is not built on worker"):
+        again.future.result(timeout=60)
