@@ -10,6 +10,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -183,8 +184,12 @@ def jupyter_server(ui: str, tmp: Path, *, as_make_lab: bool = False) -> Iterator
     # The test workloads live in this repository: its kernels import them (tests.workloads)
     # without a sys.path cell, which the manual's pictures would show.
     python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    # The kernels' sockets (see --KernelManager.transport below): a short folder of the
+    # server's own, as a Unix socket's path holds at most 107 bytes.
+    runtime = tempfile.mkdtemp(prefix="kr")
     env = dict(
         os.environ,
+        JUPYTER_RUNTIME_DIR=runtime,
         JUPYTER_CONFIG_DIR=str(tmp / "jupyter-config"),
         JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
         PYTHONPATH=python_path,
@@ -208,6 +213,11 @@ def jupyter_server(ui: str, tmp: Path, *, as_make_lab: bool = False) -> Iterator
                 f"--IdentityProvider.token={token}",
                 f"--ServerApp.root_dir={folder}",
                 "--allow-root",
+                # Kernels on Unix sockets, not TCP ports: a session's server kept dialing
+                # the ports of kernels shut down long before (ZMQ reconnects, ~6 a second
+                # each), and the kernel hands a freed port out again, here to another
+                # test's TLS cluster, which logged each knock as a failed handshake.
+                "--KernelManager.transport=ipc",
                 *lab_config,
             ],
             stdout=log,
@@ -225,6 +235,7 @@ def jupyter_server(ui: str, tmp: Path, *, as_make_lab: bool = False) -> Iterator
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+            shutil.rmtree(runtime, ignore_errors=True)
 
 
 def save(page: Any, notebook: Path) -> None:
