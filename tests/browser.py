@@ -6,7 +6,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import free_port
+from tests.servers import free_port, stop_group
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -80,12 +79,7 @@ def browser_server(folder: Path) -> Iterator[str]:
             time.sleep(0.1)
         yield found.group(0)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc)
 
 
 @contextmanager

@@ -181,13 +181,18 @@ def http_server(command: Sequence[str], ready: str, folder: Path) -> Iterator[st
             time.sleep(0.2)
         yield base
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc)
         log.close()
+
+
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate the group ``proc`` leads (it started a session of its own); kill it 10 s on."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def mlflow_server(store_uri: str, folder: Path) -> contextlib.AbstractContextManager[str]:
