@@ -40,37 +40,33 @@ def dask_cluster(
         "stderr": subprocess.DEVNULL,
     }
     protocol = ["--protocol", "tls"] if any(a.startswith("--tls") for a in extra) else []
-    scheduler: subprocess.Popen[bytes] | None = None
+    # Every listener on a test port, none on one the kernel hands out: a test that kills
+    # this scheduler leaves its workers dialing its port until they stop, and a port from
+    # the ephemeral range may by then be another test's TLS cluster's (a notebook's kernel
+    # logged each knock in JupyterLab's log console).
+    scheduler = subprocess.Popen(
+        [
+            DASK,
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(free_port()),
+            "--no-dashboard",
+            "--scheduler-file",
+            str(scheduler_file),
+            *protocol,
+            *extra,
+        ],
+        **common,  # type: ignore[call-overload]
+    )
     workers: list[subprocess.Popen[bytes]] = []
     try:
-        # Every listener on a test port, none on one the kernel hands out: a test that
-        # kills this scheduler leaves its workers dialing its port until they stop, and
-        # a port from the ephemeral range may by then be another test's TLS cluster's
-        # (a notebook's kernel logged each knock in JupyterLab's log console).
-        for _ in range(3):  # a port free when picked may be another test's when bound
-            scheduler = subprocess.Popen(
-                [
-                    DASK,
-                    "scheduler",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(free_port()),
-                    "--no-dashboard",
-                    "--scheduler-file",
-                    str(scheduler_file),
-                    *protocol,
-                    *extra,
-                ],
-                **common,  # type: ignore[call-overload]
-            )
-            deadline = time.monotonic() + 60
-            while not scheduler_file.exists() and scheduler.poll() is None:
-                assert time.monotonic() < deadline, "the scheduler did not start"
-                time.sleep(0.1)
-            if scheduler_file.exists():
-                break
-        assert scheduler is not None and scheduler.poll() is None, "the scheduler exited"
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists():
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            assert scheduler.poll() is None, "the scheduler exited"
+            time.sleep(0.1)
         workers = [
             subprocess.Popen(
                 [
@@ -107,7 +103,7 @@ def dask_cluster(
         # closes in a fraction of a second when it can say goodbye, and waits out its
         # reconnect timeouts when the scheduler went first.
         stop(workers)
-        stop([scheduler] if scheduler is not None else [])
+        stop([scheduler])
 
 
 def stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
