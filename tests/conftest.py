@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import dask
 import pytest
 
 import kit
@@ -28,6 +29,13 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[1]
 
 LOCAL = {"env": "local", "n_workers": 2}
+
+# The tests' local clusters start their worker processes from multiprocessing's
+# forkserver, which imports distributed once, rather than spawning an interpreter that
+# imports it again for each (about 1 s of CPU each, a few hundred times a session); it is
+# distributed's own test suite's setting. Users' clusters keep dask's default, spawn:
+# the processes these tests start (`kit run`, kernels, `make demo`, the dist tier) do too.
+dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
 
 #: What makes a test `slow` whether or not it says so, read from what it uses: it drives
 #: Chromium, starts a Jupyter server, a hub, an MLflow or TensorBoard server, asks for the

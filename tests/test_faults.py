@@ -141,13 +141,22 @@ def test_the_scheduler_options_can_set_allowed_failures() -> None:
 
 
 def worker_processes() -> list[psutil.Process]:
-    """This process's live children, but multiprocessing's resource tracker."""
+    """This process's live children, but multiprocessing's helpers (started once, kept).
+
+    The helpers are the resource tracker and the forkserver; the forkserver's own
+    children (worker processes forked from it, with its command line) count.
+    """
+
+    def helper(process: psutil.Process) -> bool:
+        command = " ".join(process.cmdline())
+        return "resource_tracker" in command or "forkserver" in command
+
     live = []
-    for child in psutil.Process().children(recursive=True):
+    me = psutil.Process()
+    for child in me.children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess):
-            if child.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(
-                child.cmdline()
-            ):
+            started_by_me = child.ppid() == me.pid
+            if child.status() != psutil.STATUS_ZOMBIE and not (helper(child) and started_by_me):
                 live.append(child)
     return live
 

@@ -239,13 +239,16 @@ def test_cleanup_after_ctrl_c_leaves_no_child_process() -> None:
                 pool.recv(timeout=120)
             except KeyboardInterrupt:
                 pool.cleanup()
-                # multiprocessing's fork server and resource tracker stay until exit (the env
-                # processes are the fork server's children); env processes must not.
+                # multiprocessing's fork server and resource tracker stay until exit; env
+                # processes must not. They are the fork server's children, forked with its
+                # command line: a helper is one this process started.
                 helpers = ("resource_tracker", "forkserver")
+                me = psutil.Process()
                 alive = [
-                    p for p in psutil.Process().children(recursive=True)
+                    p for p in me.children(recursive=True)
                     if p.status() != "zombie"
-                    and not any(h in " ".join(p.cmdline()) for h in helpers)
+                    and not (p.ppid() == me.pid
+                             and any(h in " ".join(p.cmdline()) for h in helpers))
                 ]
                 print("after cleanup", len(alive), flush=True)
         """
