@@ -61,6 +61,7 @@ def dask_cluster(
         **common,  # type: ignore[call-overload]
     )
     workers: list[subprocess.Popen[bytes]] = []
+    ports = [dask_port_range() for _ in range(2 * n_workers)]  # a worker's and its nanny's
     try:
         deadline = time.monotonic() + 60
         while not scheduler_file.exists():
@@ -80,14 +81,14 @@ def dask_cluster(
                     "--host",
                     "127.0.0.1",
                     "--worker-port",
-                    dask_port_range(),
+                    ports[2 * i],
                     "--nanny-port",
-                    dask_port_range(),
+                    ports[2 * i + 1],
                     *extra,
                 ],
                 **common,  # type: ignore[call-overload]
             )
-            for _ in range(n_workers)
+            for i in range(n_workers)
         ]
         address = json.loads(scheduler_file.read_text())["address"]
         if not protocol:  # a TLS cluster's test connects with its own credentials
@@ -104,6 +105,7 @@ def dask_cluster(
         # reconnect timeouts when the scheduler went first.
         stop(workers)
         stop([scheduler])
+        release(ports)
 
 
 def stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
@@ -126,24 +128,60 @@ def stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
 TEST_PORTS = range(20_000, 32_000)
 
 
+#: The test ports this process handed out (free_port, dask_port_range): a server given
+#: one may not be listening yet when the next is picked (a hub's proxy and its API were
+#: once given the same port).
+_HANDED_OUT: set[int] = set()
+
+
+def my_test_ports() -> range:
+    """This test process's slice of :data:`TEST_PORTS` (the whole range outside pytest-xdist).
+
+    Each pytest-xdist worker picks in a slice of its own, so two test processes
+    never pick the same port between one's pick and its server's bind.
+    """
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    size = len(TEST_PORTS) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return TEST_PORTS[worker * size : (worker + 1) * size]
+
+
 def dask_port_range(span: int = 100) -> str:
-    """Test ports ``first:last`` for a Dask worker or nanny, which takes the first free one."""
-    first = random.randrange(TEST_PORTS.start, TEST_PORTS.stop - span)
-    return f"{first}:{first + span}"
+    """Test ports ``first:last`` for a Dask worker or nanny, which takes the first free one.
+
+    They stay handed out until :func:`release` gives them back.
+    """
+    mine, rng = my_test_ports(), random.Random()
+    for _ in range(200):
+        first = rng.randrange(mine.start, mine.stop - span)
+        ports = range(first, first + span + 1)
+        if not _HANDED_OUT.intersection(ports):
+            _HANDED_OUT.update(ports)
+            return f"{first}:{first + span}"
+    raise RuntimeError(f"no {span + 1} test ports in a row left in {mine}")
+
+
+def release(port_ranges: Sequence[str]) -> None:
+    """Hand out again the ports of ``port_ranges`` (from :func:`dask_port_range`)."""
+    for port_range in port_ranges:
+        first, last = map(int, port_range.split(":"))
+        _HANDED_OUT.difference_update(range(first, last + 1))
 
 
 def free_port() -> int:
-    """A port nothing listens on now, outside the ports the kernel hands out itself."""
-    rng = random.Random()
+    """A test port nothing listens on now and not handed out before in this process."""
+    mine, rng = my_test_ports(), random.Random()
     for _ in range(200):
-        port = rng.choice(TEST_PORTS)
+        port = rng.choice(mine)
+        if port in _HANDED_OUT:
+            continue
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue  # taken: another test's server
+            _HANDED_OUT.add(port)
             return port
-    raise RuntimeError(f"no free port in {TEST_PORTS}: is every one taken?")
+    raise RuntimeError(f"no free port in {mine}: is every one taken?")
 
 
 @contextlib.contextmanager
