@@ -33,8 +33,8 @@ LOCAL = {"env": "local", "n_workers": 2}
 
 # The tests' local clusters start their worker processes from multiprocessing's
 # forkserver, which imports distributed once, rather than spawning an interpreter that
-# imports it again for each (about 1 s of CPU each, a few hundred times a session); it is
-# distributed's own test suite's setting. Users' clusters keep dask's default, spawn:
+# imports it again for each (0.7 s of CPU before any task, a few hundred times a
+# session); it is distributed's own test suite's setting. Users' clusters keep dask's default, spawn:
 # the processes these tests start (`kit run`, kernels, `make demo`, the dist tier) do too.
 dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
 
