@@ -34,8 +34,9 @@ LOCAL = {"env": "local", "n_workers": 2}
 # The tests' local clusters start their worker processes from multiprocessing's
 # forkserver, which imports distributed once, rather than spawning an interpreter that
 # imports it again for each (0.7 s of CPU before any task, a few hundred times a
-# session); it is distributed's own test suite's setting. Users' clusters keep dask's default, spawn:
-# the processes these tests start (`kit run`, kernels, `make demo`, the dist tier) do too.
+# session); it is distributed's own test suite's setting. Users' clusters keep dask's
+# default, spawn: the processes these tests start (`kit run`, kernels, `make demo`, the
+# dist tier) do too.
 dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
 
 # Hypothesis fails an example that takes over 200 ms by default: a clock in a test, which
