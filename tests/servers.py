@@ -40,6 +40,8 @@ def dask_cluster(
         "stderr": subprocess.DEVNULL,
     }
     protocol = ["--protocol", "tls"] if any(a.startswith("--tls") for a in extra) else []
+    # Picked before anything starts, so a pick that fails leaves no process behind.
+    ports = [dask_port_range() for _ in range(2 * n_workers)]  # a worker's and its nanny's
     # Every listener on a test port, none on one the kernel hands out: a test that kills
     # this scheduler leaves its workers dialing its port until they stop, and a port from
     # the ephemeral range may by then be another test's TLS cluster's (a notebook's kernel
@@ -61,7 +63,6 @@ def dask_cluster(
         **common,  # type: ignore[call-overload]
     )
     workers: list[subprocess.Popen[bytes]] = []
-    ports = [dask_port_range() for _ in range(2 * n_workers)]  # a worker's and its nanny's
     try:
         deadline = time.monotonic() + 60
         while not scheduler_file.exists():
