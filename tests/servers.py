@@ -65,7 +65,9 @@ def dask_cluster(
     workers: list[subprocess.Popen[bytes]] = []
     try:
         deadline = time.monotonic() + 60
-        while not scheduler_file.exists():
+        # Until the file parses, not until it exists: the scheduler creates it and then
+        # writes it, and a busy machine once let this read it empty in between.
+        while (address := scheduler_address(scheduler_file)) is None:
             assert time.monotonic() < deadline, "the scheduler did not start"
             assert scheduler.poll() is None, "the scheduler exited"
             time.sleep(0.1)
@@ -91,7 +93,6 @@ def dask_cluster(
             )
             for i in range(n_workers)
         ]
-        address = json.loads(scheduler_file.read_text())["address"]
         if not protocol:  # a TLS cluster's test connects with its own credentials
             # The cluster the test asked for, whole: a worker still joining on a busy
             # machine would leave the test's first run on half the threads it counts.
@@ -107,6 +108,14 @@ def dask_cluster(
         stop(workers)
         stop([scheduler])
         release(ports)
+
+
+def scheduler_address(scheduler_file: Path) -> str | None:
+    """The address in ``scheduler_file``, or None while it is missing or half written."""
+    try:
+        return str(json.loads(scheduler_file.read_text())["address"])
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return None
 
 
 def stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
