@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,44 +62,74 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         uses = SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))
         if uses or SLOW_USES.search(inspect.getsource(function)):
             item.add_marker(pytest.mark.slow)
+    # The order pytest-xdist hands the units out in (see pytest_xdist_make_scheduler): the
+    # longest first (`long` tests, the SLURM's, then by number of tests), as one packs
+    # boxes, so that none starts last and keeps one process busy while the others have
+    # nothing left. Stable, so the order pytest-randomly gave each unit's tests stays.
+    sizes = Counter(scope_of(item.nodeid) for item in items)
+    rank = {scope: scope_rank(scope, size) for scope, size in sizes.items()}
+    items.sort(key=lambda item: rank[scope_of(item.nodeid)])
+
+
+def scope_rank(scope: str, size: int) -> tuple[int, int]:
+    """Where a unit of ``size`` tests goes: `long` tests, then the SLURM's, then by size."""
+    if "::" in scope:
+        return (0, 0)
+    return (1 if scope == "slurm" else 2, -size)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Send pytest-xdist's workers a file at a time, and every test that uses the SLURM to one.
+    """Send pytest-xdist's workers a file at a time, the SLURM's tests to one, `long` ones alone.
 
     A file's tests run on one worker, one after another, so a module's
     fixtures (a Jupyter server, a browser, a cluster) start once. The tests
-    that submit to the SLURM run on one worker, one after another, whatever
-    their file: its queue is one for the machine, and each such module
-    starts by emptying it.
+    that submit to the SLURM (those that ask for the `slurm` fixture) run on
+    one worker, one after another, whatever their file: its queue is one for
+    the machine, and each such module starts by emptying it. A test marked
+    ``long`` (minutes: a shipped notebook run whole) is a unit of its own, so
+    two of them never queue behind each other on one worker. The units go
+    out in the order pytest_collection_modifyitems gives them.
     """
     from xdist.scheduler import LoadScopeScheduling
 
     class ByFile(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            file, _, test = nodeid.partition("::")
-            name = test.split("[")[0].split("::")[-1]
-            return "slurm" if name in slurm_tests(file) else file
+            return scope_of(nodeid)
 
+    config.option.loadscopereorder = False
     return ByFile(config, log)
 
 
+def scope_of(nodeid: str) -> str:
+    """The unit of work pytest-xdist sends ``nodeid`` in: its file, "slurm", or itself."""
+    file, _, test = nodeid.partition("::")
+    name = test.split("[")[0].split("::")[-1]
+    tests = marked_tests(file)
+    if name in tests["slurm"]:
+        return "slurm"
+    return nodeid if name in tests["long"] else file
+
+
 @functools.cache
-def slurm_tests(file: str) -> frozenset[str]:
-    """The tests in ``file`` (relative to the repo) whose code names the SLURM."""
+def marked_tests(file: str) -> dict[str, frozenset[str]]:
+    """The tests in ``file`` (relative to the repo) that use the `slurm` fixture, and the long ones.
+
+    Read from the source: pytest-xdist's controller schedules by test id and
+    collects nothing itself.
+    """
     path = ROOT / file
-    if path.suffix != ".py" or not path.is_file():
-        return frozenset()
-    text = path.read_text(encoding="utf-8")
-    if "slurm" not in text.lower():
-        return frozenset()
-    return frozenset(
-        node.name
-        for node in ast.walk(ast.parse(text))
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and node.name.startswith("test")
-        and "slurm" in (ast.get_source_segment(text, node) or "").lower()
-    )
+    found: dict[str, set[str]] = {"slurm": set(), "long": set()}
+    if path.suffix == ".py" and path.is_file():
+        text = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+                "test"
+            ):
+                if "slurm" in [arg.arg for arg in node.args.args]:
+                    found["slurm"].add(node.name)
+                if any(ast.unparse(d) == "pytest.mark.long" for d in node.decorator_list):
+                    found["long"].add(node.name)
+    return {kind: frozenset(names) for kind, names in found.items()}
 
 
 def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:

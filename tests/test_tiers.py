@@ -1,4 +1,4 @@
-"""The suite's tiers: what makes a test `slow` is read from what it uses (tests/conftest.py)."""
+"""The suite's tiers and units: what makes a test `slow`; how pytest-xdist groups and sends them."""
 
 from __future__ import annotations
 
@@ -53,3 +53,34 @@ def test_a_test_using_a_browser_a_server_or_the_spoken_corpus_is_slow_unmarked()
     assert [test for test in UNMARKED_QUICK if test not in quick] == []
     # Each was left out under its own name, not a name no longer there (left out as well).
     assert [test for test in UNMARKED_SLOW if not exists(test)] == []
+
+
+def test_the_slurms_tests_share_one_unit_a_long_test_is_its_own_and_both_go_out_first() -> None:
+    from tests.conftest import scope_of
+
+    flows = "tests/widgets/test_flows_in_browser.py"
+    notebook_02 = f"{flows}::test_the_decoding_check_reaches_its_wer_table[lab]"
+    slurm_users = [
+        f"{flows}::test_the_scale_out_notebook_shows_no_log_noise[lab]",  # asks for `slurm`
+        "tests/examples/test_asr.py::test_whisper_decodes_on_slurm_as_inline",
+    ]
+    quick = "tests/examples/test_asr.py::test_an_unknown_voice_is_named"
+    # A test that only names SLURM in its text submits nothing: it stays with its file.
+    names_slurm = "tests/widgets/test_panels.py::test_run_panel_shows_the_scale_out_command"
+    assert all(exists(test.split("[")[0]) for test in [notebook_02, *slurm_users, names_slurm])
+    assert scope_of(notebook_02) == notebook_02
+    assert {scope_of(test) for test in slurm_users} == {"slurm"}
+    assert scope_of(quick) == "tests/examples/test_asr.py"
+    assert scope_of(names_slurm) == "tests/widgets/test_panels.py"
+    # The order the units go out in, as the collection sorts them.
+    files = ["tests/examples/test_asr.py", "tests/widgets/test_panels.py", flows]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    order = [scope_of(line) for line in done.stdout.splitlines() if "::" in line]
+    assert order[0] == notebook_02, order[:3]
+    assert set(order[1 : 1 + len(slurm_users)]) == {"slurm"}, order[:6]
