@@ -289,6 +289,8 @@ def quiet_distributed() -> None:
     """
     import logging
 
+    from kit.cluster._knocks import quiet_knocks
+
     # The logger's level, not its handlers' (all LocalCluster's own silence_logs sets,
     # for its lifetime only): the closing chatter comes after that. Its worker
     # processes keep LocalCluster's silence_logs.
@@ -298,6 +300,7 @@ def quiet_distributed() -> None:
     scheduler = logging.getLogger("distributed.scheduler")
     if not any(isinstance(f, KitTaskDeaths) for f in scheduler.filters):
         scheduler.addFilter(KitTaskDeaths())
+    quiet_knocks()  # a stranger refused by a Kit cluster's TLS listener in this process
 
 
 class KitTaskDeaths:

@@ -18,6 +18,7 @@ import dask.config
 from distributed import Nanny
 from distributed.core import Status
 
+from kit.cluster._knocks import PRELOAD
 from kit.cluster._process import alive
 
 #: Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536`` so freed memory
@@ -83,10 +84,14 @@ class KitNanny(Nanny):
 
     A ``MALLOC_TRIM_THRESHOLD_`` in the environment is kept: whoever set it chose it.
     Its worker, and the nanny itself, take :func:`light_sampling_settings`, also when the
-    cluster adds it later (elastic scaling, a replaced worker).
+    cluster adds it later (elastic scaling, a replaced worker); its worker preloads
+    :mod:`kit.cluster._knocks`.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Its worker refuses strangers quietly, as the process holding the nanny does.
+        preload = kwargs.get("preload") or dask.config.get("distributed.worker.preload")
+        kwargs["preload"] = [*preload, PRELOAD]
         with light_sampling():  # the nanny hands its config, read now, to its worker's process
             super().__init__(*args, **kwargs)
         if TRIM not in os.environ:
