@@ -89,14 +89,30 @@ class KitNanny(Nanny):
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # Its worker refuses strangers quietly, as the process holding the nanny does.
-        preload = kwargs.get("preload") or dask.config.get("distributed.worker.preload")
-        kwargs["preload"] = [*preload, PRELOAD]
+        kwargs["preload"] = with_knocks_quiet(kwargs.get("preload"))
         with light_sampling():  # the nanny hands its config, read now, to its worker's process
             super().__init__(*args, **kwargs)
         if TRIM not in os.environ:
             self.pre_spawn_env.pop(TRIM, None)
             self.env.pop(TRIM, None)
+
+
+def with_knocks_quiet(preload: str | list[str] | None) -> list[str]:
+    """Return a worker's preloads (``preload``, else Dask's) and :mod:`kit.cluster._knocks`.
+
+    Its worker then refuses strangers quietly, as the process holding the nanny does.
+
+    Examples
+    --------
+    >>> with_knocks_quiet("mine")  # one module, as a user's `options.preload` may name it
+    ['mine', 'kit.cluster._knocks']
+    >>> with_knocks_quiet(["mine", "kit.cluster._knocks"])
+    ['mine', 'kit.cluster._knocks']
+    """
+    if preload is None:
+        preload = dask.config.get("distributed.worker.preload")
+    modules = [preload] if isinstance(preload, str) else list(preload or [])
+    return modules if PRELOAD in modules else [*modules, PRELOAD]
 
 
 #: How long closing a session waits for workers that their nannies are restarting.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import ROOT
 
@@ -65,3 +66,26 @@ def test_a_knock_on_a_kit_clusters_ports_is_refused_without_a_word_in_the_users_
     assert plain.count("TLS handshake failed") == 2, plain[-3000:]  # scheduler's and worker's
     # ... on a cluster Kit starts, neither does: the stranger is refused, not reported.
     assert "TLS handshake failed" not in knocked(KIT)
+
+
+def test_a_preload_the_user_names_runs_on_the_workers_beside_kits(tmp_path: Path) -> None:
+    import logging
+
+    import kit
+    from kit.cluster._knocks import KNOCK_LOG, RefusedKnocks
+
+    mark = tmp_path / "preloaded"
+    preload = tmp_path / "mine.py"
+    preload.write_text(f"def dask_setup(worker):\n    open({str(mark)!r}, 'w').close()\n")
+    # One module as a string, as a config's `parallel.options.preload` may give it.
+    parallel = {"env": "local", "n_workers": 1, "options": {"preload": str(preload)}}
+    session = kit.get_session(parallel)
+    try:
+
+        def quiet() -> bool:
+            return any(isinstance(f, RefusedKnocks) for f in logging.getLogger(KNOCK_LOG).filters)
+
+        assert list(session.client.run(quiet).values()) == [True]
+        assert mark.exists()
+    finally:
+        session.close()
