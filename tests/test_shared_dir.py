@@ -119,7 +119,14 @@ def test_a_planted_link_is_refused_and_its_target_left_alone(
 @pytest.fixture
 def bystander() -> Iterator[subprocess.Popen[bytes]]:
     """A process of this user that is not a driver (its pid and start time are public)."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE,
+    )
+    # Popen returns while the child may still be inside exec (its command line
+    # reads empty until the new program's arguments are laid out); a busy
+    # machine stretches that window. Tests look at a process that runs.
+    assert proc.stdout is not None and proc.stdout.readline() == b"up\n"
     yield proc
     proc.kill()
     proc.wait()
