@@ -24,7 +24,7 @@ import pytest
 
 import kit
 from kit._base.errors import KitError
-from kit.detached._run import DriverIdentity
+from kit.detached._run import DriverIdentity, signal_driver, spawn_driver
 from kit.errors import StoreError, StoreWarning
 from kit.store._results import read_result
 from kit.store._store import LEDGER, RunStore
@@ -352,3 +352,23 @@ def test_a_driver_on_its_way_out_counts_as_ended_not_as_another_program(
     assert not identity.running()
     bystander.wait()
     assert identity.exiting()
+
+
+def test_a_driver_is_named_in_driver_json_only_once_it_runs_the_driver_program(
+    tmp_path: Path,
+) -> None:
+    # A cancel that reads driver.json at once must find the driver, not a
+    # process still inside exec (its command line empty, as an exiting one's):
+    # taking it for an ended driver would signal nothing and the run go on.
+    out = tmp_path / "run"
+    out.mkdir()
+    store = RunStore(out)
+    store.lock()  # as submit holds it: the driver waits for it to be let go
+    try:
+        spawn_driver(out, {"never": "loaded"}, total=1)
+        driver = json.loads((out / "driver.json").read_text())
+        assert DriverIdentity(driver).drives(out)
+    finally:
+        store.unlock()
+    assert signal_driver(out)
+    assert psutil.Process(driver["pid"]).wait(timeout=30) is not None

@@ -317,6 +317,24 @@ def signal_driver(output_dir: Path) -> bool:
     return True
 
 
+def _wait_for_exec(proc: subprocess.Popen[Any]) -> None:
+    """Return once ``proc`` runs its own program (its command line reads) or has ended.
+
+    Popen returns while exec may still lay out the new program's arguments;
+    until then the command line reads empty, as an exiting process's does. A
+    ``kit cancel`` that read driver.json in that window would take the driver
+    for one on its way out and signal nothing, and the run would go on.
+    """
+    import psutil
+
+    try:
+        process = psutil.Process(proc.pid)
+        while not process.cmdline() and proc.poll() is None:
+            time.sleep(0.001)
+    except psutil.Error:  # ended (NoSuchProcess, or a zombie)
+        return
+
+
 def spawn_driver(out: Path, job: Mapping[str, Any], total: int) -> None:
     """Write the job (private), start ``python -m kit._driver out``, record it in driver.json.
 
@@ -338,6 +356,7 @@ def spawn_driver(out: Path, job: Mapping[str, Any], total: int) -> None:
             env=env,
             start_new_session=True,  # survives the kernel and its process group
         )
+    _wait_for_exec(proc)
     write_json(
         RunDir(out).driver,
         {
