@@ -15,6 +15,10 @@ from kit.views._html import FAILED_COLOR, failed_html, number, rows_table, statu
 OK_COLOR = "#2b8a3e"
 #: Height of each metric's own plot.
 METRIC_HEIGHT = 180
+#: The tools of a plot without a toolbar: none. A hidden toolbar's tools still act (a
+#: drag pans the plot away, with no reset button to bring it back), and each is models
+#: every report serializes; hovering stays where a plot gives ``tooltips``.
+NO_TOOLS = ""
 PALETTE = ("#1c7ed6", "#e8590c", "#7048e8", "#0ca678", "#d6336c", "#5c940d", "#f08c00")
 #: The failures table's look, inside the bokeh Div's shadow root (the page's CSS stays out).
 FAILURES_CSS = """
@@ -160,6 +164,7 @@ class DashboardView:
             y_range=FactorRange(factors=["items"]),
             x_range=Range1d(start=0, end=1),
             toolbar_location=None,
+            tools=NO_TOOLS,
             title="progress",
             name="kit-progress",
         )
@@ -181,6 +186,7 @@ class DashboardView:
             title="throughput (items/s)",
             x_axis_label="seconds",
             toolbar_location=None,
+            tools=NO_TOOLS,
             name="kit-throughput",
         )
         self.throughput.line("t", "rate", source=self.throughput_source, line_width=2)
@@ -197,6 +203,7 @@ class DashboardView:
             x_range=FactorRange(),
             title="items per worker",
             toolbar_location=None,
+            tools=NO_TOOLS,
             name="kit-workers",
             tooltips=[("worker", "@worker"), ("items", "@items"), ("busy", "@busy{0%}")],
         )
@@ -225,6 +232,7 @@ class DashboardView:
             width=self._metric_width,
             title=self.metrics_title,
             toolbar_location=None,
+            tools=NO_TOOLS,
         )
         # An empty line: a plot without renderers is an error in bokeh's eyes.
         self._placeholder.line(x=[], y=[])
@@ -265,6 +273,7 @@ class DashboardView:
             title=name,
             x_axis_label="step" if by_step else "items done",
             toolbar_location=None,
+            tools=NO_TOOLS,
             name=f"kit-metric-{name}",
             tooltips=[(name, "@y"), ("at", "@x")],
         )

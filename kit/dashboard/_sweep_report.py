@@ -16,7 +16,7 @@ from typing import Any
 
 from kit._base.atomic import atomic_file
 from kit._compare import run_metric
-from kit.dashboard._figures import PALETTE, require_bokeh
+from kit.dashboard._figures import NO_TOOLS, PALETTE, require_bokeh
 from kit.detached._sweep import DetachedSweep
 from kit.store._rundir import SweepDir
 from kit.views._html import rows_table
@@ -247,6 +247,7 @@ def _parallel_coordinates(
         x_range=Range1d(start=-0.3, end=len(keys) - 0.7),
         y_range=Range1d(start=-0.12, end=1.12),
         toolbar_location=None,
+        tools=NO_TOOLS,
         name="kit-sweep-parallel",
     )
     mapper = LinearColorMapper(
@@ -289,6 +290,7 @@ def _against_each(
             "height": 240,
             "width": 360,
             "toolbar_location": None,
+            "tools": NO_TOOLS,
             "name": f"kit-sweep-{key}",
         }
         if len(numbers) == len(texts):

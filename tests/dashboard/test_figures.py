@@ -56,3 +56,29 @@ def test_the_dashboard_drawn_off_the_page_shows_its_failures_once_on_it(
     row.wait_for(timeout=20_000)
     assert row.inner_text().split("\t") == ["3", "ValueError: <empty>"]
     assert errors == []
+
+
+def test_a_plot_without_a_toolbar_has_no_tool_but_its_hover() -> None:
+    # A hidden toolbar's tools still act: a drag would pan a plot away with no
+    # reset button to bring it back.
+    from bokeh.document import Document
+    from bokeh.models import HoverTool, Plot
+
+    from kit.dashboard._figures import DashboardView
+
+    view = DashboardView()
+    state = DashboardState()
+    state(RunStarted("r", total=4, resumed=0, workers=1))
+    state(ChunkFinished("r", 0, 4, 0, "a", 0.5, 1.0, 4, 0, 4, metrics={"wer": (0.4, 4)}))
+    view.update(state.snapshot())
+    document = Document()
+    document.add_root(view.layout)
+    plots = [model for model in document.models if isinstance(model, Plot)]
+    tools = {plot.name: [type(tool) for tool in plot.toolbar.tools] for plot in plots}
+    assert tools == {
+        "kit-progress": [],
+        "kit-throughput": [],
+        "kit-workers": [HoverTool],
+        "kit-metric-wer": [HoverTool],  # in the place of the empty metrics plot
+    }
+    assert view._placeholder.toolbar.tools == []
