@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 # What `import kit` must not load: an extra's packages (absent from a core install), the
-# scientific stack, and Kit's own optional wings.
+# scientific stack, Kit's own optional wings, and importlib.metadata (some 30 modules,
+# for the cluster backends packages add: read when a config names one).
 HEAVY = (
     "numpy",
     "pandas",
@@ -19,6 +20,7 @@ HEAVY = (
     "kit.rl",
     "kit.asr",
     "kit.widgets",
+    "importlib.metadata",
 )
 
 

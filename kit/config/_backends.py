@@ -12,8 +12,6 @@ with an entry point in the group ``kit.backends``::
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
-
 #: The built-in backends: ``parallel.env`` -> ``module:function`` that starts it.
 #: ``inline`` starts none: its runs go on in the driver's process.
 BACKENDS: dict[str, str] = {
@@ -45,6 +43,9 @@ def installed_backends() -> dict[str, str]:
     >>> "local" in installed_backends()  # built-ins are not in the group
     False
     """
+    # Here, not at the top: importlib.metadata is some 30 modules `import kit` need not load.
+    from importlib.metadata import entry_points
+
     return {point.name: point.value for point in entry_points(group=GROUP)}
 
 
