@@ -70,6 +70,8 @@ class Model:
 
     def close(self) -> None:
         self.closed = True
+        if self.cfg.get("teardown_sleep"):  # a teardown that takes a while (a model's files)
+            time.sleep(self.cfg.teardown_sleep)
         if self.cfg.get("log_dir"):
             log(self.cfg, "teardown.log", f"{os.getpid()} {self.cfg.factor}")
 
@@ -543,9 +545,10 @@ class KeyedProvider(ToyProvider):
 
 
 class Paced(ToyProvider):
-    """Builds its env from ``factor`` and how items behave (sleep, gate): a class's engines."""
+    """Builds its env from ``factor``, how items behave (sleep, gate) and how long its
+    teardown takes: a class's engines."""
 
-    env_keys = ("factor", "sleep", "log_dir", "log_calls", "gate", "gate_from")
+    env_keys = ("factor", "sleep", "teardown_sleep", "log_dir", "log_calls", "gate", "gate_from")
 
 
 class Peeking(ToyProvider):

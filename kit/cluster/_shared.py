@@ -85,6 +85,14 @@ class ClusterLedger(SchedulerPlugin):
         """Return the envs registered on the cluster now."""
         return [name for name in self.scheduler.worker_plugins if name.startswith(ENV_PREFIX)]
 
+    def on_workers(self) -> list[str]:
+        """Return the envs on the workers now: registered, or still being torn down.
+
+        Dask's scheduler forgets a plugin before its workers have run its
+        teardown; until that teardown has ended, the env is still there.
+        """
+        return sorted({*self.present(), *self.envs.leaving})
+
     async def until_gone(self, name: str) -> None:
         """Wait while env ``name`` is being torn down."""
         while name in self.envs.leaving:
@@ -178,10 +186,10 @@ async def release_env(hold: str, drop: bool = False, dask_scheduler: Any = None)
 
 
 def held_envs(dask_scheduler: Any = None) -> dict[str, list[str]]:
-    """On the scheduler: each env registered now, with the clients holding it."""
+    """On the scheduler: each env on the workers now, with the clients holding it."""
     with contextlib.suppress(RuntimeError):
         ledger = ledger_of(dask_scheduler)
-        return {name: ledger.envs.holders(name) for name in ledger.present()}
+        return {name: ledger.envs.holders(name) for name in ledger.on_workers()}
     return {name: [] for name in dask_scheduler.worker_plugins if name.startswith(ENV_PREFIX)}
 
 
@@ -235,7 +243,7 @@ def list_runs(dask_scheduler: Any = None) -> dict[str, Any]:
     return {
         "threads": threads,
         "runs": ledger.runs.listing(threads),
-        "envs": {name: ledger.envs.holders(name) for name in ledger.present()},
+        "envs": {name: ledger.envs.holders(name) for name in ledger.on_workers()},
     }
 
 

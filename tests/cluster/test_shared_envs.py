@@ -85,7 +85,14 @@ def test_an_attendee_that_dies_mid_run_lets_go_of_its_env(
 def test_an_env_nobody_holds_for_its_idle_timeout_is_torn_down(
     scheduler: str, watcher: Client, tmp_path: Path
 ) -> None:
-    job = {"items": 4, "factor": 3, "log_dir": str(tmp_path), "parallel": {"env_idle_timeout": 1}}
+    # Each worker's teardown takes half a second: the env counts as there until it has ended.
+    job = {
+        "items": 4,
+        "factor": 3,
+        "log_dir": str(tmp_path),
+        "teardown_sleep": 0.5,
+        "parallel": {"env_idle_timeout": 1},
+    }
     assert reports(attendee(scheduler, job))[0]["failed"] == 0
     until(lambda: watcher.run_on_scheduler(held_envs) == {}, "the idle env to be torn down")
     assert len(lines(tmp_path, "teardown.log")) == WORKERS
