@@ -78,11 +78,12 @@ def test_a_client_of_your_own_runs_the_work_and_stays_open(own_client: Client) -
     assert own_client.submit(sum, [1, 2]).result() == 3
 
 
-def test_workers_know_their_index(own_client: Client) -> None:
+def test_workers_know_their_index_and_threads(own_client: Client) -> None:
     result = WhichWorker(IndexProvider({}), client=own_client).run(range(40))
     indices = {r["index"] for r in result.records}
     assert indices <= {0, 1} and indices
     assert all(r["dask_id"] == r["id"] for r in result.records)  # ESPnet3's DASK_WORKER_ID
+    assert all(r["threads"] == r["nthreads"] for r in result.records)  # KIT_WORKER_THREADS
 
 
 def test_a_client_must_be_a_client() -> None:

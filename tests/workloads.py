@@ -354,28 +354,43 @@ class Naps(Runner):
 
 
 class IndexProvider(EnvironmentProvider):
-    """An env that records which worker index the plugin announced."""
+    """An env that records which worker index and threads the plugin announced, and the
+    threads a recognizer built there would take."""
 
     def build_env_local(self) -> dict[str, Any]:
-        return {"index": -1, "dask_id": ""}
+        return {"index": -1, "dask_id": "", "threads": 0, "decoding_threads": 0}
 
     def make_worker_setup_fn(self) -> Any:
         return worker_identity
 
 
 def worker_identity() -> dict[str, Any]:
+    from kit.asr.recognizers import current_threads
+
     return {
         "index": int(os.environ["KIT_WORKER_INDEX"]),
         "dask_id": os.environ["DASK_WORKER_ID"],
+        "threads": int(os.environ["KIT_WORKER_THREADS"]),
+        "decoding_threads": current_threads(),
     }
 
 
 class WhichWorker(Runner):
     @staticmethod
-    def forward(idx: int, index: int, dask_id: str) -> dict[str, Any]:
+    def forward(
+        idx: int, index: int, dask_id: str, threads: int, decoding_threads: int
+    ) -> dict[str, Any]:
         from distributed import get_worker
 
-        return {"index": index, "dask_id": dask_id, "id": get_worker().id}
+        worker = get_worker()
+        return {
+            "index": index,
+            "dask_id": dask_id,
+            "id": worker.id,
+            "threads": threads,
+            "decoding_threads": decoding_threads,
+            "nthreads": worker.state.nthreads,
+        }
 
 
 class LoggedSleeps(Runner):

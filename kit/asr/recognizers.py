@@ -104,13 +104,20 @@ def shipped_whisper_model() -> str:
 
 
 def current_threads() -> int:
-    """Return the threads this process may use: its Dask worker's, else every core."""
+    """Return the threads this process may use: its Dask worker's, else every core.
+
+    In a task, the worker's; while a worker builds its env (outside any task,
+    where Dask's ``get_worker`` finds none), the ``KIT_WORKER_THREADS`` its
+    provider plugin set; elsewhere every core.
+    """
     try:
         from distributed import get_worker
 
         return int(get_worker().state.nthreads)
     except (ImportError, ValueError):
-        return os.cpu_count() or 1
+        pass
+    said = os.environ.get("KIT_WORKER_THREADS", "")
+    return int(said) if said.isdecimal() and int(said) > 0 else os.cpu_count() or 1
 
 
 class WhisperRecognizer:

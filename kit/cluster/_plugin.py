@@ -68,10 +68,14 @@ class ProviderPlugin(WorkerPlugin):
         a plugin removed because the run gave up on a setup) while a model
         loads. Before the setup function runs, the process environment says
         which worker this is (``KIT_WORKER_INDEX``, and ESPnet3's
-        ``DASK_WORKER_ID``), e.g. for choosing a device per worker.
+        ``DASK_WORKER_ID``), e.g. for choosing a device per worker, and how
+        many threads it runs tasks on (``KIT_WORKER_THREADS``): a model that
+        takes a thread pool of its own sizes it to that, not to every core
+        of a machine its sibling workers share.
         """
         os.environ["DASK_WORKER_ID"] = str(worker.id)
         os.environ["KIT_WORKER_INDEX"] = str(worker_index(worker.name))
+        os.environ["KIT_WORKER_THREADS"] = str(worker.state.nthreads)
         try:
             env = await _on_daemon_thread(functools.partial(self._build, worker), self.label)
         except BaseException as exc:

@@ -27,6 +27,7 @@ from kit.examples.asr import CONFIG_PATH, build_corpus
 from kit.examples.asr.corpus import VOICES
 from tests.slurm import slurm_parallel
 from tests.speech import DIGITS, SENTENCES
+from tests.workloads import IndexProvider, WhichWorker
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -354,7 +355,7 @@ def test_an_hf_dataset_without_the_package_names_it() -> None:
 
 
 def test_decoding_threads_default_to_the_workers_threads_and_inline_to_every_core(
-    local_client: Any,
+    local: dict[str, Any], local_client: Any
 ) -> None:
     workers = list(local_client.nthreads())
     on_workers = [
@@ -362,4 +363,8 @@ def test_decoding_threads_default_to_the_workers_threads_and_inline_to_every_cor
         for w in workers
     ]
     assert on_workers == [1] * len(workers)
+    # Also where a recognizer is made: in the env a worker builds, outside any task (a
+    # model sized to every core there made two workers' Whisper 4x slower on 2 cores).
+    built = WhichWorker(IndexProvider({}), parallel=local).run(range(8)).records
+    assert {r["decoding_threads"] for r in built} == {1}
     assert current_threads() == os.cpu_count()
