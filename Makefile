@@ -60,6 +60,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Python keeps what it compiles (__pycache__, and pytest's rewritten asserts) even where the
+# environment says not to (PYTHONDONTWRITEBYTECODE, as CI machines often set): the suite
+# starts a few hundred Python processes (workers, kernels, `kit` commands), and each would
+# compile Kit's modules and the tests again.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
+
 # Test files run side by side in JOBS processes (pytest-xdist): most tests wait on a
 # cluster, a browser or a subprocess, so three keep two cores busy. A file's tests stay
 # on one process (its fixtures start once), and every test that uses the SLURM on one
@@ -69,7 +75,7 @@ JOBS ?= 3
 # The suite but the dist tier; its wall time goes to $(VENV)/.suite-seconds, which
 # `make bench` records beside the last recorded one.
 unit: $(STAMP)
-	@start=$$(date +%s); $(BIN)/python -m pytest -m "not dist" -n $(JOBS) --durations=30 && \
+	@start=$$(date +%s); $(PYTEST) -m "not dist" -n $(JOBS) --durations=30 && \
 	  echo $$(( $$(date +%s) - start )) > $(VENV)/.suite-seconds
 
 # The dist tier (tests/dist): the wheel built from this checkout, installed with pip's
@@ -118,7 +124,7 @@ test: system-deps lint typecheck unit
 # `slow` (no browser, Jupyter or other server, SLURM or spoken corpus: tests/conftest.py
 # reads it from what each test uses); `make test` runs everything.
 check: lint typecheck
-	$(BIN)/python -m pytest -q -m "not slow and not dist" -n $(JOBS) --durations=10
+	$(PYTEST) -q -m "not slow and not dist" -n $(JOBS) --durations=10
 
 # Side-by-side benchmarks; results (with the machine description) go to benchmarks/results/.
 bench: $(STAMP)
