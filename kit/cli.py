@@ -37,6 +37,7 @@ EXIT_USAGE = 2
 EXIT_TRIALS_FAILED = 3
 EXIT_NO_TRIALS = 4
 EXIT_GATE = 5
+EXIT_CHECK = 6
 #: What each exit code means, as ``kit --help`` (and the manual's CLI page) lists them.
 EXIT_CODES = {
     EXIT_OK: "success (for a run: every item ran; for a sweep: every trial completed with "
@@ -48,6 +49,8 @@ EXIT_CODES = {
     "or it gave no number for the metric)",
     EXIT_NO_TRIALS: "a sweep ran no trial at all",
     EXIT_GATE: "a score exceeded its gate (`--max-wer`, `--max-cer` of `kit score` or `kit run`)",
+    EXIT_CHECK: "`kit check` found the sample's records differ between the ways it ran them "
+    "(parity failed), or items of the set that cannot run",
 }
 
 
@@ -169,6 +172,38 @@ def _run(args: argparse.Namespace) -> int:
     gated = _gate_summary(result.summary, _gates(args))
     # Failed items come first: the scores of a run that lost items are not the run's.
     return code or gated
+
+
+def _check(args: argparse.Namespace) -> int:
+    import json
+
+    from kit._from_config import build_runner
+    from kit.check import check
+    from kit.config import parallel_section
+    from kit.launch import RunRequest
+
+    cfg = _load(args)
+    runner, items = build_runner(cfg)
+    section = cfg.get("check") or {}
+    target = None
+    if args.target is not None:
+        target = parallel_section(load_config(args.target, []).get("parallel"))
+    verdict = check(
+        RunRequest.of(runner, items),
+        n=args.items if args.items is not None else int(section.get("items", 20)),
+        seed=args.seed if args.seed is not None else int(section.get("seed", 0)),
+        rtol=args.rtol if args.rtol is not None else section.get("rtol"),
+        ignore=list(section["ignore"]) if section.get("ignore") is not None else None,
+        target=target,
+        on_step=lambda step: _say(f"kit check: {step}", file=sys.stderr),
+    )
+    _say(verdict.card())
+    if args.json is not None:
+        from kit._base.atomic import atomic_file
+
+        with atomic_file(args.json) as out:
+            json.dump(verdict.to_dict(), out, indent=1, default=str)
+    return EXIT_OK if verdict.ok else EXIT_CHECK
 
 
 def _gate_summary(summary: dict[str, Any], gates: dict[str, float]) -> int:
@@ -618,6 +653,29 @@ def build_parser() -> argparse.ArgumentParser:
     _sweep_options(run)
     _with_gates(run)
     run.set_defaults(handler=_run_or_sweep)
+    checking = commands.add_parser(
+        "check",
+        help="before scaling out: run a sample here, on the workers and batched; compare, "
+        "name the cause of a difference, forecast the full run",
+    )
+    _with_config(checking)
+    checking.add_argument(
+        "--items", type=_positive, metavar="N", help="items in the sample (default 20)"
+    )
+    checking.add_argument("--seed", type=int, help="which items the sample takes (default 0)")
+    checking.add_argument(
+        "--rtol",
+        type=float,
+        metavar="R",
+        help="numbers within this relative difference are the same (default: the runner's, 0)",
+    )
+    checking.add_argument(
+        "--target",
+        metavar="CONFIG",
+        help="forecast the run on this config's parallel section (default: CONFIG's)",
+    )
+    checking.add_argument("--json", metavar="FILE", help="also write the verdict to FILE")
+    checking.set_defaults(handler=_check)
     sweep = commands.add_parser(
         "sweep",
         help="run every trial of a sweep (key=a,b,c; range(...); choice(...)) side by side",

@@ -132,6 +132,40 @@ def _wav_problem(path: Path) -> str | None:
     return None
 
 
+def item_problem(entry: Mapping[str, Any]) -> str | None:
+    """Return what keeps an entry from being decoded and scored (read from headers), or None.
+
+    Its recording must be a 16 kHz 16-bit mono WAV that exists (or an array at
+    16 kHz), its segment must lie within it, and it must have a text.
+
+    Examples
+    --------
+    >>> item_problem({"audio": "no/such.wav", "text": "hi"})
+    'no such file: no/such.wav'
+    >>> item_problem({"audio": {"array": [0.0], "sampling_rate": 8000}, "text": "hi"})
+    'audio at 8000 Hz: resample it to 16 kHz'
+    """
+    audio = entry.get("audio")
+    if isinstance(audio, dict) and "array" in audio:
+        rate = audio.get("sampling_rate", RATE)
+        if rate != RATE:
+            return f"audio at {rate} Hz: resample it to 16 kHz"
+    elif isinstance(audio, (str, Path)):
+        problem = _wav_problem(Path(audio))
+        if problem is not None:
+            return problem
+        if entry.get("end") is not None:
+            with wave.open(str(audio)) as wav:
+                length = wav.getnframes() / wav.getframerate()
+            if float(entry["end"]) > length + 0.01:
+                return f"its segment ends at {entry['end']} s, after the recording's {length:.2f} s"
+    else:
+        return f"audio must be a WAV path or {{'array', 'sampling_rate'}}, got {audio!r:.60}"
+    if not isinstance(entry.get("text"), str):
+        return "no text to score against"
+    return None
+
+
 def _kaldi_lines(path: Path, fields: int) -> list[tuple[int, list[str]]]:
     """Return ``(line number, fields)`` of a Kaldi table: a key, then up to ``fields - 1`` more."""
     rows = []

@@ -188,6 +188,11 @@ class DecodeRunner(Runner):
     ('hello word', 1, 0.5)
     """
 
+    #: A decoding's time and whether it warmed the recognizer up differ run to run.
+    check_ignore = ("decode_seconds", "metrics.rtf", "warmup")
+    #: An utterance's decoding time grows with its length: ``kit check`` forecasts by it.
+    cost_by = "duration"
+
     @staticmethod
     def forward(idx: Any, recognizer: Recognizer, dataset: Any, config: Any = None) -> Any:
         """Decode utterance ``idx`` (or the list of utterances ``idx``) of the dataset.
@@ -221,6 +226,34 @@ class DecodeRunner(Runner):
             return len(audio["array"]) / float(audio.get("sampling_rate", 16000))
         with wave.open(str(audio)) as wav:
             return float(wav.getnframes() / wav.getframerate())
+
+    def check_items(self, indices: Sequence[Any], env: Mapping[str, Any]) -> list[str]:
+        """Check every recording's header (a 16 kHz 16-bit mono WAV that exists) and segment."""
+        from kit.asr.data import item_problem
+
+        dataset = env["dataset"]
+        problems = []
+        for index in indices:
+            found = item_problem(dataset[index])
+            if found is not None:
+                problems.append(f"item {index}: {found}")
+        return problems
+
+    def check_summary(self, records: list[Any]) -> dict[str, Any]:
+        """Return the sample's WER and CER with their 95% bootstrap intervals, and its RTF."""
+        from kit.asr.rescore import interval
+
+        summary = self.summarize(records)
+        if not summary:
+            return {}
+        return {
+            "wer": summary["wer"],
+            "wer_95": interval(records),
+            "cer": summary.get("cer"),
+            "cer_95": interval(records, "char_errors", "chars"),
+            "rtf": summary["rtf"],
+            "utterances": summary["utterances"],
+        }
 
     def report_sections(self) -> Sequence[Callable[[Path], str]]:
         """Add the scores, the worst utterances aligned and the substitutions to ``report.html``."""

@@ -16,7 +16,8 @@ from kit.tracking._exporter import Exporters
 def spec_of(request: RunRequest) -> RunSpec:
     """Return the spec of ``request``'s run; nothing is contacted, nothing written."""
     runner = request.runner
-    writer = runner.writer or RecordWriter(runner.options.record_format)
+    options = request.runner_options
+    writer = runner.writer or RecordWriter(options.record_format)
     output_dir = request.output_dir
     job = ChunkJob(
         run_id=uuid.uuid4().hex[:8],
@@ -24,15 +25,16 @@ def spec_of(request: RunRequest) -> RunSpec:
         forward_spec=runner.forward_spec,
         explicit=dict(request.forward_kwargs),
         indices=request.items,
-        batch_size=runner.options.batch_size,
-        batch_by=runner.batch_by,
+        batch_size=options.batch_size,
+        # Batching by size is the runner's, checked when it was made; options may drop it.
+        batch_by=runner.batch_by if options.batch_by is not None else None,
     )
     return RunSpec(
         provider=runner.provider,
         job=job,
         parallel=request.parallel,
-        client=runner.client,
-        options=runner.options,
+        client=request.client,
+        options=options,
         store=RunStore(output_dir, writer) if output_dir is not None else None,
         runner_name=f"{type(runner).__module__}.{type(runner).__qualname__}",
         summarize=runner.summarize,

@@ -17,7 +17,7 @@ def start_driver(request: RunRequest) -> DetachedRun:
             "a detached run needs an output_dir: it is where the driver writes its "
             "results and where attach() finds them; pass Runner(..., output_dir=...)"
         )
-    if request.runner.client is not None:
+    if request.client is not None:
         raise ValueError(
             "a detached run starts a driver process of its own, which cannot share this "
             "process's Dask client; instead of client=, pass parallel={'env': 'remote', "

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
-from kit.config import ParallelConfig
+from kit.config import ParallelConfig, RunnerConfig
 from kit.result import Index
 from kit.tracking import Tracking
 
@@ -47,6 +47,12 @@ class RunRequest:
     draws_report
         Whether the run draws ``output_dir/report.html`` as it ends (a sweep
         draws its trials' reports itself).
+    client
+        A Dask client to run on instead of ``parallel`` (the runner's own,
+        ``Runner(client=...)``); Kit never closes it.
+    options
+        The ``runner`` options the run uses instead of the runner's own (a
+        check runs items one at a time, one a chunk); None: the runner's.
 
     Examples
     --------
@@ -65,6 +71,8 @@ class RunRequest:
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
     tracking: Tracking | None = None
     draws_report: bool = True
+    client: Any = None
+    options: RunnerConfig | None = None
 
     @classmethod
     def of(
@@ -78,6 +86,7 @@ class RunRequest:
             output_dir=runner.output_dir,
             parallel=runner.parallel,
             tracking=runner.tracking,
+            client=runner.client,
         )
 
     def replace(self, **changes: Any) -> RunRequest:
@@ -85,6 +94,11 @@ class RunRequest:
         if changes.get("output_dir") is not None:
             changes["output_dir"] = Path(changes["output_dir"]).expanduser()
         return dataclasses.replace(self, **changes)
+
+    @property
+    def runner_options(self) -> RunnerConfig:
+        """The ``runner`` options the run uses: the request's, else the runner's."""
+        return self.options if self.options is not None else self.runner.options
 
     @property
     def config(self) -> DictConfig | None:
