@@ -90,6 +90,7 @@ PACKAGES = {
     "kit.config": "kit.config: loading, checking and saving configs",
     "kit.launch": "kit.launch: the run request, assembled in one place",
     "kit.cluster": "kit.cluster: sessions, cluster builders, the env plugin",
+    "kit.check": "kit.check: the check before scaling out",
     "kit.store": "kit.store: the run folder",
     "kit.detached": "kit.detached: runs and sweeps that outlive the notebook",
     "kit.tracking": "kit.tracking: MLflow and TensorBoard",

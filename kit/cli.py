@@ -49,8 +49,8 @@ EXIT_CODES = {
     "or it gave no number for the metric)",
     EXIT_NO_TRIALS: "a sweep ran no trial at all",
     EXIT_GATE: "a score exceeded its gate (`--max-wer`, `--max-cer` of `kit score` or `kit run`)",
-    EXIT_CHECK: "`kit check` found the sample's records differ between the ways it ran them "
-    "(parity failed), or items of the set that cannot run",
+    EXIT_CHECK: "the check failed (`kit check`: the records of its sample differ between the "
+    "ways it ran them, or items of the set cannot run)",
 }
 
 

@@ -39,7 +39,7 @@ class Difference:
     Examples
     --------
     >>> [str(d) for d in differences(0, 0, {"text": "a cat"}, {"text": "a hat"}, ("r", "w"))]
-    ["item 0, text: 'a cat' (r) vs 'a hat' (w): from character 2: 'cat' vs 'hat'"]
+    ["item 0, text: 'a cat' (r) vs 'a hat' (w): from character 2: 'a cat' vs 'a hat'"]
     """
 
     index: Index

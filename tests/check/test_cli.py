@@ -1,0 +1,94 @@
+"""``kit check CONFIG``: the card on stdout, the verdict in ``--json``, parity in the exit code."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from kit.cli import EXIT_CHECK, EXIT_OK, EXIT_USAGE, main
+from kit.examples.quickstart import CONFIG_PATH
+
+
+def test_a_clean_config_passes_with_its_forecast_in_the_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    verdict = tmp_path / "check.json"
+    code = main(
+        [
+            "check",
+            str(CONFIG_PATH),
+            "model.work_seconds=0",
+            "parallel.env=inline",
+            "--items",
+            "5",
+            "--json",
+            str(verdict),
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == EXIT_OK, out + err
+    assert out.startswith("kit check: PASS on 5 items")
+    assert "kit check: reference: 5 items in this process" in err  # progress goes to stderr
+    data = json.loads(verdict.read_text())
+    assert data["parity"] == {
+        "ok": True,
+        "cause": None,
+        "why": "the same records every way",
+        "differences": [],
+        "compared": {"reference vs again": 5},
+    }
+    assert data["forecast"]["items"] == 300 and data["forecast"]["slots"] == 1
+    assert data["forecast"]["seconds"]["low"] <= data["forecast"]["seconds"]["high"]
+    assert data["data"] == {
+        "items": 300,
+        "ok": True,
+        "problems": [],
+        "problem_count": 0,
+        "sample_share": None,
+        "feature": None,
+    }
+
+
+def test_a_difference_exits_with_the_check_code_and_names_the_cause(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "unseeded.yaml"
+    config.write_text(
+        "provider: {_target_: tests.check.planted.Plain}\n"
+        "runner: {_target_: tests.check.planted.Unseeded}\n"
+        "items: {start: 0, stop: 10}\n"
+        "parallel: {env: inline}\n"
+        f"output_dir: {tmp_path / 'run'}\n"
+    )
+    code = main(["check", str(config), "--items", "3", "--json", str(tmp_path / "v.json")])
+    out, _ = capsys.readouterr()
+    assert code == EXIT_CHECK
+    assert "likely cause: nondeterminism" in out
+    assert re.search(r"- item \d, sampled: 0\.\d+ \(reference\) vs 0\.\d+ \(again\)", out)
+    assert json.loads((tmp_path / "v.json").read_text())["parity"]["cause"] == "nondeterminism"
+    assert not (tmp_path / "run").exists()  # a check writes no run folder
+
+
+def test_the_config_check_section_sets_what_may_differ(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "unseeded.yaml"
+    config.write_text(
+        "provider: {_target_: tests.check.planted.Plain}\n"
+        "runner: {_target_: tests.check.planted.Unseeded}\n"
+        "items: {start: 0, stop: 10}\n"
+        "parallel: {env: inline}\n"
+        "check: {items: 2, ignore: [sampled]}\n"
+    )
+    assert main(["check", str(config)]) == EXIT_OK
+    assert "PASS on 2 items" in capsys.readouterr().out
+
+
+def test_a_bad_item_count_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["check", str(CONFIG_PATH), "--items", "0"])
+    assert exited.value.code == EXIT_USAGE
+    assert "--items" in capsys.readouterr().err
