@@ -133,6 +133,12 @@ def _print_result(result: RunResult) -> int:
         _say(f"  ... {len(result.errors) - 5} more in {result.output_dir or 'result.errors'}")
     if result.summary:
         _say(f"summary: {result.summary}")
+    if result.output_dir is not None:
+        from kit.store._check_file import forecast_against_run
+
+        against = forecast_against_run(result.output_dir)
+        if against is not None:
+            _say(against)
     return EXIT_OK if stats.failed == 0 and stats.not_run == 0 else EXIT_ITEMS_FAILED
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import random
 import resource
 import textwrap
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kit._engine.inject import ForwardSpec
@@ -358,7 +361,9 @@ def check(
     ``check_rtol`` and ``check_ignore``); a difference is put down to its
     likely cause. The workers' per-item times forecast the full run on
     ``target`` (default: ``request.parallel``); every item of the set is
-    checked with the runner's :meth:`~kit.Runner.check_items`.
+    checked with the runner's :meth:`~kit.Runner.check_items`. With an
+    ``output_dir``, the verdict is kept there (``check.json``, that file only)
+    for the run's report to set against the run.
 
     Examples
     --------
@@ -490,7 +495,38 @@ def check(
         limit = target_limit(request.parallel)
     the_memory = Memory(peak or 0, limit)
     summary = dict(runner.check_summary([r for r in reference.records if r is not None]))
-    return CheckResult(tuple(sample), parity, the_forecast, the_memory, data, summary, sights, ways)
+    verdict = CheckResult(
+        tuple(sample), parity, the_forecast, the_memory, data, summary, sights, ways
+    )
+    if request.output_dir is not None:
+        keep(verdict, request)
+    return verdict
+
+
+def keep(verdict: CheckResult, request: RunRequest) -> Path:
+    """Write the verdict into the run's folder (``check.json``), for its report to show.
+
+    Only that file: the run's own files are the run's. It records the
+    config's hash and the items, so a report shows the forecast only beside a
+    run of the same config over the same items.
+    """
+    from kit._base.atomic import atomic_file
+    from kit.store._manifest import _config_hash, indices_digest
+    from kit.store._rundir import RunDir
+
+    assert request.output_dir is not None
+    config = request.config
+    data = {
+        **verdict.to_dict(),
+        "config_hash": None if config is None else _config_hash(config),
+        "n_items": len(request.items),
+        "indices_digest": indices_digest(request.items),
+        "checked": time.time(),
+    }
+    target = RunDir(request.output_dir).check
+    with atomic_file(target) as out:
+        json.dump(data, out, indent=1, default=str)
+    return target
 
 
 def _client(request: RunRequest) -> Any:

@@ -47,6 +47,32 @@ def _stats_html(result: dict[str, Any]) -> str:
     return f"<h3>Statistics ({status})</h3><table class='kit-stats'>{body}</table>"
 
 
+def _forecast_html(folder: Path) -> str:
+    """Set ``kit check``'s forecast, when the folder holds one, against the run's wall time."""
+    from kit.store._check_file import forecast_against_run
+
+    against = forecast_against_run(folder)
+    if against is None:
+        return ""
+    rows = [
+        ("forecast", f"{against.median:.1f} s (80%: {against.low:.1f} to {against.high:.1f} s)"),
+        ("slot-hours", f"{against.slot_hours:.3g} on {against.slots} slots"),
+    ]
+    if not against.same:
+        rows.append(("note", "the check was of another config or other items than this run"))
+    elif against.actual is not None and against.error is not None:
+        where = "inside" if against.inside else "outside"
+        took = f"{against.actual:.1f} s: {against.error:+.0%}, {where} the interval"
+        rows.append(("actual", took))
+    body = "".join(
+        f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
+        f"<td>{html.escape(v)}</td></tr>"
+        for k, v in rows
+    )
+    title = "<h3>Forecast (kit check) against the run</h3>"
+    return f"{title}<table class='kit-forecast'>{body}</table>"
+
+
 def _ran_html(folder: Path) -> str:
     """Say what this run took: its items (from the manifest) and where it is stored.
 
@@ -132,6 +158,7 @@ def write_report(
     config = read_text(config_path) if config_path.exists() else "(no config stored)"
     details = Div(
         text=_stats_html(result)
+        + _forecast_html(folder)
         + "".join(section(folder) for section in sections)
         + _ran_html(folder)
         + "<h3>Config</h3><pre class='kit-config' style='background:#f8f9fa;padding:8px'>"

@@ -72,6 +72,10 @@ class RunDir:
         "experiment.json",
         "What a run history stored before the run: the config as edited, the items.",
     )
+    check = _File(
+        "check.json",
+        "The latest `kit check` of this run: its verdict and forecast, shown against the run.",
+    )
     job_logs = _File(
         "job-logs", "Where a job-queue cluster the run started writes its jobs' output."
     )
@@ -97,6 +101,7 @@ class RunDir:
         driver.name,
         driver_log.name,
         job.name,
+        check.name,
     )
 
     #: A chunk file's name: its first and last position (ten digits each) and format.

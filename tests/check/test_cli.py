@@ -69,7 +69,8 @@ def test_a_difference_exits_with_the_check_code_and_names_the_cause(
     assert "likely cause: nondeterminism" in out
     assert re.search(r"- item \d, sampled: 0\.\d+ \(reference\) vs 0\.\d+ \(again\)", out)
     assert json.loads((tmp_path / "v.json").read_text())["parity"]["cause"] == "nondeterminism"
-    assert not (tmp_path / "run").exists()  # a check writes no run folder
+    # The verdict is kept for the run's report, and nothing of a run is written.
+    assert [p.name for p in (tmp_path / "run").iterdir()] == ["check.json"]
 
 
 def test_the_config_check_section_sets_what_may_differ(
