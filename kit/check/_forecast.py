@@ -51,9 +51,10 @@ class Forecast:
     def __str__(self) -> str:
         low, median, high = self.seconds
         by = f", per-item time scaled by {self.feature}" if self.feature else ""
+        slots = f"{self.slots} slot{'s' if self.slots != 1 else ''}"
         return (
-            f"{self.items} items on {self.slots} slots: {_duration(median)} "
-            f"(80%: {_duration(low)} to {_duration(high)}), {self.slot_hours:.3g} slot-hours{by}"
+            f"{self.items} items on {slots}: {_duration(median)} "
+            f"(80%: {_duration(low)} to {_duration(high)}), {slot_time(self.slot_hours)}{by}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -72,7 +73,22 @@ class Forecast:
         }
 
 
+def slot_time(hours: float) -> str:
+    """Say slot-hours, as slot-seconds when there are few.
+
+    Examples
+    --------
+    >>> slot_time(2.5), slot_time(0.0004)
+    ('2.5 slot-hours', '1.44 slot-seconds')
+    """
+    if hours < 0.01:
+        return f"{hours * 3600:.3g} slot-seconds"
+    return f"{hours:.3g} slot-hours"
+
+
 def _duration(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds:.2f} s"
     if seconds < 90:
         return f"{seconds:.1f} s"
     if seconds < 5400:
@@ -153,7 +169,7 @@ def forecast(
     >>> made = forecast([1.0] * 20, items=200, slots=4, setup_seconds=5.0, chunk_seconds=0.0,
     ...                 chunk_size=1)
     >>> made.seconds, made.slot_hours
-    ((50.0, 55.5, 61.1), 0.0617)
+    ((50.0, 55.5, 61.1), 0.061667)
     """
     import numpy as np
 
@@ -186,7 +202,7 @@ def forecast(
         items=items,
         slots=slots,
         seconds=(round(low, 1), round(median, 1), round(high, 1)),
-        slot_hours=round(median * slots / 3600, 4),
+        slot_hours=round(median * slots / 3600, 6),
         per_item=round(per_item, 6),
         feature=feature if scaled else None,
         setup_seconds=round(setup_seconds, 2),

@@ -61,16 +61,7 @@ def scale_out_command(
     >>> (saved / "decode.yaml").exists()
     True
     """
-    words = [o.lstrip("+") for o in cluster]
-    target = OmegaConf.merge(config, OmegaConf.from_dotlist(words))
-    env = str(OmegaConf.select(target, "parallel.env", default=""))
-    if env in JOB_QUEUES:
-        defaults = {**JOB_RESOURCES, **EXTRA_RESOURCES.get(env, {})}
-        words += [
-            f"parallel.options.{key}={value}"
-            for key, value in defaults.items()
-            if OmegaConf.select(target, f"parallel.options.{key}", default=None) is None
-        ]
+    words, _ = on_cluster(config, cluster)
     # "+" where the key is new to the file: the override grammar refuses to add silently.
     words = [
         o if OmegaConf.select(base, o.split("=", 1)[0], default=_ABSENT) is not _ABSENT else f"+{o}"
@@ -79,6 +70,37 @@ def scale_out_command(
     path = _config_file(base, Path(config_path), Path(save_dir))
     command = ["kit", "submit", path, *to_overrides(base, config), *words]
     return " ".join(shlex.quote(word) for word in command)
+
+
+def on_cluster(
+    config: DictConfig, cluster: Sequence[str] = ("parallel.env=slurm",)
+) -> tuple[list[str], DictConfig]:
+    """Return the overrides that move ``config`` to the cluster, and the config they make.
+
+    ``cluster``'s overrides, then the resources every job of a job queue
+    needs (``parallel.options.cores`` and ``memory``) where the config has none.
+
+    Examples
+    --------
+    >>> from kit import load_config
+    >>> words, moved = on_cluster(load_config({"parallel": {"env": "inline"}}))
+    >>> words, moved.parallel.options.memory
+    (['parallel.env=slurm', 'parallel.options.cores=1', 'parallel.options.memory=2GB'], '2GB')
+    """
+    words = [o.lstrip("+") for o in cluster]
+    target = OmegaConf.merge(config, OmegaConf.from_dotlist(words))
+    env = str(OmegaConf.select(target, "parallel.env", default=""))
+    if env in JOB_QUEUES:
+        defaults = {**JOB_RESOURCES, **EXTRA_RESOURCES.get(env, {})}
+        missing = [
+            f"parallel.options.{key}={value}"
+            for key, value in defaults.items()
+            if OmegaConf.select(target, f"parallel.options.{key}", default=None) is None
+        ]
+        words += missing
+        target = OmegaConf.merge(target, OmegaConf.from_dotlist(missing))
+    assert isinstance(target, DictConfig)
+    return words, target
 
 
 def _config_file(base: Any, path: Path, folder: Path) -> str:

@@ -56,7 +56,7 @@ def _forecast_html(folder: Path) -> str:
         return ""
     rows = [
         ("forecast", f"{against.median:.1f} s (80%: {against.low:.1f} to {against.high:.1f} s)"),
-        ("slot-hours", f"{against.slot_hours:.3g} on {against.slots} slots"),
+        ("slot-hours", f"{against.slot_hours:.3g} on {against.slots} slot(s)"),
     ]
     if not against.same:
         rows.append(("note", "the check was of another config or other items than this run"))

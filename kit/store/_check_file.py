@@ -41,8 +41,8 @@ class ForecastAgainstRun:
 
     def __str__(self) -> str:
         forecast = (
-            f"forecast {self.median:.1f} s (80%: {self.low:.1f} to {self.high:.1f} s), "
-            f"{self.slot_hours:.3g} slot-hours on {self.slots} slots"
+            f"forecast {self.median:.1f} s (80%: {self.low:.1f} to {self.high:.1f} s) "
+            f"on {self.slots} slot{'s' if self.slots != 1 else ''}"
         )
         if not self.same:
             return f"kit check: {forecast}, but for another config or other items than this run"

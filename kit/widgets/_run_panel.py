@@ -5,12 +5,14 @@ from __future__ import annotations
 import html
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
 
 from kit import RunError, RunHandle, Runner, RunResult, RunStatus
+from kit.check import CheckResult
 from kit.config import ParallelConfig
 from kit.dashboard import Dashboard
 from kit.events import RunStarted
@@ -100,6 +102,29 @@ def copy_button(text: str) -> str:
         "<button class='kit-copy jupyter-button' style='flex:none;width:auto;padding:0 12px' "
         f"data-text='{html.escape(text, quote=True)}' "
         f'onclick="{html.escape(script, quote=True)}">Copy</button>'
+    )
+
+
+def check_html(verdict: CheckResult) -> str:
+    """Return the check's verdict as a card: PASS or FAIL in colour, then its text, escaped.
+
+    Examples
+    --------
+    >>> from kit.check import CheckResult, Parity
+    >>> print(check_html(CheckResult((0,), Parity(True, None, "same"), None, None, None)))
+    ... # doctest: +ELLIPSIS
+    <div class='kit-check' data-ok='true' ...><b style='color:#2b8a3e'>PASS</b>...
+    """
+    color = "#2b8a3e" if verdict.ok else "#c92a2a"
+    word = "PASS" if verdict.ok else "FAIL"
+    lines = verdict.card().splitlines()
+    head = lines[0].replace(f"kit check: {word} ", "", 1)
+    return (
+        f"<div class='kit-check' data-ok='{str(verdict.ok).lower()}' "
+        f"style='border-left:4px solid {color};padding:2px 8px;margin:4px 0'>"
+        f"<b style='color:{color}'>{word}</b> {html.escape(head)}"
+        f"<pre style='margin:2px 0;white-space:pre-wrap'>{html.escape(chr(10).join(lines[1:]))}"
+        "</pre></div>"
     )
 
 
@@ -208,6 +233,16 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         self.run_button = w.Button(description="Run", icon="play", button_style="primary")
         self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
         self.scale_button = w.Button(description="Scale out", icon="cloud-upload")
+        self.check_button = w.Button(
+            description="Check",
+            icon="balance-scale",
+            tooltip="before scaling out: the sample here, on the workers and batched; "
+            "the same answers? what will the full run cost?",
+        )
+        #: The latest check's verdict, once it is in.
+        self.verdict: Future[CheckResult] | None = None
+        self.check_box = w.HTML()
+        self.check_box.add_class("kit-check-box")
         self.status = w.HTML()
         self.error = w.HTML()
         self.dashboard_box = w.Box()
@@ -216,10 +251,12 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         self.run_button.on_click(lambda _: self._guarded(self.run))
         self.cancel_button.on_click(lambda _: self._guarded(self.cancel))
         self.scale_button.on_click(lambda _: self._guarded(self.show_scale_out))
+        self.check_button.on_click(lambda _: self._guarded(self.run_check))
         self.command.add_class("kit-scale-out-box")
         self.children = [
             w.HBox([self.how_many, self.pool, self.how, self.seed]),
-            w.HBox([self.run_button, self.cancel_button, self.scale_button]),
+            w.HBox([self.run_button, self.cancel_button, self.check_button, self.scale_button]),
+            self.check_box,
             self.command,  # beside the button that shows it, not below the results
             self.status,
             self.error,
@@ -303,6 +340,41 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         error raises what ended it (also shown in the panel).
         """
         return self.sample.wait(self._show_end, timeout)
+
+    def run_check(self) -> Future[CheckResult]:
+        """Check the experiment before scaling out (in the background); show its verdict.
+
+        ``run on`` items spread over all of them (the seed picks which) run
+        here, on the cluster and batched as configured: see
+        :func:`kit.check.check`. The verdict card shows under the buttons.
+        """
+        if self.verdict is not None and not self.verdict.done():
+            raise RuntimeError("a check is going on: wait for its verdict")
+        self.check_button.disabled = True
+        self.error.value = ""
+        self.check_box.value = "<i class='kit-check-step'>checking…</i>"
+
+        def step(text: str) -> None:
+            on_kernel_thread(lambda: self._show_check_step(text))
+
+        self.verdict = self.sample.start_check(self.how_many.value, self.seed.value, step)
+        self.verdict.add_done_callback(
+            lambda done: on_kernel_thread(lambda: self._show_verdict(done))
+        )
+        return self.verdict
+
+    def _show_check_step(self, text: str) -> None:
+        if self.verdict is not None and not self.verdict.done():
+            self.check_box.value = f"<i class='kit-check-step'>checking: {html.escape(text)}…</i>"
+
+    def _show_verdict(self, done: Future[CheckResult]) -> None:
+        self.check_button.disabled = False
+        error = done.exception()
+        if error is not None:
+            self.check_box.value = ""
+            self._show_error(error)
+            return
+        self.check_box.value = check_html(done.result())
 
     def scale_out_command(self) -> str:
         """Return the ``kit submit`` command that runs this experiment on the cluster.

@@ -12,12 +12,17 @@ import os
 import random
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig
+
 from kit import RunError, RunHandle, Runner, RunResult
+from kit.check import CheckResult, check
 from kit.cluster import scale_out_command
-from kit.config import ParallelConfig
+from kit.cluster._scale_out import on_cluster
+from kit.config import ParallelConfig, parallel_section
 from kit.history import items_digest
 from kit.launch import RunRequest, launch, normalize_indices
 from kit.result import Index
@@ -152,6 +157,47 @@ class SampleRun:
         self.result = None
         self.handle = launch(request)
         return self.handle
+
+    def scale_out_target(self) -> ParallelConfig | None:
+        """Return the ``parallel`` section the scale-out command runs on (None if unknown)."""
+        config = self.runner.provider.config
+        if not isinstance(config, DictConfig):
+            return None
+        try:
+            _, target = on_cluster(config, self.scale_out_overrides)
+            return parallel_section(target.get("parallel"))
+        except Exception:  # a config the scale-out cannot take: forecast where it checks
+            return None
+
+    def start_check(
+        self, how_many: int, seed: int, on_step: Callable[[str], None] | None = None
+    ) -> Future[CheckResult]:
+        """Check the full experiment on ``how_many`` items before scaling out, in the background.
+
+        The sample is spread over all the items (``seed`` picks it); it runs
+        here, on the panel's cluster and batched as configured
+        (:func:`kit.check.check`); the forecast is for the scale-out
+        command's cluster. The verdict is kept in the runner's own
+        ``output_dir``, where the scaled-out run's report sets it against the run.
+        """
+        if self.check is not None:
+            self.check()
+        request = RunRequest.of(self.runner, self.indices)
+        if self.parallel_for is not None:
+            request = request.replace(parallel=self.parallel_for())
+        target = self.scale_out_target()
+        verdict: Future[CheckResult] = Future()
+
+        def work() -> None:
+            try:
+                made = check(request, n=how_many, seed=seed, target=target, on_step=on_step)
+            except BaseException as exc:  # shown by the panel, never lost
+                verdict.set_exception(exc)
+            else:
+                verdict.set_result(made)
+
+        threading.Thread(target=work, name="kit-check", daemon=True).start()
+        return verdict
 
     def cancel(self) -> None:
         """Stop the run; completed items are kept."""

@@ -25,7 +25,8 @@ def test_the_run_after_a_check_is_set_against_its_forecast(
     last = capsys.readouterr().out.strip().splitlines()[-1]
     against = forecast_against_run(out)
     assert against is not None and against.same and against.actual is not None
-    assert last.startswith("kit check: forecast ") and f"the run took {against.actual:.1f} s" in last
+    assert last.startswith("kit check: forecast ")
+    assert f"the run took {against.actual:.1f} s" in last
     page = (out / "report.html").read_text()
     assert "Forecast (kit check) against the run" in page
     assert f"{against.actual:.1f} s: {against.error:+.0%}" in page
@@ -61,8 +62,9 @@ def test_a_check_file_of_anything_else_reads_as_no_forecast(tmp_path: Path, stor
 def test_a_linked_check_file_is_not_followed(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere.json"
     seconds = {"low": 1, "median": 2, "high": 3}
-    elsewhere.write_text(json.dumps({"forecast": {"seconds": seconds, "slots": 1,
-                                                  "slot_hours": 0.1}}))
+    elsewhere.write_text(
+        json.dumps({"forecast": {"seconds": seconds, "slots": 1, "slot_hours": 0.1}})
+    )
     run = tmp_path / "run"
     run.mkdir()
     (run / "check.json").symlink_to(elsewhere)

@@ -323,13 +323,21 @@ def test_the_cluster_panel_is_the_cluster_runs_use(
     assert log_console_entries(page, jupyter.ui) == []
 
 
-def test_scale_out_prints_a_command_that_names_the_local_config(
+def test_check_then_scale_out_prints_a_command_that_names_the_local_config(
     jupyter: Jupyter, page: Any, shots: Shots
 ) -> None:
-    """Why 5: the command names exp.yaml (saved with the runs) and a job's resources."""
+    """Why 5: Check gives its verdict beside the buttons; the command names exp.yaml
+    (saved with the runs) and a job's resources."""
     cell = app_cell("", "ToyProvider", "Affine", 10, "runs/scale")
     open_and_run_all(page, jupyter, jupyter.write("scale.ipynb", [cell]))
     edit_config(page, "factor", "5")
+    button(page, "Check").click()
+    card = page.locator(".kit-check[data-ok='true']").first
+    card.wait_for(timeout=60_000)
+    shots(page, "check", focus=card, picture="check")
+    text = card.text_content() or ""
+    assert "PASS on 10 items" in text and "the same records every way" in text
+    assert "forecast  10 items on 1 slots" in text  # where Scale out sends it: one 1-core job
     button(page, "Scale out").click()
     command = page.locator(".kit-scale-out").first
     command.wait_for(timeout=30_000)

@@ -207,6 +207,41 @@ def test_experiment_compares_runs(
     )
 
 
+def test_the_check_button_shows_the_verdict_with_a_forecast_for_the_scale_out_cluster(
+    local: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = toy_config()
+    config.parallel = local
+    app = Experiment(config, ToyProvider, Affine, indices=range(100), runs_dir=tmp_path)
+    panel = app.run_panel
+    panel.how_many.value = 6
+    panel.check_button.click()
+    assert panel.check_button.disabled  # one check at a time
+    verdict = panel.verdict.result(timeout=120)  # type: ignore[union-attr]
+    wait_for(lambda: not panel.check_button.disabled)
+    assert verdict.ok and len(verdict.sample) == 6
+    assert "data-ok='true'" in panel.check_box.value and ">PASS</b>" in panel.check_box.value
+    assert "reference vs worker: 6" in panel.check_box.value
+    # Forecast for where Scale out sends it: a SLURM job of one core (its default) a worker.
+    jobs = local["n_workers"]
+    assert verdict.forecast is not None
+    assert (verdict.forecast.items, verdict.forecast.slots) == (100, jobs)
+    assert verdict.memory is not None and verdict.memory.limit_bytes == 2 * 10**9
+    assert f"100 items on {jobs} slots" in html.unescape(panel.check_box.value)
+
+
+def test_a_check_that_fails_to_start_shows_its_error(tmp_path: Path) -> None:
+    config = kit.load_config(toy_config(), ["+mode=bogus"])
+    app = Experiment(config, MistypedProvider, Affine, indices=range(10), runs_dir=tmp_path)
+    panel = app.run_panel
+    panel.check_button.click()
+    with pytest.raises(kit.ConfigError, match=r"decoder\.mode"):
+        panel.verdict.result(timeout=60)  # type: ignore[union-attr]
+    wait_for(lambda: not panel.check_button.disabled)
+    assert panel.check_box.value == "" and "decoder.mode" in panel.error.value
+
+
 def test_experiment_shows_a_bad_config_without_breaking(tmp_path: Path) -> None:
     app = Experiment(toy_config(), ToyProvider, Affine, indices=range(10), runs_dir=tmp_path)
     app.editor.add_key("runner", "{chunk_size: 0}")  # rejected by the editor itself
