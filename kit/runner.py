@@ -50,7 +50,7 @@ class Runner:
     output_dir
         Where to store the run (manifest, chunk files, errors, config); None
         keeps results in memory only.
-    batch_size, batch_by, max_batch, chunk_size, resume, on_error, max_failures
+    batch_size, batch_by, max_batch, cost_by, chunk_size, resume, on_error, max_failures
         As in the ``runner`` config section: see :class:`kit.config.RunnerConfig`.
     retries, backups, setup_timeout, max_slots
         As in the ``runner`` config section.
@@ -104,8 +104,9 @@ class Runner:
     check_rtol: ClassVar[float] = 0.0
     #: The name of a ``@staticmethod cost(idx, **env) -> float`` (like
     #: ``batch_by``'s) an item's time grows with, e.g. ``duration``: ``kit
-    #: check`` scales the sample's times by it to forecast the full run.
-    cost_by: ClassVar[str | None] = None
+    #: check`` scales the sample's times by it to forecast the full run. The
+    #: ``cost_by`` option (``runner.cost_by`` in a config) sets it for one runner.
+    cost_by: str | None = None
 
     def summarize(self, records: list[Any]) -> dict[str, Any]:
         """Aggregate the records of a completed run (e.g. corpus WER); override this."""
@@ -156,6 +157,7 @@ class Runner:
         batch_size: int | None = None,
         batch_by: str | None = None,
         max_batch: float | None = None,
+        cost_by: str | None = None,
         chunk_size: int | str = "auto",
         resume: bool = True,
         on_error: str = "record",
@@ -179,6 +181,7 @@ class Runner:
             "batch_size": batch_size,
             "batch_by": batch_by,
             "max_batch": max_batch,
+            "cost_by": cost_by,
             "chunk_size": chunk_size,
             "resume": resume,
             "on_error": on_error,
@@ -205,6 +208,9 @@ class Runner:
         self.client = client
         self.forward_spec = ForwardSpec.of(type(self).forward, f"{type(self).__qualname__}.forward")
         self.batch_by = batch_by_of(type(self), self.options)
+        if cost_by is not None:
+            static_method(type(self), cost_by, "runner.cost_by", "cost")
+            self.cost_by = cost_by
 
     # -------------------------------------------------------------- running
     def run(
@@ -340,21 +346,28 @@ def batch_by_of(runner: type[Runner], options: RunnerConfig) -> BatchBy | None:
             full_key=f"runner.{missing}",
             fix="e.g. `runner.batch_by=duration runner.max_batch=60`",
         )
-    size = inspect.getattr_static(runner, name, None)
-    if not isinstance(size, staticmethod):
+    function = static_method(runner, name, "runner.batch_by", "size")
+    return BatchBy(function, ForwardSpec.of(function, f"{cls}.{name}"), float(budget))
+
+
+def static_method(runner: type[Runner], name: str, key: str, what: str) -> Callable[..., Any]:
+    """Return ``runner``'s static method ``name`` (``key`` names it), or say which there are."""
+    cls = runner.__qualname__
+    found = inspect.getattr_static(runner, name, None)
+    if not isinstance(found, staticmethod):
         methods = [
-            key
-            for key, value in inspect.getmembers_static(runner)
-            if isinstance(value, staticmethod) and key != "forward"
+            member
+            for member, value in inspect.getmembers_static(runner)
+            if isinstance(value, staticmethod) and member != "forward"
         ]
         guess = closest(name, methods)
         hint = f"; did you mean '{guess}'?" if guess else ""
         raise error(
             f"{cls} has no static method '{name}'{hint}",
-            full_key="runner.batch_by",
-            expected=f"the name of a @staticmethod {name}(idx, **env) -> size",
-            fix=f"define it on {cls}, or set runner.batch_by to one of: "
+            full_key=key,
+            expected=f"the name of a @staticmethod {name}(idx, **env) -> {what}",
+            fix=f"define it on {cls}, or set {key} to one of: "
             f"{', '.join(methods) or '(none defined)'}",
         )
-    function = size.__func__
-    return BatchBy(function, ForwardSpec.of(function, f"{cls}.{name}"), float(budget))
+    function: Callable[..., Any] = found.__func__
+    return function

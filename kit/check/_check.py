@@ -28,6 +28,7 @@ from kit.check._sight import (
     worker_sight,
 )
 from kit.cluster import get_session
+from kit.cluster._shared import list_runs
 from kit.config import ParallelConfig
 from kit.events import ChunkFinished, Event
 from kit.launch import RunRequest, run
@@ -429,6 +430,7 @@ def check(
     peak: int | None = None
     limit: int | None = None
     slots: int | None = None
+    others = 0
     if client is not None:
         workers = _worker_sights(client, config)
         names = {name for sight in workers for name in sight.versions}
@@ -448,6 +450,8 @@ def check(
         limits = [lim for _, lim in memory.values() if lim]
         limit = min(limits) if limits else None
         slots = sum(s.threads for s in workers)
+        # Runs of other clients there now: the run will get its fair share beside them.
+        others = len(client.run_on_scheduler(list_runs)["runs"])
     else:
         peak, limit = _peak_rss()
         slots = 1
@@ -475,6 +479,8 @@ def check(
 
     target_parallel = target or request.parallel
     measured = slots if target is None else None
+    if target is not None:
+        others = 0  # another cluster: who else will be there is not known
     the_forecast = _forecast(
         worker,
         times,
@@ -488,6 +494,7 @@ def check(
         all_features,
         feature,
         seed,
+        others,
     )
     if target is not None:
         limit = target_limit(target)
@@ -558,6 +565,7 @@ def _forecast(
     all_features: list[float] | None,
     feature: str | None,
     seed: int,
+    others: int,
 ) -> Forecast | None:
     timed = sorted(times.seconds)
     if not timed:
@@ -565,20 +573,26 @@ def _forecast(
     seconds = [times.seconds[p] for p in timed]
     features = [sample_features[p] for p in timed] if sample_features is not None else None
     slots = target_slots(target, measured_slots)
+    # A shared cluster's slots go to its runs in equal shares; runner.max_slots caps this one's.
+    share = max(1, slots // (others + 1))
+    if options.max_slots is not None:
+        share = min(share, options.max_slots)
     stats = worker.stats
-    used = max(1, min(slots, len(sample)))
+    # The slots the check's own run had (its share too), to tell its items' work from the rest.
+    used = max(1, min((measured_slots or slots) // (others + 1), len(sample)))
     running = max(0.0, stats.wall_seconds - stats.setup_seconds)
     # What the engine spent beyond the items' own work, per chunk (one item a chunk here).
     chunk_seconds = max(0.0, running * used - sum(seconds)) / max(1, times.chunks)
     return forecast(
         seconds,
         items=items,
-        slots=slots,
+        slots=share,
         setup_seconds=stats.setup_seconds,
         chunk_seconds=chunk_seconds,
         chunk_size=options.chunk_size,
         features=features,
         all_features=all_features,
         feature=feature,
+        others=others,
         seed=seed,
     )

@@ -47,11 +47,15 @@ class Forecast:
     setup_seconds: float
     chunk_seconds: float
     chunks: int
+    #: Other runs on the cluster when it was checked: the run gets its fair share of the slots.
+    others: int = 0
 
     def __str__(self) -> str:
         low, median, high = self.seconds
         by = f", per-item time scaled by {self.feature}" if self.feature else ""
         slots = f"{self.slots} slot{'s' if self.slots != 1 else ''}"
+        if self.others:
+            slots += f" (its share beside {self.others} other run{'s' if self.others > 1 else ''})"
         return (
             f"{self.items} items on {slots}: {_duration(median)} "
             f"(80%: {_duration(low)} to {_duration(high)}), {slot_time(self.slot_hours)}{by}"
@@ -70,6 +74,7 @@ class Forecast:
             "setup_seconds": self.setup_seconds,
             "chunk_seconds": self.chunk_seconds,
             "chunks": self.chunks,
+            "others": self.others,
         }
 
 
@@ -151,6 +156,7 @@ def forecast(
     features: Sequence[float] | None = None,
     all_features: Sequence[float] | None = None,
     feature: str | None = None,
+    others: int = 0,
     resamples: int = 2000,
     seed: int = 0,
 ) -> Forecast:
@@ -160,7 +166,8 @@ def forecast(
     ``features`` (the sample's) and ``all_features`` (every item's) are
     given, else the sample's mean. The run takes its start, then the work
     and the chunks' own cost spread over the slots, then half an item's
-    time for the last one out. The interval comes from refitting on
+    time for the last one out. ``slots`` are the run's own: its share of a
+    cluster ``others`` runs use too. The interval comes from refitting on
     resampled samples (items drawn with replacement), widened by
     :data:`RUN_SPREAD` either way.
 
@@ -208,6 +215,7 @@ def forecast(
         setup_seconds=round(setup_seconds, 2),
         chunk_seconds=round(chunk_seconds, 4),
         chunks=chunks,
+        others=others,
     )
 
 

@@ -3,8 +3,8 @@
 A :class:`Session` is one cluster and client per distinct ``parallel``
 config, kept in an explicit registry (:func:`sessions`, :func:`shutdown`).
 The builders make local, remote and job-queue clusters (:data:`JOB_QUEUES`,
-:func:`job_script`, :func:`scale_out_command`); the env plugin makes each
-worker build a provider's env once.
+:func:`job_script`, :func:`scale_out_command`, :func:`scale_out_config`); the
+env plugin makes each worker build a provider's env once.
 
 Examples
 --------
@@ -16,7 +16,7 @@ True
 """
 
 from kit.cluster._builders import JOB_QUEUES, job_script
-from kit.cluster._scale_out import scale_out_command
+from kit.cluster._scale_out import scale_out_command, scale_out_config
 from kit.cluster._session import Session, SessionState, get_session, sessions, shutdown
 from kit.cluster._teacher import (
     RUN_COLUMNS,
@@ -40,6 +40,7 @@ __all__ = [
     "run_rows",
     "runs_headline",
     "scale_out_command",
+    "scale_out_config",
     "sessions",
     "shutdown",
 ]

@@ -61,7 +61,7 @@ def scale_out_command(
     >>> (saved / "decode.yaml").exists()
     True
     """
-    words, _ = on_cluster(config, cluster)
+    words, _ = scale_out_config(config, cluster)
     # "+" where the key is new to the file: the override grammar refuses to add silently.
     words = [
         o if OmegaConf.select(base, o.split("=", 1)[0], default=_ABSENT) is not _ABSENT else f"+{o}"
@@ -72,7 +72,7 @@ def scale_out_command(
     return " ".join(shlex.quote(word) for word in command)
 
 
-def on_cluster(
+def scale_out_config(
     config: DictConfig, cluster: Sequence[str] = ("parallel.env=slurm",)
 ) -> tuple[list[str], DictConfig]:
     """Return the overrides that move ``config`` to the cluster, and the config they make.
@@ -83,7 +83,7 @@ def on_cluster(
     Examples
     --------
     >>> from kit import load_config
-    >>> words, moved = on_cluster(load_config({"parallel": {"env": "inline"}}))
+    >>> words, moved = scale_out_config(load_config({"parallel": {"env": "inline"}}))
     >>> words, moved.parallel.options.memory
     (['parallel.env=slurm', 'parallel.options.cores=1', 'parallel.options.memory=2GB'], '2GB')
     """

@@ -128,6 +128,11 @@ class RunnerConfig:
         ``max_batch``; ``batch_size``, if set, also caps a batch's items.
     max_batch
         The budget of one batch with ``batch_by``, in that method's unit.
+    cost_by
+        Name of a ``@staticmethod`` of the runner, ``cost(idx, **env)``, that an
+        item's time grows with (``duration``): ``kit check`` scales the
+        sample's times by it over the whole set to forecast the run. Default:
+        the runner class's ``cost_by``.
     chunk_size
         ``"auto"`` or a fixed number of items per scheduled chunk.
     resume
@@ -172,6 +177,7 @@ class RunnerConfig:
     _target_: str | None = None
     batch_size: int | None = field(default=None, metadata={"min": 1})
     batch_by: str | None = None
+    cost_by: str | None = None
     max_batch: float | None = field(default=None, metadata={"min": 0})
     chunk_size: Any = field(default="auto", metadata={"auto_or_min": 1})
     resume: bool = True

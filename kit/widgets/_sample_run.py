@@ -20,8 +20,7 @@ from omegaconf import DictConfig
 
 from kit import RunError, RunHandle, Runner, RunResult
 from kit.check import CheckResult, check
-from kit.cluster import scale_out_command
-from kit.cluster._scale_out import on_cluster
+from kit.cluster import scale_out_command, scale_out_config
 from kit.config import ParallelConfig, parallel_section
 from kit.history import items_digest
 from kit.launch import RunRequest, launch, normalize_indices
@@ -164,7 +163,7 @@ class SampleRun:
         if not isinstance(config, DictConfig):
             return None
         try:
-            _, target = on_cluster(config, self.scale_out_overrides)
+            _, target = scale_out_config(config, self.scale_out_overrides)
             return parallel_section(target.get("parallel"))
         except Exception:  # a config the scale-out cannot take: forecast where it checks
             return None

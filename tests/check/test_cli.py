@@ -93,3 +93,23 @@ def test_a_bad_item_count_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -
         main(["check", str(CONFIG_PATH), "--items", "0"])
     assert exited.value.code == EXIT_USAGE
     assert "--items" in capsys.readouterr().err
+
+
+def test_the_config_names_the_cost_the_forecast_scales_by(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "steady.yaml"
+    config.write_text(
+        "provider: {_target_: tests.check.planted.Plain}\n"
+        "runner: {_target_: tests.check.planted.Steady, cost_by: length}\n"
+        "items: {start: 0, stop: 30}\n"
+        "parallel: {env: inline}\n"
+    )
+    assert main(["check", str(config), "--items", "3", "--json", str(tmp_path / "v.json")]) == 0
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert verdict["forecast"]["feature"] == "length"
+    assert verdict["data"]["feature"] == "length" and 0 < verdict["data"]["sample_share"] < 1
+    assert main(["check", str(config), "runner.cost_by=lenght"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "Steady has no static method 'lenght'; did you mean 'length'?" in err
+    assert "full_key: runner.cost_by" in err

@@ -66,3 +66,9 @@ def test_a_fit_never_gives_time_back_for_a_larger_feature() -> None:
 def test_a_forecast_needs_a_time() -> None:
     with pytest.raises(ValueError, match="at least one item"):
         forecast([], items=10, slots=1, setup_seconds=0, chunk_seconds=0)
+
+
+def test_a_shared_cluster_is_said_with_the_share_the_run_gets() -> None:
+    made = forecast([1.0] * 4, items=100, slots=2, setup_seconds=0, chunk_seconds=0, others=1)
+    assert str(made).startswith("100 items on 2 slots (its share beside 1 other run): ")
+    assert made.to_dict()["others"] == 1
