@@ -134,6 +134,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_class.py
 	$(BIN)/python benchmarks/bench_dashboard.py
 	$(BIN)/python benchmarks/bench_asr.py
+	$(BIN)/python benchmarks/bench_check.py
 	$(BIN)/python benchmarks/bench_score.py
 	$(BIN)/python benchmarks/bench_sweep.py
 	$(BIN)/python benchmarks/bench_tracking.py

@@ -49,6 +49,7 @@ KIT = str(Path(sys.executable).with_name("kit"))
 ENV = dict(os.environ, PYTHONPATH=f"{ROOT}:{HERE}")
 DATA = ROOT / "runs" / "asr-data"
 SAMPLE = 20
+PACKAGES = ("dask", "distributed", "ctranslate2", "pocketsphinx")
 CLEAN_RUNS = 20
 
 SLEEPS = """\
@@ -240,7 +241,7 @@ def parity_table() -> dict[str, Any]:
 
 def main(only: list[str]) -> int:
     """Run every workload and the parity table; with ``only`` (names' parts), just those."""
-    machine = describe()
+    machine = describe(PACKAGES)
     if not (DATA / "corpus.jsonl").exists():
         from kit.examples.asr import build_corpus
 
@@ -311,7 +312,7 @@ def main(only: list[str]) -> int:
         lines,
         checks,
         title="kit check: the forecast against the run, and the causes it names",
-        packages=("dask", "distributed", "ctranslate2", "pocketsphinx"),
+        packages=PACKAGES,
     )
     return 0
 
