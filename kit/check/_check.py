@@ -342,6 +342,137 @@ def _features(
     return [float(v) for v in values] if finite(values) else None
 
 
+@dataclass
+class _Ran:
+    """The check's runs of its sample, and the per-item times of the one that forecasts."""
+
+    reference: RunResult
+    again: RunResult
+    worker: RunResult
+    batched: RunResult | None
+    times: _Times
+    ways: dict[str, str]
+
+
+def _run_ways(request: RunRequest, sample: list[Index], say: Callable[[str], None]) -> _Ran:
+    """Run the sample here (twice), on the workers one at a time, and batched as configured."""
+    single = _one_at_a_time(request)
+    base = request.replace(items=sample, options=single)
+    inline = base.replace(parallel=ParallelConfig(env="inline"), client=None)
+    on_cluster = _on_cluster(request)
+    # The times forecast the run from where it runs: the workers, or inline this process.
+    times = _Times()
+    say(f"reference: {len(sample)} items in this process, one at a time")
+    reference = worker = _run(inline, None if on_cluster else times)
+    say("reference again, to see it gives the same records")
+    again = _run(inline)
+    ways = {"reference": "in this process, one at a time", "again": "the reference again"}
+    if on_cluster:
+        say("on the cluster's workers, one at a time")
+        worker = _run(base, times)
+        ways["worker"] = "on the workers, one at a time"
+    options = request.runner_options
+    batched = None
+    if options.batch_size is not None or options.batch_by is not None:
+        say("batched as configured")
+        as_configured = dataclasses.replace(
+            options, on_error="record", max_failures=None, resume=False
+        )
+        batched = _run(base.replace(options=as_configured))
+        ways["batched"] = "batched as configured"
+    return _Ran(reference, again, worker, batched, times, ways)
+
+
+def _on_cluster(request: RunRequest) -> bool:
+    return request.client is not None or request.parallel.env != "inline"
+
+
+def _parity(
+    ran: _Ran, seen: Mapping[str, Sequence[str]], rtol: float, ignore: Sequence[str]
+) -> Parity:
+    """Compare the ways pair by pair; name the likely cause of what differs."""
+    pairs: dict[str, int] = {}
+    found_again, pairs["reference vs again"] = compare(
+        ran.reference, ran.again, ("reference", "again"), rtol=rtol, ignore=ignore
+    )
+    found_worker: list[Difference] = []
+    if "worker" in ran.ways:
+        found_worker, pairs["reference vs worker"] = compare(
+            ran.reference, ran.worker, ("reference", "worker"), rtol=rtol, ignore=ignore
+        )
+    found_batched: list[Difference] = []
+    if ran.batched is not None:
+        found_batched, pairs["worker vs batched"] = compare(
+            ran.worker, ran.batched, ("worker", "batched"), rtol=rtol, ignore=ignore
+        )
+    return judge(found_again, found_worker, found_batched, seen, pairs)
+
+
+@dataclass
+class _Seen:
+    """What the driver and the workers see, what differs, their memory, and the cluster's slots."""
+
+    differs: dict[str, list[str]] = field(default_factory=dict)
+    sights: dict[str, Any] = field(default_factory=dict)
+    peak: int = 0
+    limit: int | None = None
+    slots: int = 1
+    others: int = 0
+
+
+def _look(client: Any, config: Any) -> _Seen:
+    """Compare what each worker sees with what the driver does; read memory and slots."""
+    if client is None:
+        peak, limit = _peak_rss()
+        return _Seen(peak=peak, limit=limit)
+    workers = _worker_sights(client, config)
+    names = {name for sight in workers for name in sight.versions}
+    driver = Sight(
+        "driver", loaded_versions(names), resolved_config(config), driver_threads(), environment()
+    )
+    differs: dict[str, list[str]] = {}
+    for sight in workers:
+        for cause, lines in versus(driver, sight).items():
+            differs.setdefault(cause, []).extend(lines)
+    memory = client.run(_peak_rss)
+    limits = [limit for _, limit in memory.values() if limit]
+    return _Seen(
+        differs,
+        {"driver": driver.to_dict(), "workers": [s.to_dict() for s in workers]},
+        max(peak for peak, _ in memory.values()),
+        min(limits) if limits else None,
+        sum(s.threads for s in workers),
+        # Runs of other clients there now: the run will get its fair share beside them.
+        len(client.run_on_scheduler(list_runs)["runs"]),
+    )
+
+
+def _check_data(
+    request: RunRequest, sample: list[Index]
+) -> tuple[DataCheck, list[float] | None, list[float] | None]:
+    """Check every item of the set; return it with the sample's and the set's cost features."""
+    runner = request.runner
+    feature = runner.cost_by
+    env = _local_env(request)
+    all_features = _features(runner, feature, request.items, env)
+    problems = list(runner.check_items(request.items, env))
+    sample_features = None
+    share = None
+    if all_features is not None:
+        where = {index: pos for pos, index in enumerate(request.items)}
+        sample_features = [all_features[where[index]] for index in sample]
+        total = sum(all_features)
+        share = round(sum(sample_features) / total, 4) if total else None
+    data = DataCheck(
+        len(request.items),
+        tuple(problems[:LISTED]),
+        len(problems),
+        share,
+        feature if share is not None else None,
+    )
+    return data, sample_features, all_features
+
+
 def check(
     request: RunRequest,
     *,
@@ -380,130 +511,39 @@ def check(
     rtol = float(runner.check_rtol if rtol is None else rtol)
     ignore = tuple(runner.check_ignore if ignore is None else ignore)
     sample = spread(request.items, n, seed)
-    single = _one_at_a_time(request)
-    base = request.replace(items=sample, options=single)
-    inline = base.replace(parallel=ParallelConfig(env="inline"), client=None)
-
-    on_cluster = request.client is not None or request.parallel.env != "inline"
-    # The times forecast the run from where it runs: the workers, or inline this process.
-    times = _Times()
-    say(f"reference: {len(sample)} items in this process, one at a time")
-    reference = worker = _run(inline, None if on_cluster else times)
-    say("reference again, to see it gives the same records")
-    again = _run(inline)
-    ways = {"reference": "in this process, one at a time", "again": "the reference again"}
-    if on_cluster:
-        say("on the cluster's workers, one at a time")
-        worker = _run(base, times)
-        ways["worker"] = "on the workers, one at a time"
-    options = request.runner_options
-    batches = options.batch_size is not None or options.batch_by is not None
-    batched = None
-    if batches:
-        say("batched as configured")
-        batch_options = dataclasses.replace(
-            options, on_error="record", max_failures=None, resume=False
-        )
-        batched = _run(base.replace(options=batch_options))
-        ways["batched"] = "batched as configured"
-
-    pairs: dict[str, int] = {}
-    found_again, pairs["reference vs again"] = compare(
-        reference, again, ("reference", "again"), rtol=rtol, ignore=ignore
-    )
-    found_worker: list[Difference] = []
-    if on_cluster:
-        found_worker, pairs["reference vs worker"] = compare(
-            reference, worker, ("reference", "worker"), rtol=rtol, ignore=ignore
-        )
-    found_batched: list[Difference] = []
-    if batched is not None:
-        found_batched, pairs["worker vs batched"] = compare(
-            worker, batched, ("worker", "batched"), rtol=rtol, ignore=ignore
-        )
-
+    ran = _run_ways(request, sample, say)
     say("comparing what the driver and the workers see")
-    config = request.config
-    client = _client(request) if on_cluster else None
-    seen: dict[str, list[str]] = {}
-    sights: dict[str, Any] = {}
-    peak: int | None = None
-    limit: int | None = None
-    slots: int | None = None
-    others = 0
-    if client is not None:
-        workers = _worker_sights(client, config)
-        names = {name for sight in workers for name in sight.versions}
-        driver = Sight(
-            "driver",
-            loaded_versions(names),
-            resolved_config(config),
-            driver_threads(),
-            environment(),
-        )
-        for sight in workers:
-            for cause, lines in versus(driver, sight).items():
-                seen.setdefault(cause, []).extend(lines)
-        sights = {"driver": driver.to_dict(), "workers": [s.to_dict() for s in workers]}
-        memory = client.run(_peak_rss)
-        peak = max(p for p, _ in memory.values())
-        limits = [lim for _, lim in memory.values() if lim]
-        limit = min(limits) if limits else None
-        slots = sum(s.threads for s in workers)
-        # Runs of other clients there now: the run will get its fair share beside them.
-        others = len(client.run_on_scheduler(list_runs)["runs"])
-    else:
-        peak, limit = _peak_rss()
-        slots = 1
-    parity = judge(found_again, found_worker, found_batched, seen, pairs)
-
+    seen = _look(_client(request) if _on_cluster(request) else None, request.config)
+    parity = _parity(ran, seen.differs, rtol, ignore)
     say("checking every item of the set")
-    feature = runner.cost_by
-    env = _local_env(request)
-    all_features = _features(runner, feature, request.items, env)
-    problems = list(runner.check_items(request.items, env))
-    sample_features = None
-    share = None
-    if all_features is not None:
-        where = {index: pos for pos, index in enumerate(request.items)}
-        sample_features = [all_features[where[index]] for index in sample]
-        total = sum(all_features)
-        share = round(sum(sample_features) / total, 4) if total else None
-    data = DataCheck(
-        len(request.items),
-        tuple(problems[:LISTED]),
-        len(problems),
-        share,
-        feature if share is not None else None,
-    )
-
-    target_parallel = target or request.parallel
-    measured = slots if target is None else None
-    if target is not None:
-        others = 0  # another cluster: who else will be there is not known
+    data, sample_features, all_features = _check_data(request, sample)
+    # On another cluster, who else will be there is not known; its slots are its options'.
+    others = seen.others if target is None else 0
+    measured = seen.slots if target is None else None
     the_forecast = _forecast(
-        worker,
-        times,
+        ran,
         sample,
-        target_parallel,
+        target or request.parallel,
         measured,
-        single,
-        options,
+        request.runner_options,
         len(request.items),
-        sample_features,
-        all_features,
-        feature,
+        (sample_features, all_features, runner.cost_by),
         seed,
         others,
     )
-    if target is not None:
-        limit = target_limit(target)
-    elif limit is None:
+    limit = target_limit(target) if target is not None else seen.limit
+    if limit is None and target is None:
         limit = target_limit(request.parallel)
-    the_memory = Memory(peak or 0, limit)
-    summary = dict(runner.check_summary([r for r in reference.records if r is not None]))
+    summary = dict(runner.check_summary([r for r in ran.reference.records if r is not None]))
     verdict = CheckResult(
-        tuple(sample), parity, the_forecast, the_memory, data, summary, sights, ways
+        tuple(sample),
+        parity,
+        the_forecast,
+        Memory(seen.peak, limit),
+        data,
+        summary,
+        seen.sights,
+        ran.ways,
     )
     if request.output_dir is not None:
         keep(verdict, request)
@@ -553,31 +593,29 @@ def _local_env(request: RunRequest) -> Mapping[str, Any]:
 
 
 def _forecast(
-    worker: RunResult,
-    times: _Times,
+    ran: _Ran,
     sample: Sequence[Index],
     target: ParallelConfig,
     measured_slots: int | None,
-    single: Any,
     options: Any,
     items: int,
-    sample_features: list[float] | None,
-    all_features: list[float] | None,
-    feature: str | None,
+    features: tuple[list[float] | None, list[float] | None, str | None],
     seed: int,
     others: int,
 ) -> Forecast | None:
+    times = ran.times
     timed = sorted(times.seconds)
     if not timed:
         return None
     seconds = [times.seconds[p] for p in timed]
-    features = [sample_features[p] for p in timed] if sample_features is not None else None
+    sample_features, all_features, feature = features
+    chosen = [sample_features[p] for p in timed] if sample_features is not None else None
     slots = target_slots(target, measured_slots)
     # A shared cluster's slots go to its runs in equal shares; runner.max_slots caps this one's.
     share = max(1, slots // (others + 1))
     if options.max_slots is not None:
         share = min(share, options.max_slots)
-    stats = worker.stats
+    stats = ran.worker.stats
     # The slots the check's own run had (its share too), to tell its items' work from the rest.
     used = max(1, min((measured_slots or slots) // (others + 1), len(sample)))
     running = max(0.0, stats.wall_seconds - stats.setup_seconds)
@@ -590,7 +628,7 @@ def _forecast(
         setup_seconds=stats.setup_seconds,
         chunk_seconds=chunk_seconds,
         chunk_size=options.chunk_size,
-        features=features,
+        features=chosen,
         all_features=all_features,
         feature=feature,
         others=others,
