@@ -173,6 +173,10 @@ def parity_table() -> dict[str, Any]:
     def config(**values: Any) -> Any:
         return OmegaConf.create({"data": {"lang": "${oc.env:KIT_PLANT_LANG,en}"}, **values})
 
+    def plain() -> Any:
+        # Without the key the worker resolves otherwise: that one is the config case's.
+        return OmegaConf.create({})
+
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         paths = {
@@ -190,23 +194,23 @@ def parity_table() -> dict[str, Any]:
             Client(cluster) as client,  # type: ignore[no-untyped-call]
         ):
             cases: list[tuple[str, Any, dict[str, str]]] = [
-                ("nondeterminism", planted.Unseeded(planted.Plain(config()), client=client), {}),
+                ("nondeterminism", planted.Unseeded(planted.Plain(plain()), client=client), {}),
                 (
                     "versions",
-                    planted.Versioned(planted.Installed(config(**paths)), client=client),
+                    planted.Versioned(planted.Installed(OmegaConf.create(paths)), client=client),
                     {},
                 ),
                 ("config", planted.Configured(planted.Plain(config()), client=client), {}),
-                ("precision", planted.Weighed(planted.Single(config()), client=client), {}),
+                ("precision", planted.Weighed(planted.Single(plain()), client=client), {}),
                 (
                     "threads",
-                    planted.Threaded(planted.Plain(config()), client=client),
+                    planted.Threaded(planted.Plain(plain()), client=client),
                     {"KIT_WORKER_THREADS": str(driver_threads() + 1)},
                 ),
-                ("environment", planted.Local(planted.Plain(config()), client=client), {}),
+                ("environment", planted.Local(planted.Plain(plain()), client=client), {}),
                 (
                     "batching",
-                    planted.Padded(planted.Plain(config()), client=client, batch_size=2),
+                    planted.Padded(planted.Plain(plain()), client=client, batch_size=2),
                     {},
                 ),
             ]

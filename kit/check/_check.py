@@ -18,15 +18,7 @@ from kit._engine.inject import ForwardSpec
 from kit.check._differences import Difference
 from kit.check._forecast import Forecast, finite, forecast
 from kit.check._parity import Parity, compare, judge
-from kit.check._sight import (
-    Sight,
-    driver_threads,
-    environment,
-    loaded_versions,
-    resolved_config,
-    versus,
-    worker_sight,
-)
+from kit.check._sight import Sight, see, used_packages, versus, worker_sight
 from kit.cluster import get_session
 from kit.cluster._shared import list_runs
 from kit.config import ParallelConfig
@@ -270,8 +262,8 @@ def _run(request: RunRequest, on_event: Callable[[Event], None] | None = None) -
     return run(request.replace(output_dir=None, tracking=None, draws_report=False), on_event)
 
 
-def _worker_sights(client: Any, config: Any) -> list[Sight]:
-    found = client.run(worker_sight, config)
+def _worker_sights(client: Any, config: Any, packages: set[str]) -> list[Sight]:
+    found = client.run(worker_sight, config, packages)
     return [Sight(**found[address]) for address in sorted(found)]
 
 
@@ -420,16 +412,15 @@ class _Seen:
     others: int = 0
 
 
-def _look(client: Any, config: Any) -> _Seen:
+def _look(client: Any, request: RunRequest) -> _Seen:
     """Compare what each worker sees with what the driver does; read memory and slots."""
     if client is None:
         peak, limit = _peak_rss()
         return _Seen(peak=peak, limit=limit)
-    workers = _worker_sights(client, config)
-    names = {name for sight in workers for name in sight.versions}
-    driver = Sight(
-        "driver", loaded_versions(names), resolved_config(config), driver_threads(), environment()
-    )
+    config = request.config
+    packages = used_packages(request.runner, _local_env(request))
+    workers = _worker_sights(client, config, packages)
+    driver = see(config, packages)
     differs: dict[str, list[str]] = {}
     for sight in workers:
         for cause, lines in versus(driver, sight).items():
@@ -513,7 +504,7 @@ def check(
     sample = spread(request.items, n, seed)
     ran = _run_ways(request, sample, say)
     say("comparing what the driver and the workers see")
-    seen = _look(_client(request) if _on_cluster(request) else None, request.config)
+    seen = _look(_client(request) if _on_cluster(request) else None, request)
     parity = _parity(ran, seen.differs, rtol, ignore)
     say("checking every item of the set")
     data, sample_features, all_features = _check_data(request, sample)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,25 +65,69 @@ class Sight:
         }
 
 
-def loaded_versions(names: set[str] | None = None) -> dict[str, str]:
-    """Return ``{distribution: version}`` of the distributions of the imported packages.
+def _modules_of(value: Any) -> set[str]:
+    """Return the modules ``value`` comes from: its own if a module, its type's, its code's."""
+    if isinstance(value, types.ModuleType):
+        return {value.__name__}
+    found = {getattr(value, "__module__", None), type(value).__module__}
+    return {name for name in found if isinstance(name, str)}
 
-    With ``names``, the versions of those distributions as this process
-    would import them (``""`` for one not installed) instead.
+
+def used_packages(runner: Any, env: Mapping[str, Any]) -> set[str]:
+    """Return the top-level packages ``runner`` uses: its code's, its provider's, its env's.
+
+    The modules of the runner's class and ``forward``, of the provider's
+    class, and of every env value (and of the values it holds), with the
+    packages those modules import: what a difference in versions can come
+    from. Others a process happens to have imported are not.
 
     Examples
     --------
-    >>> "omegaconf" in loaded_versions()
+    >>> import json
+    >>> from omegaconf import OmegaConf
+    >>> class Holder:
+    ...     def __init__(self):
+    ...         self.settings = OmegaConf.create({"beam": 5})
+    >>> used = used_packages(object(), {"model": Holder(), "lib": json})
+    >>> "json" in used, "omegaconf" in used
+    (True, True)
+    """
+    modules: set[str] = set()
+    code = [runner, getattr(type(runner), "forward", None), getattr(runner, "provider", None)]
+    for value in code:
+        modules |= _modules_of(value)
+    for value in env.values():
+        modules |= _modules_of(value)
+        held = getattr(value, "__dict__", None)
+        if isinstance(held, dict) and not isinstance(value, types.ModuleType):
+            for inner in list(held.values())[:100]:
+                modules |= _modules_of(inner)
+    for name in list(modules):
+        module = sys.modules.get(name)
+        for imported in list(vars(module).values()) if module is not None else []:
+            if isinstance(imported, types.ModuleType) or callable(imported):
+                modules |= _modules_of(imported)
+    return {name.partition(".")[0] for name in modules if name and name != "__main__"}
+
+
+def loaded_versions(packages: set[str] | None = None) -> dict[str, str]:
+    """Return ``{distribution: version}`` of the packages ``packages`` (default: all imported).
+
+    Each top-level package is mapped to the distribution that installs it,
+    and that one's version as this process would import it (``""`` for one
+    not installed); packages no distribution installs are left out.
+
+    Examples
+    --------
+    >>> "omegaconf" in loaded_versions({"omegaconf", "no_such_package"})
     True
-    >>> loaded_versions({"no-such-distribution"})
-    {'no-such-distribution': ''}
     """
     from importlib import metadata
 
-    if names is None:
-        owners = metadata.packages_distributions()
-        loaded = {name.partition(".")[0] for name in list(sys.modules)}
-        names = {dist for top in loaded if not top.startswith("_") for dist in owners.get(top, ())}
+    if packages is None:
+        packages = {name.partition(".")[0] for name in list(sys.modules)}
+    owners = metadata.packages_distributions()
+    names = {dist for top in packages if not top.startswith("_") for dist in owners.get(top, ())}
     found = {}
     for name in sorted(names):
         try:
@@ -133,29 +179,36 @@ def environment() -> dict[str, str]:
     }
 
 
-def see(config: Any, threads: int | None = None, where: str = "driver") -> Sight:
+def see(
+    config: Any,
+    packages: set[str] | None = None,
+    threads: int | None = None,
+    where: str = "driver",
+) -> Sight:
     """Return what this process sees (run on a worker by ``Client.run``, or on the driver)."""
     return Sight(
         where=where,
-        versions=loaded_versions(),
+        versions=loaded_versions(packages),
         config=resolved_config(config),
         threads=threads if threads is not None else driver_threads(),
         environment=environment(),
     )
 
 
-def worker_sight(config: Any, dask_worker: Any = None) -> dict[str, Any]:
+def worker_sight(
+    config: Any, packages: set[str] | None = None, dask_worker: Any = None
+) -> dict[str, Any]:
     """Return what a worker sees as plain data, for ``Client.run`` (it passes ``dask_worker``)."""
     threads = int(dask_worker.state.nthreads) if dask_worker is not None else None
     where = str(dask_worker.address) if dask_worker is not None else "worker"
-    return see(config, threads, where).to_dict()
+    return see(config, packages, threads, where).to_dict()
 
 
 def versus(driver: Sight, worker: Sight) -> dict[str, list[str]]:
     """Return what differs between the driver's and a worker's sight, by cause.
 
-    ``driver.versions`` should hold the driver's version of every
-    distribution the worker imported (:func:`loaded_versions` of their names).
+    Both should hold the versions of the same packages (the runner's:
+    :func:`used_packages`).
 
     Examples
     --------
