@@ -52,17 +52,24 @@ def test_a_clean_config_passes_with_its_forecast_in_the_json(
     }
 
 
+def planted_config(folder: Path, runner: str, *extra: str, items: int = 10) -> Path:
+    """Write a config of one of ``tests.check.planted``'s runners, inline, with ``extra`` lines."""
+    config = folder / f"{runner.lower()}.yaml"
+    lines = [
+        "provider: {_target_: tests.check.planted.Plain}",
+        f"runner: {{_target_: tests.check.planted.{runner}}}",
+        f"items: {{start: 0, stop: {items}}}",
+        "parallel: {env: inline}",
+        *extra,
+    ]
+    config.write_text("\n".join(lines) + "\n")
+    return config
+
+
 def test_a_difference_exits_with_the_check_code_and_names_the_cause(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = tmp_path / "unseeded.yaml"
-    config.write_text(
-        "provider: {_target_: tests.check.planted.Plain}\n"
-        "runner: {_target_: tests.check.planted.Unseeded}\n"
-        "items: {start: 0, stop: 10}\n"
-        "parallel: {env: inline}\n"
-        f"output_dir: {tmp_path / 'run'}\n"
-    )
+    config = planted_config(tmp_path, "Unseeded", f"output_dir: {tmp_path / 'run'}")
     code = main(["check", str(config), "--items", "3", "--json", str(tmp_path / "v.json")])
     out, _ = capsys.readouterr()
     assert code == EXIT_CHECK
@@ -76,14 +83,7 @@ def test_a_difference_exits_with_the_check_code_and_names_the_cause(
 def test_the_config_check_section_sets_what_may_differ(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = tmp_path / "unseeded.yaml"
-    config.write_text(
-        "provider: {_target_: tests.check.planted.Plain}\n"
-        "runner: {_target_: tests.check.planted.Unseeded}\n"
-        "items: {start: 0, stop: 10}\n"
-        "parallel: {env: inline}\n"
-        "check: {items: 2, ignore: [sampled]}\n"
-    )
+    config = planted_config(tmp_path, "Unseeded", "check: {items: 2, ignore: [sampled]}")
     assert main(["check", str(config)]) == EXIT_OK
     assert "PASS on 2 items" in capsys.readouterr().out
 
@@ -98,18 +98,13 @@ def test_a_bad_item_count_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -
 def test_the_config_names_the_cost_the_forecast_scales_by(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = tmp_path / "steady.yaml"
-    config.write_text(
-        "provider: {_target_: tests.check.planted.Plain}\n"
-        "runner: {_target_: tests.check.planted.Steady, cost_by: length}\n"
-        "items: {start: 0, stop: 30}\n"
-        "parallel: {env: inline}\n"
-    )
-    assert main(["check", str(config), "--items", "3", "--json", str(tmp_path / "v.json")]) == 0
+    config = planted_config(tmp_path, "Steady", items=30)
+    verdict_file = str(tmp_path / "v.json")
+    assert main(["check", str(config), "+runner.cost_by=length", "--json", verdict_file]) == 0
     verdict = json.loads((tmp_path / "v.json").read_text())
     assert verdict["forecast"]["feature"] == "length"
     assert verdict["data"]["feature"] == "length" and 0 < verdict["data"]["sample_share"] < 1
-    assert main(["check", str(config), "runner.cost_by=lenght"]) == EXIT_USAGE
+    assert main(["check", str(config), "+runner.cost_by=lenght"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "Steady has no static method 'lenght'; did you mean 'length'?" in err
     assert "full_key: runner.cost_by" in err
