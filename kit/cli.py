@@ -185,21 +185,28 @@ def _check(args: argparse.Namespace) -> int:
 
     from kit._from_config import build_runner
     from kit.check import check
-    from kit.config import parallel_section
+    from kit.config import CheckConfig, parallel_section
     from kit.launch import RunRequest
 
-    cfg = _load(args)
+    cfg = _load(args)  # the check section too: its keys and types are checked there
     runner, items = build_runner(cfg)
-    section = cfg.get("check") or {}
+    stated = cfg.get("check")
+    section = CheckConfig(**(OmegaConf.to_container(stated) if stated else {}))  # type: ignore[arg-type]
     target = None
     if args.target is not None:
-        target = parallel_section(load_config(args.target, []).get("parallel"))
+        other = load_config(args.target, [])
+        if "parallel" not in other:
+            raise KitError(
+                f"--target {args.target} has no parallel section; give a config whose "
+                "parallel section is the cluster to forecast the run on"
+            )
+        target = parallel_section(other.parallel)
     verdict = check(
         RunRequest.of(runner, items),
-        n=args.items if args.items is not None else int(section.get("items", 20)),
-        seed=args.seed if args.seed is not None else int(section.get("seed", 0)),
-        rtol=args.rtol if args.rtol is not None else section.get("rtol"),
-        ignore=list(section["ignore"]) if section.get("ignore") is not None else None,
+        n=args.items if args.items is not None else section.items,
+        seed=args.seed if args.seed is not None else section.seed,
+        rtol=args.rtol if args.rtol is not None else section.rtol,
+        ignore=section.ignore,
         target=target,
         on_step=lambda step: _say(f"kit check: {step}", file=sys.stderr),
     )

@@ -15,6 +15,7 @@ from kit.config._errors import ConfigError
 from kit.config._overrides import encode_value
 from kit.config._schema import (
     PARALLEL_ENVS,
+    CheckConfig,
     ParallelConfig,
     RunnerConfig,
     TrackingConfig,
@@ -24,6 +25,7 @@ from kit.config._schema import (
 
 __all__ = [
     "PARALLEL_ENVS",
+    "CheckConfig",
     "ConfigError",
     "ParallelConfig",
     "RunnerConfig",

@@ -253,12 +253,42 @@ class TrackingConfig:
 
 
 #: The kit-owned sections and their schemas.
+@dataclass
+class CheckConfig:
+    """Schema of the ``check`` section: what ``kit check`` samples and compares.
+
+    Attributes
+    ----------
+    items
+        Items in the sample, spread over the whole set.
+    seed
+        Which items the sample takes.
+    rtol
+        Numbers of two runs of one item within this relative difference are
+        the same; None: the runner's ``check_rtol`` (0: exactly).
+    ignore
+        Record fields (dotted paths) that may differ, e.g. ``[decode_seconds]``;
+        None: the runner's ``check_ignore``.
+
+    Examples
+    --------
+    >>> CheckConfig().items
+    20
+    """
+
+    items: int = field(default=20, metadata={"min": 1})
+    seed: int = 0
+    rtol: float | None = field(default=None, metadata={"min": 0})
+    ignore: list[str] | None = None
+
+
 SECTIONS: Mapping[str, type] = {
     "parallel": ParallelConfig,
     "runner": RunnerConfig,
     "items": ItemsConfig,
     "provider": TargetConfig,
     "tracking": TrackingConfig,
+    "check": CheckConfig,
 }
 
 Provenance = Callable[[str], str | None]

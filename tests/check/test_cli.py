@@ -108,3 +108,20 @@ def test_the_config_names_the_cost_the_forecast_scales_by(
     err = capsys.readouterr().err
     assert "Steady has no static method 'lenght'; did you mean 'length'?" in err
     assert "full_key: runner.cost_by" in err
+
+
+def test_a_bad_check_section_or_target_says_which_key_and_how_to_fix_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = planted_config(tmp_path, "Steady", "check: {items: 0, ignre: [t]}")
+    assert main(["check", str(config)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "check" in err and "ignre" in err and "did you mean 'ignore'" in err
+    config = planted_config(tmp_path, "Steady", "check: {items: 0}")
+    assert main(["check", str(config)]) == EXIT_USAGE
+    assert "check.items" in capsys.readouterr().err
+    target = tmp_path / "target.yaml"
+    target.write_text("lr: 0.1\n")
+    config = planted_config(tmp_path, "Steady")
+    assert main(["check", str(config), "--target", str(target)]) == EXIT_USAGE
+    assert f"--target {target} has no parallel section" in capsys.readouterr().err
