@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from omegaconf import DictConfig, OmegaConf
 
+from kit._check_hooks import CheckHooks
 from kit._engine import RunHandle
 from kit._engine.chunk import BatchBy
 from kit._engine.inject import ForwardSpec
@@ -25,11 +26,10 @@ from kit.store._formats import RecordWriter
 from kit.tracking import Tracking
 
 if TYPE_CHECKING:
-    from kit.check import CheckResult
     from kit.detached._run import DetachedRun
 
 
-class Runner:
+class Runner(CheckHooks):
     """Run ``forward`` over items with the provider's env injected by keyword name.
 
     Subclasses define ``forward`` as a ``@staticmethod`` taking the item
@@ -96,38 +96,9 @@ class Runner:
     #: ``batch_size``). Subclasses define it as a ``@staticmethod``.
     forward: ClassVar[Callable[..., Any]]
 
-    #: Record fields that may differ between two runs of one item (timings,
-    #: worker names): ``kit check`` does not compare them. Dotted paths.
-    check_ignore: ClassVar[tuple[str, ...]] = ()
-    #: Numbers of two runs of one item within this relative difference are
-    #: the same to ``kit check`` (0: exactly; ``--rtol`` and ``check.rtol`` override it).
-    check_rtol: ClassVar[float] = 0.0
-    #: The name of a ``@staticmethod cost(idx, **env) -> float`` (like
-    #: ``batch_by``'s) an item's time grows with, e.g. ``duration``: ``kit
-    #: check`` scales the sample's times by it to forecast the full run. The
-    #: ``cost_by`` option (``runner.cost_by`` in a config) sets it for one runner.
-    cost_by: str | None = None
-
     def summarize(self, records: list[Any]) -> dict[str, Any]:
         """Aggregate the records of a completed run (e.g. corpus WER); override this."""
         return {}
-
-    def check_summary(self, records: list[Any]) -> dict[str, Any]:
-        """Return what ``kit check`` says of its sample's records (by default :meth:`summarize`'s).
-
-        :class:`kit.asr.DecodeRunner` adds its WER and CER intervals.
-        """
-        return self.summarize(records)
-
-    def check_items(self, indices: Sequence[Index], env: Mapping[str, Any]) -> list[str]:
-        """Return what keeps items from running, one line an item; none by default.
-
-        ``kit check`` calls it on the whole set with the env built in this
-        process, so a problem anywhere in the set shows before the run
-        starts. It should read headers, not data: :class:`kit.asr.DecodeRunner`
-        checks every recording's rate, channels and sample width.
-        """
-        return []
 
     def report_sections(self) -> Sequence[Callable[[Path], str]]:
         """Return the parts this runner adds to ``report.html``; override this.
@@ -276,43 +247,6 @@ class Runner:
         """
         request = RunRequest.of(self, indices, **forward_kwargs)
         return launch(request, detached=detached, on_event=on_event)  # type: ignore[call-overload, no-any-return]
-
-    def check(
-        self,
-        indices: int | Iterable[Index],
-        *,
-        n: int = 20,
-        seed: int = 0,
-        rtol: float | None = None,
-        ignore: Sequence[str] | None = None,
-        target: DictConfig | Mapping[str, Any] | ParallelConfig | None = None,
-        on_step: Callable[[str], None] | None = None,
-        **forward_kwargs: Any,
-    ) -> CheckResult:
-        """Check the run over ``indices`` before running it in full: see :func:`kit.check.check`.
-
-        ``n`` items spread over ``indices`` run in this process (twice), on
-        the configured cluster and batched as configured; the verdict says
-        whether they agree (or the likely cause), forecasts the full run on
-        ``target`` (default: this runner's ``parallel``), and checks the
-        whole set's items.
-        """
-        from kit.check import check
-
-        where = (
-            None
-            if target is None
-            else (target if isinstance(target, ParallelConfig) else parallel_section(target))
-        )
-        return check(
-            RunRequest.of(self, indices, **forward_kwargs),
-            n=n,
-            seed=seed,
-            rtol=rtol,
-            ignore=ignore,
-            target=where,
-            on_step=on_step,
-        )
 
     def prepare(
         self,

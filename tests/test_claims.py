@@ -19,6 +19,22 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "Every field of every record is compared: text exactly": [
+        "kit/check/_differences.py",
+        "tests/check/test_parity.py::test_an_interpolation_resolved_otherwise_is_named_config",
+        "tests/check/test_parity.py::test_float32_on_the_workers_is_named_precision",
+    ],
+    "Each cause is planted in its own runner": [
+        "tests/check/test_parity.py",
+        "benchmarks/bench_check.py",
+    ],
+    "Every item of the whole set is checked as the runner defines it": [
+        "tests/check/test_cli.py::test_a_clean_config_passes_with_its_forecast_in_the_json",
+        "tests/asr/test_decode_check.py::test_every_recording_of_the_set_is_checked_by_its_header",
+    ],
+    "reads every recording's header (16 kHz, one channel, 16-bit, present": [
+        "tests/asr/test_decode_check.py::test_every_recording_of_the_set_is_checked_by_its_header",
+    ],
     "is `slow`, whatever its folder and whether or not it says so": [
         "tests/test_tiers.py::"
         "test_a_test_using_a_browser_a_server_or_the_spoken_corpus_is_slow_unmarked",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kit._base.files import UnsafeFileError, read_text
+from kit.result import RunStatus
 from kit.store._rundir import RunDir
 
 
@@ -96,7 +97,7 @@ def forecast_against_run(folder: str | os.PathLike[str]) -> ForecastAgainstRun |
     actual = None
     if (
         same
-        and result.get("status") == "completed"
+        and result.get("status") == RunStatus.COMPLETED.value
         and isinstance(stats, dict)
         and _number(stats.get("wall_seconds"))
         and stats.get("resumed") == 0

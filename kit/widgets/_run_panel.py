@@ -18,6 +18,7 @@ from kit.dashboard import Dashboard
 from kit.events import RunStarted
 from kit.result import Index
 from kit.views import failed_html, number, status_html
+from kit.widgets._check_view import CheckView
 from kit.widgets._dashboard import dashboard_widget
 from kit.widgets._kernel import on_kernel_thread
 from kit.widgets._sample_run import SampleRun
@@ -105,26 +106,15 @@ def copy_button(text: str) -> str:
     )
 
 
-def check_html(verdict: CheckResult) -> str:
-    """Return the check's verdict as a card: PASS or FAIL in colour, then its text, escaped.
-
-    Examples
-    --------
-    >>> from kit.check import CheckResult, Parity
-    >>> print(check_html(CheckResult((0,), Parity(True, None, "same"), None, None, None)))
-    ... # doctest: +ELLIPSIS
-    <div class='kit-check' data-ok='true' ...><b style='color:#2b8a3e'>PASS</b>...
-    """
-    color = "#2b8a3e" if verdict.ok else "#c92a2a"
-    word = "PASS" if verdict.ok else "FAIL"
-    lines = verdict.card().splitlines()
-    head = lines[0].replace(f"kit check: {word} ", "", 1)
+def scale_out_html(command: str) -> str:
+    """Return the scale-out command to show, with where to run it and a Copy button."""
     return (
-        f"<div class='kit-check' data-ok='{str(verdict.ok).lower()}' "
-        f"style='border-left:4px solid {color};padding:2px 8px;margin:4px 0'>"
-        f"<b style='color:{color}'>{word}</b> {html.escape(head)}"
-        f"<pre style='margin:2px 0;white-space:pre-wrap'>{html.escape(chr(10).join(lines[1:]))}"
-        "</pre></div>"
+        "<div>Run the same experiment on the cluster, in a terminal opened in this "
+        "notebook's folder with Kit's environment (a JupyterLab terminal of "
+        "<code>make lab</code> has both):</div>"
+        "<div style='display:flex;gap:6px;align-items:flex-start'>"
+        f"<pre class='kit-scale-out' style='margin:0;white-space:pre-wrap'>"
+        f"{html.escape(command)}</pre>{copy_button(command)}</div>"
     )
 
 
@@ -233,16 +223,11 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         self.run_button = w.Button(description="Run", icon="play", button_style="primary")
         self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
         self.scale_button = w.Button(description="Scale out", icon="cloud-upload")
-        self.check_button = w.Button(
-            description="Check",
-            icon="balance-scale",
-            tooltip="before scaling out: the sample here, on the workers and batched; "
-            "the same answers? what will the full run cost?",
+        #: The Check button and the verdict card under the buttons.
+        self.checking = CheckView(
+            self.sample, lambda: (self.how_many.value, self.seed.value), self._show_error
         )
-        #: The latest check's verdict, once it is in.
-        self.verdict: Future[CheckResult] | None = None
-        self.check_box = w.HTML()
-        self.check_box.add_class("kit-check-box")
+        self.check_button, self.check_box = self.checking.button, self.checking.box
         self.status = w.HTML()
         self.error = w.HTML()
         self.dashboard_box = w.Box()
@@ -342,39 +327,9 @@ class RunPanel(w.VBox):  # type: ignore[misc]
         return self.sample.wait(self._show_end, timeout)
 
     def run_check(self) -> Future[CheckResult]:
-        """Check the experiment before scaling out (in the background); show its verdict.
-
-        ``run on`` items spread over all of them (the seed picks which) run
-        here, on the cluster and batched as configured: see
-        :func:`kit.check.check`. The verdict card shows under the buttons.
-        """
-        if self.verdict is not None and not self.verdict.done():
-            raise RuntimeError("a check is going on: wait for its verdict")
-        self.check_button.disabled = True
+        """Check the experiment before scaling out (in the background); show its verdict."""
         self.error.value = ""
-        self.check_box.value = "<i class='kit-check-step'>checking…</i>"
-
-        def step(text: str) -> None:
-            on_kernel_thread(lambda: self._show_check_step(text))
-
-        self.verdict = self.sample.start_check(self.how_many.value, self.seed.value, step)
-        self.verdict.add_done_callback(
-            lambda done: on_kernel_thread(lambda: self._show_verdict(done))
-        )
-        return self.verdict
-
-    def _show_check_step(self, text: str) -> None:
-        if self.verdict is not None and not self.verdict.done():
-            self.check_box.value = f"<i class='kit-check-step'>checking: {html.escape(text)}…</i>"
-
-    def _show_verdict(self, done: Future[CheckResult]) -> None:
-        self.check_button.disabled = False
-        error = done.exception()
-        if error is not None:
-            self.check_box.value = ""
-            self._show_error(error)
-            return
-        self.check_box.value = check_html(done.result())
+        return self.checking.run()
 
     def scale_out_command(self) -> str:
         """Return the ``kit submit`` command that runs this experiment on the cluster.
@@ -387,15 +342,7 @@ class RunPanel(w.VBox):  # type: ignore[misc]
 
     def show_scale_out(self) -> None:
         """Show the scale-out command under the Scale out button, with a Copy button."""
-        command = self.scale_out_command()
-        self.command.value = (
-            "<div>Run the same experiment on the cluster, in a terminal opened in this "
-            "notebook's folder with Kit's environment (a JupyterLab terminal of "
-            "<code>make lab</code> has both):</div>"
-            "<div style='display:flex;gap:6px;align-items:flex-start'>"
-            f"<pre class='kit-scale-out' style='margin:0;white-space:pre-wrap'>"
-            f"{html.escape(command)}</pre>{copy_button(command)}</div>"
-        )
+        self.command.value = scale_out_html(self.scale_out_command())
 
     # ------------------------------------------------------------ callbacks
     def _show_status(self, handle: RunHandle) -> None:

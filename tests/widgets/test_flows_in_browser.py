@@ -337,7 +337,7 @@ def test_check_then_scale_out_prints_a_command_that_names_the_local_config(
     shots(page, "check", focus=card, picture="check")
     text = card.text_content() or ""
     assert "PASS on 10 items" in text and "the same records every way" in text
-    assert "forecast  10 items on 1 slots" in text  # where Scale out sends it: one 1-core job
+    assert "forecast  10 items on 1 slot:" in text  # where Scale out sends it: one 1-core job
     button(page, "Scale out").click()
     command = page.locator(".kit-scale-out").first
     command.wait_for(timeout=30_000)

@@ -218,7 +218,7 @@ def test_the_check_button_shows_the_verdict_with_a_forecast_for_the_scale_out_cl
     panel.how_many.value = 6
     panel.check_button.click()
     assert panel.check_button.disabled  # one check at a time
-    verdict = panel.verdict.result(timeout=120)  # type: ignore[union-attr]
+    verdict = panel.checking.verdict.result(timeout=120)  # type: ignore[union-attr]
     wait_for(lambda: not panel.check_button.disabled)
     assert verdict.ok and len(verdict.sample) == 6
     assert "data-ok='true'" in panel.check_box.value and ">PASS</b>" in panel.check_box.value
@@ -237,7 +237,7 @@ def test_a_check_that_fails_to_start_shows_its_error(tmp_path: Path) -> None:
     panel = app.run_panel
     panel.check_button.click()
     with pytest.raises(kit.ConfigError, match=r"decoder\.mode"):
-        panel.verdict.result(timeout=60)  # type: ignore[union-attr]
+        panel.checking.verdict.result(timeout=60)  # type: ignore[union-attr]
     wait_for(lambda: not panel.check_button.disabled)
     assert panel.check_box.value == "" and "decoder.mode" in panel.error.value
 
