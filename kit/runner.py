@@ -36,6 +36,9 @@ class Runner(CheckHooks):
     index first and env entries by name (``**env`` takes all of them);
     with ``batch_size=k`` (or ``batch_by``) it takes a list of indices and
     returns a list of as many results. Nothing of ``self`` is sent to the workers.
+    ``check`` and what it reads of a runner (``check_ignore``, ``check_rtol``,
+    ``cost_by``, ``check_items``, ``check_summary``) are
+    :class:`kit.check.CheckHooks`'.
 
     Parameters
     ----------

@@ -484,7 +484,7 @@ def check(
     ``check_rtol`` and ``check_ignore``); a difference is put down to its
     likely cause. The workers' per-item times forecast the full run on
     ``target`` (default: ``request.parallel``); every item of the set is
-    checked with the runner's :meth:`~kit.Runner.check_items`. With an
+    checked with the runner's :meth:`~kit.check.CheckHooks.check_items`. With an
     ``output_dir``, the verdict is kept there (``check.json``, that file only)
     for the run's report to set against the run.
 
