@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit._check_hooks import CheckHooks
 from kit._engine import RunHandle
 from kit._engine.chunk import BatchBy
 from kit._engine.inject import ForwardSpec
+from kit.check._hooks import CheckHooks
 from kit.cluster._session import check_client
 from kit.config import ParallelConfig, RunnerConfig, parallel_section
 from kit.config._errors import closest, error

@@ -5,17 +5,22 @@ on the configured cluster and batched as configured; compares every record
 field; names the likely cause of a difference (:data:`CAUSES`); forecasts the
 full run's wall time and slot-hours with an 80% interval; sets the workers'
 peak memory against their limit; and checks every item of the set.
-``kit check CONFIG`` and ``Runner.check`` call it; a runner's own
+``kit check CONFIG`` and ``Runner.check`` call it; a runner's
 :class:`CheckHooks` (every :class:`kit.Runner` has them) say what may
 differ, what an item costs and what is wrong with the set.
 """
 
-from kit._check_hooks import CheckHooks
-from kit.check._check import CheckResult, DataCheck, Memory, check, spread, target_limit
-from kit.check._differences import Difference, differences
-from kit.check._forecast import Forecast, forecast
-from kit.check._parity import CAUSES, Parity
-from kit.check._sight import ENV_VARS, Sight
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from kit.check._hooks import CheckHooks
+
+if TYPE_CHECKING:
+    from kit.check._check import CheckResult, DataCheck, Memory, check, spread, target_limit
+    from kit.check._differences import Difference, differences
+    from kit.check._forecast import Forecast, forecast
+    from kit.check._parity import CAUSES, Parity
+    from kit.check._sight import ENV_VARS, Sight
 
 __all__ = [
     "CAUSES",
@@ -34,3 +39,25 @@ __all__ = [
     "spread",
     "target_limit",
 ]
+
+# Imported when first used: every runner has the hooks (kit.runner imports them), and
+# `import kit` must not load what a check runs with (the cluster, numpy) until one runs.
+_HOMES = {
+    **dict.fromkeys(
+        ("CheckResult", "DataCheck", "Memory", "check", "spread", "target_limit"), "_check"
+    ),
+    **dict.fromkeys(("Difference", "differences"), "_differences"),
+    **dict.fromkeys(("Forecast", "forecast"), "_forecast"),
+    **dict.fromkeys(("CAUSES", "Parity"), "_parity"),
+    **dict.fromkeys(("ENV_VARS", "Sight"), "_sight"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -71,7 +71,7 @@ class CheckHooks:
         ``target`` (default: this runner's ``parallel``), and checks the
         whole set's items.
         """
-        from kit.check import check
+        from kit.check._check import check
 
         where = (
             None
