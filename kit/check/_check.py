@@ -9,6 +9,7 @@ import random
 import resource
 import textwrap
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -537,7 +538,16 @@ def check(
         ran.ways,
     )
     if request.output_dir is not None:
-        keep(verdict, request)
+        try:
+            keep(verdict, request)
+        except OSError as exc:  # the verdict stands; only its copy for the run's report is lost
+            warnings.warn(
+                f"kit check: the verdict could not be kept in {request.output_dir} "
+                f"({type(exc).__name__}: {exc}); the run's report will show no forecast. "
+                "Remove what is in the way (check.json) or choose another output_dir",
+                RuntimeWarning,
+                stacklevel=2,
+            )
     return verdict
 
 

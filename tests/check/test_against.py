@@ -69,3 +69,20 @@ def test_a_linked_check_file_is_not_followed(tmp_path: Path) -> None:
     run.mkdir()
     (run / "check.json").symlink_to(elsewhere)
     assert forecast_against_run(run) is None
+
+
+def test_a_check_file_in_the_way_loses_the_keeping_not_the_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    (out / "check.json").mkdir(parents=True)  # planted by a co-user of the folder
+    with pytest.warns(RuntimeWarning, match="could not be kept in"):
+        code = main(["check", str(CONFIG_PATH), *FAST, f"output_dir={out}", "--items", "3"])
+    assert code == EXIT_OK
+    assert capsys.readouterr().out.startswith("kit check: PASS on 3 items")
+    elsewhere = tmp_path / "precious.txt"
+    elsewhere.write_text("mine")
+    (out / "check.json").rmdir()
+    (out / "check.json").symlink_to(elsewhere)
+    assert main(["check", str(CONFIG_PATH), *FAST, f"output_dir={out}", "--items", "3"]) == 0
+    assert elsewhere.read_text() == "mine" and not (out / "check.json").is_symlink()
