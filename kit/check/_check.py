@@ -413,13 +413,13 @@ class _Seen:
     others: int = 0
 
 
-def _look(client: Any, request: RunRequest) -> _Seen:
+def _look(client: Any, request: RunRequest, env: Mapping[str, Any]) -> _Seen:
     """Compare what each worker sees with what the driver does; read memory and slots."""
     if client is None:
         peak, limit = _peak_rss()
         return _Seen(peak=peak, limit=limit)
     config = request.config
-    packages = used_packages(request.runner, _local_env(request))
+    packages = used_packages(request.runner, env)
     workers = _worker_sights(client, config, packages)
     driver = see(config, packages)
     differs: dict[str, list[str]] = {}
@@ -440,12 +440,11 @@ def _look(client: Any, request: RunRequest) -> _Seen:
 
 
 def _check_data(
-    request: RunRequest, sample: list[Index]
+    request: RunRequest, sample: list[Index], env: Mapping[str, Any]
 ) -> tuple[DataCheck, list[float] | None, list[float] | None]:
     """Check every item of the set; return it with the sample's and the set's cost features."""
     runner = request.runner
     feature = runner.cost_by
-    env = _local_env(request)
     all_features = _features(runner, feature, request.items, env)
     problems = list(runner.check_items(request.items, env))
     sample_features = None
@@ -505,10 +504,11 @@ def check(
     sample = spread(request.items, n, seed)
     ran = _run_ways(request, sample, say)
     say("comparing what the driver and the workers see")
-    seen = _look(_client(request) if _on_cluster(request) else None, request)
+    env = _local_env(request)  # the reference's, built once in this process
+    seen = _look(_client(request) if _on_cluster(request) else None, request, env)
     parity = _parity(ran, seen.differs, rtol, ignore)
     say("checking every item of the set")
-    data, sample_features, all_features = _check_data(request, sample)
+    data, sample_features, all_features = _check_data(request, sample, env)
     # On another cluster, who else will be there is not known; its slots are its options'.
     others = seen.others if target is None else 0
     measured = seen.slots if target is None else None
