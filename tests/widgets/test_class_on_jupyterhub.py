@@ -26,6 +26,14 @@ WORKSHOP = ROOT / "notebooks" / "04_workshop.ipynb"
 KIT = str(Path(sys.executable).with_name("kit"))
 
 
+def located(message: Any) -> str:
+    """A console error's text, with the address it came from: "Failed to load resource"
+    alone does not say which request failed."""
+    if message.text in NOT_KITS:
+        return str(message.text)
+    return f"{message.text} ({message.location.get('url', 'no address')})"
+
+
 class Teacher(threading.Thread):
     """Types ``kit cluster runs ADDRESS`` once, then watches what it prints, many times a second.
 
@@ -72,7 +80,7 @@ def test_a_class_of_three_runs_the_workshop_on_one_cluster_through_jupyterhub(
             for user in CLASS:
                 page = chromium.new_context(viewport={"width": 1300, "height": 1100}).new_page()
                 console: list[str] = []
-                page.on("console", lambda m, c=console: m.type == "error" and c.append(m.text))
+                page.on("console", lambda m, c=console: m.type == "error" and c.append(located(m)))
                 page.on("pageerror", lambda error, c=console: c.append(str(error)))
                 attendee = hub.attendee(user)
                 attendee.log_in(page)
