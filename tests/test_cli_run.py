@@ -177,6 +177,10 @@ def test_kit_run_and_kit_submit_export_to_the_trackers_whose_viewers_they_print(
 def test_two_submits_at_once_one_runs_and_the_other_is_refused(
     config: Path, tmp_path: Path
 ) -> None:
+    # The run holds at its first item until the gate (a file) opens: on a busy machine
+    # the second submit could otherwise start after the first run ended, and resume it.
+    gate = tmp_path / "gate"
+    config.write_text(config.read_text() + f"gate: {gate}\ngate_from: 0\n")
     command = [sys.executable, "-m", "kit", "submit", str(config), "parallel.env=inline"]
     both = [
         subprocess.Popen(
@@ -190,6 +194,7 @@ def test_two_submits_at_once_one_runs_and_the_other_is_refused(
     refused = next(err for proc, (_, err) in zip(both, outputs, strict=True) if proc.returncode)
     assert refused.startswith("kit: error: ") and str(tmp_path / "out") in refused
     assert "Traceback" not in refused and "--debug" not in refused
+    gate.touch()
     assert kit.attach(tmp_path / "out").result(timeout=120).stats.ok == 50
 
 
