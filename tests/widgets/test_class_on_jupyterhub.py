@@ -27,8 +27,10 @@ KIT = str(Path(sys.executable).with_name("kit"))
 
 
 def located(message: Any) -> str:
-    """A console error's text, with the address it came from: "Failed to load resource"
-    alone does not say which request failed."""
+    """Return a console error's text with the address it came from.
+
+    "Failed to load resource" alone does not say which request failed.
+    """
     if message.text in NOT_KITS:
         return str(message.text)
     return f"{message.text} ({message.location.get('url', 'no address')})"
