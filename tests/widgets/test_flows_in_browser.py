@@ -346,6 +346,8 @@ def test_check_then_scale_out_prints_a_command_that_names_the_local_config(
         "kit submit runs/scale/exp.yaml factor=5 +parallel.env=slurm "
         "+parallel.options.cores=1 +parallel.options.memory=2GB"
     )
+    # The check ran in the background of the kernel: nothing of it reaches the log.
+    assert log_console_entries(page, jupyter.ui) == []
 
 
 @BOTH_UIS
