@@ -115,10 +115,11 @@ def test_auto_shrinks_chunks_towards_the_end() -> None:
     assert sizes[-1] <= 5
 
 
-def _last_chunks(driver_seconds: float) -> list[int]:
+def _last_chunks(driver_seconds: float, task_seconds: float = 0.0) -> list[int]:
     planner = ChunkPlanner([(0, 3000)], n_workers=256)
     planner.observe(40, 3.2)  # 80 ms an item
     planner.driver_seconds = driver_seconds
+    planner.task_seconds = task_seconds
     sizes = []
     while (span := planner.next()) is not None:
         sizes.append(span[1] - span[0])
@@ -129,6 +130,21 @@ def test_the_last_chunks_are_no_smaller_than_what_keeps_the_driver_busy() -> Non
     # 256 workers x 4 ms a chunk: smaller chunks would come back faster than it takes them.
     assert min(_last_chunks(driver_seconds=0.004)) == 13  # ceil(1.024 s / 80 ms)
     assert max(_last_chunks(driver_seconds=0.0)) == 1
+
+
+def test_the_last_chunks_are_no_smaller_than_what_the_cluster_starts_at_ease() -> None:
+    # 256 slots x 1 ms of the scheduler's time a task, at 3/4 of the rate it can start.
+    assert min(_last_chunks(driver_seconds=0.0, task_seconds=0.001)) == 5  # ceil(0.341 s / 80 ms)
+
+
+def test_the_cluster_s_least_is_reached_at_once_after_the_probe_not_by_growth() -> None:
+    # 4x the probe would be 4 items a chunk: a thousand slots of such chunks would ask
+    # the scheduler for more tasks a second than it starts.
+    planner = ChunkPlanner([(0, 80_000)], n_workers=1024)
+    planner.next()
+    planner.observe(1, 0.08)
+    start, stop = planner.next()  # type: ignore[misc]
+    assert stop - start == 18  # ceil(1.365 s / 80 ms)
 
 
 def test_trivial_items_get_big_chunks() -> None:

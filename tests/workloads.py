@@ -424,6 +424,23 @@ class WaitsForTheNext(Runner):
         return {"idx": idx}
 
 
+class AllAtOnce(Runner):
+    """Each item waits (up to a minute) until ``together`` items have begun.
+
+    Its record says whether they all had: they can only if that many slots
+    ran items at once.
+    """
+
+    @staticmethod
+    def forward(idx: int, model: Model, together: int) -> dict[str, Any]:
+        folder = Path(model.cfg.log_dir)
+        (folder / f"began-{idx}").touch()
+        deadline = time.monotonic() + 60
+        while len(list(folder.glob("began-*"))) < together and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return {"idx": idx, "all_began": len(list(folder.glob("began-*"))) >= together}
+
+
 def env_var(name: str) -> str | None:
     """For ``client.run``: an environment variable of the worker process."""
     return os.environ.get(name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -180,7 +181,8 @@ def execute_chunk(
     busy = time.perf_counter() - began
     errors.sort(key=lambda e: e.position)
     del records[ran:]
-    return ChunkResult(start, records, errors, worker, busy, metric_sums(records))
+    slot = (threading.get_ident(), began)
+    return ChunkResult(start, records, errors, worker, busy, metric_sums(records), slot)
 
 
 def _batches(

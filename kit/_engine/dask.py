@@ -186,9 +186,13 @@ class DaskDispatcher:
                 policy.connected()
                 if not self.in_flight or self.should_stop():
                     return
+                # Slots waiting for a probe to come back get one anyway when the wait ends.
+                wake = policy.wake_in(time.perf_counter())
                 try:
                     with self.clock.waiting():
-                        first = self.arrived.get(timeout=WAIT_STEP)
+                        first = self.arrived.get(
+                            timeout=WAIT_STEP if wake is None else min(WAIT_STEP, wake)
+                        )
                 except queue.Empty:
                     if policy.poll_due(time.perf_counter()):
                         self._poll()

@@ -24,6 +24,13 @@ aimed, to at least ``DRIVER_SHARE * n_workers * driver_seconds`` of work
 to balance the last chunks across workers, but not below
 ``n_workers * driver_seconds``, where the driver would be busy all the time.
 Simulated and measured in benchmarks/bench_engine.py.
+
+Each task also costs the cluster time of its own (the scheduler's, the
+worker's: see :mod:`kit._engine.pace`): chunks hold at least
+``least_seconds`` of work, ``n_workers * task_seconds / DISPATCH_SHARE``, so
+that on many slots of short items the cluster starts tasks well below the
+rate it can (at 1,024 slots and 1 ms a task: 1.37 s). Measured in
+benchmarks/bench_scale.py.
 """
 
 from __future__ import annotations
@@ -34,6 +41,14 @@ from collections.abc import Iterable
 
 #: Chunks last long enough that taking them back keeps the driver busy 1/DRIVER_SHARE of the time.
 DRIVER_SHARE = 4
+#: Seconds of the cluster's own time per task until measured (see kit._engine.pace):
+#: the scheduler's overhead per task that Dask's documentation warns of (up to about 1 ms).
+TASK_SECONDS = 1e-3
+#: The share of the cluster's task rate a run's chunks may use. Lower, chunks grow and
+#: one slow item delays more of the items around it in its chunk; higher, slots wait for
+#: tasks the scheduler has not started yet (at 1,024 slots: 0.5, 0.75 and 1.0 took 1.50,
+#: 1.40 and 1.42x the list-scheduling bound, medians of 8 runs of bench_scale's items).
+DISPATCH_SHARE = 0.75
 #: An item that alone runs this many times its chunk's expected time ends the chunk, which
 #: hands back the items it has not started (planned again): it holds back none behind it.
 CUT_AFTER = 2.0
@@ -71,14 +86,28 @@ class ChunkPlanner:
         self._busy = 0.0
         self._latest: float | None = None
         self._largest = 0
-        self._blind = 0  # chunks planned before any came back
+        #: Chunks planned before any came back (probes first).
+        self.blind = 0
         #: Seconds the driver's thread works to take one chunk back (measured, waits left out).
         self.driver_seconds = 0.0
+        #: Seconds of the cluster's own time per task (see :mod:`kit._engine.pace`).
+        self.task_seconds = TASK_SECONDS
 
     @property
     def seconds_per_item(self) -> float | None:
         """Measured mean seconds per item, or None before the first chunk returns."""
         return self._busy / self._items if self._items else None
+
+    @property
+    def least_seconds(self) -> float:
+        """Work a chunk holds at least, so that the cluster starts its tasks at ease.
+
+        >>> planner = ChunkPlanner([(0, 100)], n_workers=1024)
+        >>> planner.task_seconds = 0.001  # the cluster's own time per task
+        >>> round(planner.least_seconds, 3)  # 1,024 tasks every 1.37 s: 3/4 of what it can start
+        1.365
+        """
+        return self.n_workers * self.task_seconds / DISPATCH_SHARE
 
     def observe(self, items: int, busy_seconds: float) -> None:
         """Record that a chunk of ``items`` took ``busy_seconds`` in forward."""
@@ -99,20 +128,24 @@ class ChunkPlanner:
         # Enough work per chunk for the driver to keep up with every worker: aim at
         # a small share of its time; never below the point where it is fully busy.
         driver = self.n_workers * self.driver_seconds
-        keep_up = max(self.min_seconds, DRIVER_SHARE * driver)
-        floor = max(self.min_seconds, driver)
+        # Nor below what the cluster starts at ease: tasks cost it time of their own.
+        least = self.least_seconds
+        keep_up = max(self.min_seconds, DRIVER_SHARE * driver, least)
+        floor = max(self.min_seconds, driver, least)
         fair_share = self.remaining / (2 * self.n_workers)
         size = min(
             max(self.target_seconds, keep_up) / per_item,
             max(fair_share, floor / per_item),
         )
         # Grow by at most ``growth`` times, but always allow ``keep_up`` seconds of
-        # work at once: creeping up from one item costs a round trip per step.
+        # work at once: creeping up from one item costs a round trip per step (and
+        # the cluster's least, up to the fair share: smaller tasks would queue).
         size = min(
             size,
             max(
                 self.growth * self._largest,
                 min(keep_up / per_item, fair_share / self.growth),
+                min(least / per_item, fair_share),
             ),
         )
         return max(self.unit, math.ceil(size / self.unit) * self.unit)
@@ -126,7 +159,7 @@ class ChunkPlanner:
         chunks there too would leave each worker a queue of a couple of items
         while the driver waits for the first probes, and workers idle.
         """
-        if self._blind < self.n_workers:
+        if self.blind < self.n_workers:
             return self.unit
         fair_share = self.remaining / (2 * self.n_workers)
         size = min(self.growth * self.unit, fair_share / self.growth)
@@ -178,7 +211,7 @@ class ChunkPlanner:
         start, stop = self._ranges.popleft()
         end = min(stop, start + self.size())
         if self._latest is None:
-            self._blind += 1
+            self.blind += 1
         if end < stop:
             self._ranges.appendleft((end, stop))
         self.remaining -= end - start

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kit._base.errors import NoWorkersError, SchedulerLostError
+from kit._engine.pace import Pacing
 from kit._engine.plan import ChunkPlanner
 from kit.result import Index, ItemError
 from kit.store._chunk_result import ChunkResult
@@ -250,6 +251,53 @@ SHARED_CHUNK_SECONDS = 0.05
 CAPACITY_CHECK = 0.2
 
 
+class Capacity:
+    """How many worker threads a run plans for, when to ask again, and how long chunks aim at.
+
+    Examples
+    --------
+    >>> from kit._engine.plan import ChunkPlanner
+    >>> capacity = Capacity(ChunkPlanner([(0, 8)], n_workers=8))
+    >>> capacity.seen(8), capacity.seen(8, share=3), capacity.most_threads
+    (8, 3, 8)
+    """
+
+    def __init__(self, planner: ChunkPlanner) -> None:
+        self.planner = planner
+        self.threads = planner.n_workers
+        # The most worker threads seen in this run: a lost chunk is cut for them, as a
+        # killed worker's nanny starts it again in a moment.
+        self.most_threads = self.threads
+        # When the loop last asked the scheduler for the run's threads (it just did, to start).
+        self._polled = time.perf_counter()
+        # How much work a chunk aims at alone; less while other clients share the cluster.
+        self._target = planner.target_seconds
+
+    def poll_due(self, now: float) -> bool:
+        """Whether to ask the scheduler for the run's threads now (every CAPACITY_CHECK s)."""
+        if now - self._polled < CAPACITY_CHECK:
+            return False
+        self._polled = now
+        return True
+
+    def company(self, shared: bool) -> None:
+        """Keep chunks short while other clients are connected, as long as usual alone."""
+        short = min(SHARED_CHUNK_SECONDS, self._target)
+        self.planner.target_seconds = short if shared else self._target
+
+    def seen(self, total: int, share: int | None = None) -> int:
+        """Take the cluster's worker threads now; return how many to plan for (at least 1).
+
+        ``share`` is this run's fair share of them when other runs use the
+        cluster too: the run plans for that many.
+        """
+        # No worker at all (all left): keep one chunk out, it waits on the scheduler.
+        self.threads = max(1, total if share is None else min(total, share))
+        self.most_threads = max(self.most_threads, self.threads)
+        self.planner.n_workers = self.threads
+        return self.threads
+
+
 @dataclass
 class Turn:
     """What the dispatch loop does in one turn, as the policy decided it.
@@ -317,18 +365,14 @@ class DispatchPolicy:
         self.twins: dict[tuple[int, int], list[str]] = {}
         # Chunks the cluster cancelled when the client lost its scheduler: sent again as were.
         self.requeued: deque[Flight] = deque()
-        self.threads = planner.n_workers
-        # The most worker threads seen in this run: a lost chunk is cut for them, as a
-        # killed worker's nanny starts it again in a moment.
-        self.most_threads = self.threads
+        #: Threads the run plans for, when to ask again, how long chunks aim at.
+        self.capacity = Capacity(planner)
         self.planned_all = False
         # Least overhead seen between sending a chunk and having it back, beyond its
         # compute time: the price of a backup copy.
         self.round_trip = 0.01
-        # When the loop last asked the scheduler for the run's threads (it just did, to start).
-        self._polled = time.perf_counter()
-        # How much work a chunk aims at alone; less while other clients share the cluster.
-        self._target = planner.target_seconds
+        #: When slots wait for a probe; the first wave, that measures the cluster's task cost.
+        self.pacing = Pacing()
 
     # ---------------------------------------------------------------- turns
     def turn(self, *, stopping: bool, arrival: bool, shared: bool) -> Turn:
@@ -364,40 +408,52 @@ class DispatchPolicy:
 
     def poll_due(self, now: float) -> bool:
         """Whether to ask the scheduler for the run's threads now (every CAPACITY_CHECK s)."""
-        if now - self._polled < CAPACITY_CHECK:
-            return False
-        self._polled = now
-        return True
+        return self.capacity.poll_due(now)
 
     def company(self, shared: bool) -> None:
         """Keep chunks short while other clients are connected, as long as usual alone."""
-        short = min(SHARED_CHUNK_SECONDS, self._target)
-        self.planner.target_seconds = short if shared else self._target
+        self.capacity.company(shared)
 
     def flights(self) -> Mapping[str, Flight]:
         """Return the chunk tasks out, by key (read only)."""
         return MappingProxyType(self.in_flight)
 
     # ------------------------------------------------------------- sending
-    def to_send(self, room: int, stopping: bool = False) -> list[tuple[int, int, int]]:
-        """Return up to ``room`` spans ``(start, stop, deaths)`` to send: lost pieces first."""
+    def to_send(
+        self, room: int, stopping: bool = False, now: float | None = None
+    ) -> list[tuple[int, int, int]]:
+        """Return up to ``room`` spans ``(start, stop, deaths)`` to send: lost pieces first.
+
+        On many threads, slots beyond the first probes wait for one (see
+        :class:`~kit._engine.pace.Pacing`).
+        """
+        now = time.perf_counter() if now is None else now
         spans: list[tuple[int, int, int]] = []
         spread = self.recovery.spread
         while spread and len(spans) < room and not stopping:
             start, stop = spread.popleft()
             spans.append((start, stop, 1))
+        planner = self.planner
+        blind = self.pacing.sending(planner)
         while not self.planned_all and len(spans) < room and not stopping:
-            span = self.planner.next()
+            if blind and self.pacing.waits(planner, now):
+                break
+            span = planner.next()
             if span is None:
                 self.planned_all = True
                 break
             spans.append((*span, 0))
         return spans
 
+    def wake_in(self, now: float) -> float | None:
+        """Seconds until slots waiting for a probe get one anyway (None: none waits)."""
+        return self.pacing.wake_in(self.planner, now)
+
     def sent(self, flight: Flight) -> None:
         """Count ``flight`` as out."""
         self.in_flight[flight.key] = flight
         self.twins.setdefault((flight.start, flight.stop), []).append(flight.key)
+        self.pacing.sent(flight.key)
 
     def isolating(self) -> bool:
         """Whether lost items run alone now: until every one is back, nothing else goes out."""
@@ -405,22 +461,14 @@ class DispatchPolicy:
 
     # ------------------------------------------------------------ capacity
     def threads_seen(self, total: int, now: float, share: int | None = None) -> int:
-        """Take the cluster's worker threads now; return how many to plan for (at least 1).
-
-        ``share`` is this run's fair share of them when other runs use the
-        cluster too: the run plans for that many.
-
-        >>> from kit._engine.plan import ChunkPlanner
-        >>> policy = DispatchPolicy(ChunkPlanner([(0, 8)], n_workers=8), range(8), retries=1)
-        >>> policy.threads_seen(8, now=0.0), policy.threads_seen(8, now=1.0, share=3)
-        (8, 3)
-        """
+        """Take the cluster's worker threads now; return how many to plan for (see Capacity)."""
         self.liveness.seen(total, now)
-        # No worker at all (all left): keep one chunk out, it waits on the scheduler.
-        self.threads = max(1, total if share is None else min(total, share))
-        self.most_threads = max(self.most_threads, self.threads)
-        self.planner.n_workers = self.threads
-        return self.threads
+        return self.capacity.seen(total, share)
+
+    @property
+    def threads(self) -> int:
+        """Worker threads the run plans for now."""
+        return self.capacity.threads
 
     def check_workers(self, now: float) -> None:
         """Raise once the cluster has had no worker for ``no_worker_timeout`` seconds."""
@@ -480,6 +528,9 @@ class DispatchPolicy:
             copies = self.twins.pop((flight.start, flight.stop), [])
             cancel = [self.in_flight.pop(key) for key in copies]
             self.planner.observe(len(outcome.records), outcome.busy_seconds)
+            measured = self.pacing.began(key, outcome)
+            if measured is not None:
+                self.planner.task_seconds = measured
             if outcome.stop < flight.stop:  # cut at its budget: the rest goes again
                 self._again(outcome.stop, flight.stop, flight.deaths)
             return outcome, cancel
@@ -488,7 +539,7 @@ class DispatchPolicy:
         if outcome is None and not connected:
             self.requeued.append(flight)  # cancelled by the loss of the scheduler
             return None, []
-        return self.recovery.lost(flight, outcome, self.most_threads), []
+        return self.recovery.lost(flight, outcome, self.capacity.most_threads), []
 
     def overdue(self, notice: Overdue) -> None:
         """Plan the positions after ``notice.end`` again now: their chunk ends there.

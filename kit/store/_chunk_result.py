@@ -25,6 +25,11 @@ class ChunkResult:
     busy_seconds: float
     #: Per metric name: (sum, count) over the chunk's records (see :func:`metric_sums`).
     metrics: dict[str, tuple[float, int]] = field(default_factory=dict)
+    #: The worker's thread that ran it and when it began there (``time.perf_counter`` of
+    #: the worker's process): the engine measures from these how fast the cluster starts
+    #: tasks (see :class:`kit._engine.pace.StartSpread`). None when not known (read back
+    #: from a run folder, made on the driver).
+    slot: tuple[int, float] | None = None
 
     @property
     def stop(self) -> int:

@@ -20,6 +20,7 @@ from kit._engine.spec import ChunkJob
 from kit.errors import ProviderSetupError
 from kit.events import ChunkFinished
 from tests.workloads import (
+    AllAtOnce,
     EmptyEnv,
     LoggedSleeps,
     ToyProvider,
@@ -147,3 +148,15 @@ def test_a_chunk_sent_again_is_a_new_task_while_its_last_future_is_still_held(
     # It ran: on a worker, where this test built no env.
     with pytest.raises(ProviderSetupError, match="'no-env-needed' is not built on worker"):
         again.future.result(timeout=60)
+
+
+def test_slots_that_wait_for_a_probe_get_one_when_the_wait_ends(tmp_path: Path) -> None:
+    # On 16 threads, 8 probe first and the rest wait for one to come back; these
+    # probes end only once all 16 items run, so only the end of the wait lets them.
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=16, processes=False) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        runner = AllAtOnce(ToyProvider(toy_config(tmp_path)), client=client)
+        result = runner.run(range(16), together=16)
+    assert [r["all_began"] for r in result.records] == [True] * 16
