@@ -123,21 +123,31 @@ class Ledger:
         errors = {err.position: err for err in chunk.errors}
         new = 0
         first_error: ItemError | None = None
+        start, stop = chunk.start, chunk.stop
         with self.cond:
-            for offset, record in enumerate(chunk.records):
-                pos = chunk.start + offset
-                if self._filled[pos]:
-                    continue
-                self._filled[pos] = 1
-                new += 1
-                self.done += 1
-                if pos in errors:
-                    self._errors[pos] = errors[pos]
-                    self.failed += 1
-                    first_error = first_error or errors[pos]
-                else:
-                    self.records[pos] = record
-                    self._stream.append(pos)
+            if not errors and self._filled.find(1, start, stop) < 0:
+                # The usual chunk: every item new and none failed. Slices, not a loop
+                # per item: on 20,000 trivial items the loop took 15% of the driver thread.
+                new = stop - start
+                self._filled[start:stop] = b"\x01" * new
+                self.records[start:stop] = chunk.records
+                self._stream.extend(range(start, stop))
+                self.done += new
+            else:
+                for offset, record in enumerate(chunk.records):
+                    pos = chunk.start + offset
+                    if self._filled[pos]:
+                        continue
+                    self._filled[pos] = 1
+                    new += 1
+                    self.done += 1
+                    if pos in errors:
+                        self._errors[pos] = errors[pos]
+                        self.failed += 1
+                        first_error = first_error or errors[pos]
+                    else:
+                        self.records[pos] = record
+                        self._stream.append(pos)
             if resumed:
                 self.resumed += new
             elif new:

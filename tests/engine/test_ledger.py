@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import threading
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from kit._engine.ledger import Ledger, StopPolicy
 from kit.result import ItemError, RunStatus
 from kit.store._chunk_result import ChunkResult
@@ -27,6 +30,43 @@ def test_a_position_counts_once_however_often_it_comes_back() -> None:
     assert (ledger.done, ledger.failed, ledger.chunks) == (6, 0, 2)
     stats = ledger.result(RunStatus.COMPLETED, 1.0, 0.1, None).stats
     assert {name: w.chunks for name, w in stats.workers.items()} == {"w": 1, "copy": 1}
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 30), st.integers(0, 8), st.sets(st.integers(0, 40), max_size=3)),
+        max_size=12,
+    )
+)
+def test_whole_new_chunks_fold_in_as_item_by_item_would(
+    spans: list[tuple[int, int, set[int]]],
+) -> None:
+    # New chunks without failures fold in by slices; others item by item: the same ledger.
+    ledger, done, records, failed, stream = Ledger(range(40), StopPolicy()), set(), {}, set(), []
+    for start, length, fails in spans:
+        stop = min(40, start + length)
+        bad = tuple(sorted(p for p in fails if start <= p < stop))
+        new = [p for p in range(start, stop) if p not in done]
+        assert ledger.accept(chunk(start, stop, failed=bad)) == len(new)
+        done.update(new)
+        failed.update(p for p in new if p in bad)
+        records.update({p: p * 10 for p in new if p not in bad})
+        stream.extend(p for p in new if p not in bad)
+    assert ledger.records == [records.get(p) for p in range(40)]
+    assert (ledger.done, ledger.failed) == (len(done), len(failed))
+    assert [e.position for e in ledger.errors()] == sorted(failed)
+    assert ledger.missing() == _ranges(sorted(set(range(40)) - done))
+    assert [p for batch in ledger.completed(lambda: True, 0.0) for p in batch] == stream
+
+
+def _ranges(positions: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for p in positions:
+        if out and out[-1][1] == p:
+            out[-1] = (out[-1][0], p + 1)
+        else:
+            out.append((p, p + 1))
+    return out
 
 
 def test_a_copy_that_brings_nothing_new_adds_no_worker_stats() -> None:
