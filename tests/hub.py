@@ -112,6 +112,12 @@ c.Spawner.cmd = [{singleuser!r}]
 c.Spawner.args = {args!r}
 c.Spawner.default_url = "/lab"
 c.Spawner.environment = {environment!r}
+# Each attendee's JupyterLab workspaces in their own home, as on a real hub. In the one
+# config folder they share, a server listing the workspaces read another's half-written
+# file and answered 500 (a PUT writes in place; seen once in a few runs under load).
+c.Spawner.environment["JUPYTERLAB_WORKSPACES_DIR"] = (
+    lambda spawner: {homes!r} + "/" + spawner.user.name + "/.jupyter-workspaces"
+)
 c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 180
 c.JupyterHub.services = [{{"name": "teacher", "api_token": {token!r}}}]
