@@ -402,7 +402,7 @@ class DispatchPolicy:
                 arrival
                 and self.planned_all
                 and self.backups == "auto"
-                and self.planner.seconds_per_item is not None
+                and worth_copying(self.in_flight, self.planner.seconds_per_item, self.round_trip)
             ),
         )
 
@@ -577,6 +577,25 @@ class DispatchPolicy:
         if per_item is None:
             return []
         return copies(self.in_flight, self.twins, per_item, self.round_trip, processing)
+
+
+def worth_copying(
+    in_flight: Mapping[str, Flight], per_item: float | None, round_trip: float
+) -> bool:
+    """Whether any chunk out is long enough to be worth a copy (see :func:`copies`).
+
+    Only then is the scheduler asked which chunks wait queued: on short
+    chunks the question would cost a round trip per arrival at a run's end.
+
+    >>> worth_copying({"a": Flight(0, 10, 0, False, key="a")}, 0.001, round_trip=0.001)
+    False
+    >>> worth_copying({"a": Flight(0, 10, 0, False, key="a")}, 0.01, round_trip=0.001)
+    True
+    """
+    if per_item is None:
+        return False
+    worth = max(BACKUP_MIN_SECONDS, BACKUP_ROUND_TRIPS * round_trip)
+    return any(not f.alone and (f.stop - f.start) * per_item >= worth for f in in_flight.values())
 
 
 def copies(

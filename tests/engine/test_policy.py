@@ -176,9 +176,13 @@ def test_a_turn_sends_again_what_the_lost_scheduler_cancelled_and_backs_up_only_
     turn = p.turn(stopping=False, arrival=False, shared=False)
     assert [(f.start, f.stop) for f in turn.resend] == [(0, 2)] and turn.send == []
     assert p.turn(stopping=False, arrival=False, shared=False).resend == []  # told once
+    p.sent(turn.resend[0])  # the loop sends it again
     p.arrived("2-4-0", back(2, 4, busy=2.0), now=3.0, connected=True)
     # Everything is planned and chunks take seconds: an idle worker may copy one.
     assert p.turn(stopping=False, arrival=True, shared=False).back_up
+    p.arrived("0-2-0", back(0, 2, busy=2.0), now=5.0, connected=True)
+    # Nothing out is worth a copy: the scheduler is not even asked.
+    assert not p.turn(stopping=False, arrival=True, shared=False).back_up
     assert not p.turn(stopping=False, arrival=False, shared=False).back_up
 
 
