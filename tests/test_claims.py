@@ -573,6 +573,17 @@ CLAIMS: dict[str, list[str]] = {
         "tests/test_docs.py::test_outputs_stored_for_other_code_stop_the_build",
         "tests/test_docs.py::test_the_slow_notebooks_show_the_outputs_stored_for_their_code",
     ],
+    "They wait no longer than starting a probe on each of them would take the cluster": [
+        "tests/engine/test_pace.py::"
+        "test_on_many_slots_a_few_probe_and_the_rest_wait_for_one_to_come_back",
+        "tests/engine/test_dask.py::test_slots_that_wait_for_a_probe_get_one_when_the_wait_ends",
+    ],
+    "the cluster starts tasks at no more than three quarters of the rate it can": [
+        "tests/test_plan.py::test_the_cluster_s_least_is_reached_at_once_after_the_probe_not_by_growth",
+        "tests/test_plan.py::test_the_last_chunks_are_no_smaller_than_what_the_cluster_starts_at_ease",
+        "tests/engine/test_pace.py::test_the_first_wave_s_starts_set_the_cluster_s_time_per_task",
+        "benchmarks/bench_scale.py",
+    ],
 }
 
 #: A phrase of a sentence that uses the words without claiming a rule -> why.
