@@ -50,6 +50,20 @@ def fair_shares(threads: int, caps: dict[str, int | None]) -> dict[str, int]:
     return {run: shares[run] for run in sorted(caps)}
 
 
+def check_count(name: str, value: Any, least: int = 0) -> None:
+    """Raise unless ``value`` is a whole number of at least ``least`` (a bool is not one).
+
+    >>> check_count("max_slots", "abc", least=1)
+    Traceback (most recent call last):
+    ...
+    TypeError: a run's seat needs max_slots as a whole number of at least 1, got 'abc'
+    """
+    if type(value) is not int or value < least:
+        raise TypeError(
+            f"a run's seat needs {name} as a whole number of at least {least}, got {value!r}"
+        )
+
+
 @dataclass
 class Seat:
     """One run on the cluster, as the teacher sees it.
@@ -94,6 +108,18 @@ class Seat:
     seen: float = 0.0
     cancel_by: str | None = None
 
+    def __post_init__(self) -> None:
+        # Checked before the book stores it: one bad seat in the book failed every run and
+        # every command on the cluster until its scheduler restarted.
+        for name in ("run_id", "client", "user", "host", "runner", "env"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or (name in ("run_id", "client") and not value):
+                raise TypeError(f"a run's seat needs {name} as a string, got {value!r}")
+        for name in ("total", "done", "failed", "chunks_out"):
+            check_count(name, getattr(self, name))
+        if self.max_slots is not None:
+            check_count("max_slots", self.max_slots, least=1)
+
     def as_dict(self) -> dict[str, Any]:
         """Return the seat as plain data (what crosses the wire to a client)."""
         return asdict(self)
@@ -136,6 +162,8 @@ class RunBook:
         self, run_id: str, *, done: int, failed: int, chunks_out: int, threads: int, now: float
     ) -> Seat | None:
         """Take a run's progress; return its seat with its share now (None if it has none)."""
+        for name, value in (("done", done), ("failed", failed), ("chunks_out", chunks_out)):
+            check_count(name, value)
         seat = self.seats.get(run_id)
         if seat is None:
             return None

@@ -196,8 +196,14 @@ def held_envs(dask_scheduler: Any = None) -> dict[str, list[str]]:
 def join_run(seat: dict[str, Any], dask_scheduler: Any = None) -> dict[str, int]:
     """On the scheduler: seat a run; return the cluster's threads, its share and the runs."""
     ledger = ledger_of(dask_scheduler)
+    checked = Seat(**seat)  # raises on a bad seat: nothing is stored
+    if checked.client not in dask_scheduler.clients:
+        raise ValueError(
+            f"a run's seat names client {checked.client!r}, which is not connected to this "
+            "scheduler: a run is seated by the client that runs it"
+        )
     threads = ledger.threads()
-    share = ledger.runs.join(Seat(**seat), threads=threads, now=time.time())
+    share = ledger.runs.join(checked, threads=threads, now=time.time())
     return {
         "threads": threads,
         "share": share,

@@ -82,3 +82,23 @@ def test_a_cancel_names_the_run_by_its_first_characters_and_says_which_runs_ther
 
 def test_a_report_from_a_run_without_a_seat_says_so() -> None:
     assert RunBook().report("r9", done=1, failed=0, chunks_out=1, threads=4, now=0.0) is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("max_slots", "abc"), ("max_slots", 0), ("max_slots", True), ("run_id", None), ("total", -1)],
+)
+def test_a_bad_seat_is_refused_before_the_book_stores_it(field: str, value: object) -> None:
+    book = RunBook()
+    good = seat("r1").as_dict()
+    with pytest.raises(TypeError, match=f"a run's seat needs {field} as a"):
+        book.join(Seat(**{**good, field: value}), threads=8, now=0.0)
+    assert book.seats == {}
+
+
+def test_a_bad_report_changes_nothing() -> None:
+    book = RunBook()
+    book.join(seat("r1"), threads=8, now=0.0)
+    with pytest.raises(TypeError, match="a run's seat needs done as a whole number of at least 0"):
+        book.report("r1", done="many", failed=0, chunks_out=1, threads=8, now=1.0)  # type: ignore[arg-type]
+    assert (book.seats["r1"].done, book.seats["r1"].seen) == (0, 0.0)

@@ -104,3 +104,35 @@ def test_warming_builds_the_env_once_per_worker_before_the_class_uses_it(
     assert [r["ok"] for r in reports(attendee(scheduler, job, user="carol"))] == [8]
     assert len(lines(tmp_path, "setup.log")) == WORKERS  # carol's run built nothing
     assert kit("cluster", "runs", scheduler).stdout.splitlines()[-1].endswith("  idle")
+
+
+def test_a_bad_seat_is_refused_on_the_scheduler_and_the_class_goes_on(
+    scheduler: str, watcher: Client
+) -> None:
+    # One bad call used to be stored and fail every later run and command on the cluster.
+    from kit.cluster._shared import ClusterLedger, join_run
+
+    watcher.register_plugin(ClusterLedger())  # as a Kit session does (kept if there)
+    good = {
+        "run_id": "r-bad",
+        "client": watcher.id,
+        "user": "mallory",
+        "host": "lab",
+        "runner": "R",
+        "env": "kit-env:m.P:1",
+        "total": 10,
+    }
+    for bad, said in (
+        ({"max_slots": "abc"}, "max_slots as a whole number"),
+        ({"run_id": None}, "run_id as a string"),
+        ({"client": "someone-else"}, "which is not connected to this scheduler"),
+    ):
+        try:
+            watcher.run_on_scheduler(join_run, {**good, **bad})
+        except (TypeError, ValueError) as exc:
+            assert said in str(exc)
+        else:
+            raise AssertionError(f"{bad} was seated")
+    assert watcher.run_on_scheduler(list_runs)["runs"] == []
+    listing = kit("cluster", "runs", scheduler)
+    assert listing.returncode == 0, listing.stderr
