@@ -125,7 +125,15 @@ class EnvironmentProvider(abc.ABC):
         return fn
 
     def env_name(self) -> str:
-        """Name of this provider's env on the workers: class and config hash.
+        """Name of this provider's env on the workers: class, config hash, code fingerprint.
+
+        The fingerprint (:func:`~kit._base.fingerprint.code_fingerprint`) is
+        of the class's code as it reaches the workers, the globals it reads
+        and the versions of the libraries it names. On a shared cluster an
+        env is reused by whoever asks for the same name: one class defined
+        alike in two notebooks shares one env, a class named like another
+        with other code never gets the other's env, and a cell run again
+        with fixed code builds anew.
 
         Examples
         --------
@@ -133,16 +141,13 @@ class EnvironmentProvider(abc.ABC):
         >>> class P(EnvironmentProvider):
         ...     def build_env_local(self): return {}
         ...     def make_worker_setup_fn(self): return dict
-        >>> P(OmegaConf.create({"a": 1})).env_name()
-        'kit-env:kit.provider.P:23eef9c51146'
+        >>> P(OmegaConf.create({"a": 1})).env_name()  # doctest: +ELLIPSIS
+        'kit-env:kit.provider.P:23eef9c51146-...'
         """
-        name = f"{env_name_prefix(type(self))}{config_hash(self.env_config())}"
-        if type(self).__module__ == "__main__":
-            # Defined in a notebook cell or a script: the class itself is part of what the
-            # env is. A cell run again with fixed code builds anew instead of reusing the env
-            # the old code built, and two kernels' classes of one name never share an env.
-            name += f"-{class_digest(type(self))}"
-        return name
+        from kit._base.fingerprint import code_fingerprint
+
+        fingerprint = code_fingerprint(type(self))[:FINGERPRINT_CHARS]
+        return f"{env_name_prefix(type(self))}{config_hash(self.env_config())}-{fingerprint}"
 
     def check_config(self) -> None:
         """Check the sections in ``config_schemas``, whole: a typo fails before anything runs.
@@ -221,6 +226,8 @@ class EnvironmentProvider(abc.ABC):
 
 
 _ABSENT = object()
+#: Hex digits of the code fingerprint in an env's name.
+FINGERPRINT_CHARS = 12
 
 
 @contextlib.contextmanager
@@ -266,19 +273,6 @@ def env_only_setup(setup: Callable[[], Env], provider: type[EnvironmentProvider]
     """Run a worker setup function under :func:`reading_env` (picklable with ``partial``)."""
     with reading_env(provider):
         return setup()
-
-
-def class_digest(cls: type) -> str:
-    """Return a digest of a class as cloudpickle sends it: its code, and which class it is.
-
-    Stable for one class object; another definition (a cell run again, another
-    kernel) gives another digest, even with the same code.
-    """
-    import hashlib
-
-    import cloudpickle
-
-    return hashlib.sha256(cloudpickle.dumps(cls)).hexdigest()[:8]
 
 
 def env_name_prefix(cls: type) -> str:

@@ -140,7 +140,12 @@ CLAIMS: dict[str, list[str]] = {
         "tests/cluster/test_shared_envs.py::"
         "test_an_attendees_own_provider_never_runs_in_another_attendees_run",
     ],
-    "two kernels' classes of one name never share an env": [
+    "so one provider defined alike in two notebooks shares one env per worker": [
+        "tests/test_fingerprint.py",
+        "tests/cluster/test_shared_envs.py::"
+        "test_attendees_defining_one_provider_in_their_notebooks_build_it_once_per_worker",
+        "tests/cluster/test_shared_envs.py::"
+        "test_a_provider_named_like_another_never_gives_its_env_to_the_other",
         "tests/cluster/test_shared_envs.py::"
         "test_an_attendees_own_provider_never_runs_in_another_attendees_run",
     ],

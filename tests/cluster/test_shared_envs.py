@@ -156,3 +156,123 @@ def test_an_attendees_own_provider_never_runs_in_another_attendees_run(
         out, _ = proc.communicate(timeout=300)
         assert proc.returncode == 0, out
         assert out.splitlines() == [f"['{who}']", f"['{who} fixed']"]
+
+
+#: Four attendees' notebooks with one provider, each defined in the notebook itself.
+SAME_PROVIDER = """
+import os
+import sys
+import time
+import kit
+from kit import EnvironmentProvider, Runner
+
+address, log = sys.argv[1:]
+parallel = {"env": "remote", "address": address}
+
+
+def build():
+    with open(log, "a") as out:
+        out.write(f"{os.getpid()}\\n")
+    time.sleep(1)  # a model loading: the attendees' first holds overlap
+    return {"words": "shared"}
+
+
+class Vocabulary(EnvironmentProvider):
+    def build_env_local(self):
+        return build()
+
+    def make_worker_setup_fn(self):
+        return build
+
+
+class Count(Runner):
+    @staticmethod
+    def forward(idx, words):
+        return words
+
+
+print(sorted(set(Count(Vocabulary({"n": 1}), parallel=parallel).run(range(8)).records)))
+kit.cluster.shutdown()
+"""
+
+
+def test_attendees_defining_one_provider_in_their_notebooks_build_it_once_per_worker(
+    scheduler: str, tmp_path: Path
+) -> None:
+    script, log = tmp_path / "notebook.py", tmp_path / "builds.log"
+    script.write_text(SAME_PROVIDER)
+    class_of_four = [
+        subprocess.Popen(
+            [sys.executable, str(script), scheduler, str(log)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(4)
+    ]
+    for proc in class_of_four:
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out
+        assert out.splitlines() == ["['shared']"]
+    assert len(log.read_text().splitlines()) == WORKERS  # not 4 attendees x 2 workers
+
+
+#: Bob's notebook: a provider named like the quickstart's, with his own code.
+SPOOF = """
+import sys
+import kit
+from kit.examples import quickstart
+
+address = sys.argv[1]
+
+
+class Fake:
+    built_by = 0
+
+    def __call__(self, x):
+        return -999.0
+
+
+class ModelProvider(kit.EnvironmentProvider):
+    __module__ = "kit.examples.quickstart"
+
+    def build_env_local(self):
+        return {"model": Fake()}
+
+    def make_worker_setup_fn(self):
+        return self.build_env_local
+
+
+# Alice's overrides: one config, so only the code tells the two envs apart.
+overrides = [f"parallel.address={address}", "parallel.env=remote"]
+overrides += ["items.stop=4", "output_dir=null"]
+config = quickstart.quickstart_config(overrides)
+result = quickstart.Evaluate(ModelProvider(config), parallel=config.parallel).run(range(4))
+print(sorted({record["y"] for record in result.records}))
+kit.cluster.shutdown()
+"""
+
+
+def test_a_provider_named_like_another_never_gives_its_env_to_the_other(
+    scheduler: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "bob.py"
+    script.write_text(SPOOF)
+    bob = subprocess.run(
+        [sys.executable, str(script), scheduler], capture_output=True, text=True, timeout=300
+    )
+    assert bob.returncode == 0, bob.stderr
+    assert bob.stdout.splitlines() == ["[-999.0]"]
+    alice = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kit.examples.quickstart",
+            f"parallel.address={scheduler}",
+            "parallel.env=remote",
+            "items.stop=4",
+            "output_dir=null",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert alice.returncode == 0, alice.stderr
+    assert "-999" not in alice.stdout
