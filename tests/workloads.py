@@ -86,7 +86,10 @@ def build_env(cfg: Any) -> dict[str, Any]:
         raise MemoryError()  # no message at all
     if cfg.get("bad_setup"):
         return ["not", "a", "dict"]  # type: ignore[return-value]
-    return {"model": Model(cfg), "offset": cfg.get("offset", 0), "pid": os.getpid()}
+    env = {"model": Model(cfg), "offset": cfg.get("offset", 0), "pid": os.getpid()}
+    if cfg.get("ballast_mb"):  # a model's weights: resident, not merely reserved
+        env["ballast"] = b"\x01" * (cfg.ballast_mb << 20)
+    return env
 
 
 class ToyProvider(EnvironmentProvider):
@@ -580,7 +583,16 @@ class Paced(ToyProvider):
     """Builds its env from ``factor``, how items behave (sleep, gate) and how long its
     teardown takes: a class's engines."""
 
-    env_keys = ("factor", "sleep", "teardown_sleep", "log_dir", "log_calls", "gate", "gate_from")
+    env_keys = (
+        "factor",
+        "sleep",
+        "teardown_sleep",
+        "log_dir",
+        "log_calls",
+        "gate",
+        "gate_from",
+        "ballast_mb",
+    )
 
 
 class Peeking(ToyProvider):

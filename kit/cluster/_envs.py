@@ -241,6 +241,7 @@ class EnvCache:
         return keys
 
     def _hold_on_cluster(self, name: str, hold: str, label: str) -> dict[str, Any]:
+        from kit.cluster._seats import who
         from kit.cluster._shared import ClusterLedger, hold_env
 
         # Idempotent: the first client of the scheduler adds the ledger, the others
@@ -248,7 +249,7 @@ class EnvCache:
         # was started again has none.
         self.client.register_plugin(ClusterLedger())
         hold_fn = functools.partial(
-            hold_env, name, hold, self.client.id, self.max_envs, self.idle_timeout
+            hold_env, name, hold, self.client.id, self.max_envs, self.idle_timeout, who()
         )
         state: dict[str, Any] = self.client.run_on_scheduler(hold_fn)
         self._took(name, hold)

@@ -22,6 +22,8 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from kit._base.errors import KitError
 from kit.provider import ProviderSetupError, check_env
 
+#: The scheduler's event topic where workers say what an env's build took in memory.
+ENV_EVENT = "kit-env-built"
 #: Held while a worker process builds an env suspected of killing its last process.
 _SUSPECTS = threading.Lock()
 _TOKENS: dict[int, str] = {}
@@ -76,6 +78,7 @@ class ProviderPlugin(WorkerPlugin):
         os.environ["DASK_WORKER_ID"] = str(worker.id)
         os.environ["KIT_WORKER_INDEX"] = str(worker_index(worker.name))
         os.environ["KIT_WORKER_THREADS"] = str(worker.state.nthreads)
+        before = _resident()
         try:
             env = await _on_daemon_thread(functools.partial(self._build, worker), self.label)
         except BaseException as exc:
@@ -86,6 +89,9 @@ class ProviderPlugin(WorkerPlugin):
             return
         self.env = env
         self.builds += 1
+        # What the process grew by while it built the env (other threads' work included, so
+        # about): the teacher's listing reads it from the scheduler's events, no worker asked.
+        worker.log_event(ENV_EVENT, {"env": self.name, "memory": max(0, _resident() - before)})
 
     def _build(self, worker: Any) -> dict[str, Any]:
         marker = build_marker(worker, self.name)
@@ -136,6 +142,13 @@ class ProviderPlugin(WorkerPlugin):
     def _release(self, env: dict[str, Any]) -> None:
         provider = cloudpickle.loads(self._provider)
         provider.teardown_env(env)
+
+
+def _resident() -> int:
+    """Return this process's resident memory in bytes."""
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
 
 
 def build_marker(worker: Any, name: str) -> Path:

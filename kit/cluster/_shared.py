@@ -53,6 +53,8 @@ class ClusterLedger(SchedulerPlugin):
     def __init__(self) -> None:
         self.envs = EnvLedger()
         self.runs = RunBook()
+        #: Env name -> the users whose runs held it since it was registered (its owners).
+        self.users: dict[str, set[str]] = {}
         self._left: dict[str, asyncio.Event] = {}
         self._expiry: PeriodicCallback | None = None
         self.scheduler: Any = None
@@ -118,6 +120,7 @@ class ClusterLedger(SchedulerPlugin):
         finally:
             self.envs.gone(names)
             for name in names:
+                self.users.pop(name, None)
                 event = self._left.pop(name, None)
                 if event is not None:
                     event.set()
@@ -145,9 +148,10 @@ async def hold_env(
     client: str,
     max_envs: int,
     idle_timeout: float | None,
+    user: str = "",
     dask_scheduler: Any = None,
 ) -> dict[str, Any]:
-    """On the scheduler: hold env ``name`` for a run; tear down the envs that must go.
+    """On the scheduler: hold env ``name`` for ``user``'s run; tear down the envs that must go.
 
     Returns the envs registered now (after the teardown), the cluster's
     worker threads, and what failed in tearing down (for a warning: the
@@ -164,6 +168,8 @@ async def hold_env(
         max_envs=max_envs,
         idle_timeout=idle_timeout,
     )
+    if user:
+        ledger.users.setdefault(name, set()).add(user)
     failures = await ledger.tear_down(stale) if stale else []
     return {
         "plugins": list(dask_scheduler.worker_plugins),
@@ -246,11 +252,33 @@ def list_runs(dask_scheduler: Any = None) -> dict[str, Any]:
     except RuntimeError:  # no Kit session ever connected: no run, no env of Kit's
         return {"threads": _threads(dask_scheduler), "runs": [], "envs": {}}
     threads = ledger.threads()
+    names = ledger.on_workers()
+    memory = env_memory(dask_scheduler)
     return {
         "threads": threads,
         "runs": ledger.runs.listing(threads),
-        "envs": {name: ledger.envs.holders(name) for name in ledger.on_workers()},
+        "envs": {name: ledger.envs.holders(name) for name in names},
+        "env_info": {
+            name: {"users": sorted(ledger.users.get(name, ())), "memory": memory.get(name)}
+            for name in names
+        },
     }
+
+
+def env_memory(scheduler: Any) -> dict[str, int]:
+    """Return what each env took in memory on the worker where it took most, in bytes.
+
+    From the events workers log after each build (:data:`~kit.cluster._plugin.ENV_EVENT`),
+    kept by the scheduler: the listing asks no worker.
+    """
+    from kit.cluster._plugin import ENV_EVENT
+
+    most: dict[str, int] = {}
+    for _, event in scheduler.get_events(ENV_EVENT):
+        if isinstance(event, dict) and isinstance(event.get("memory"), int):
+            name = str(event.get("env"))
+            most[name] = max(most.get(name, 0), event["memory"])
+    return most
 
 
 def cancel_run(run_id: str, by: str, dask_scheduler: Any = None) -> dict[str, Any]:

@@ -100,17 +100,31 @@ def run_rows(listing: dict[str, Any], now: float | None = None) -> list[dict[str
 
 
 def env_rows(listing: dict[str, Any]) -> list[tuple[str, str]]:
-    """Return each env on the workers with who holds it: ``(env, "held by 2 runs" | "idle")``.
+    """Return each env on the workers: its short name and fingerprint, who holds and owns it.
+
+    The owners are the users whose runs held the env since it was built;
+    the memory is what a worker's process grew by while it built the env
+    (about: other work of that process counts too).
 
     Examples
     --------
-    >>> env_rows({"threads": 4, "runs": [], "envs": {"kit-env:m.Whisper:9f8e7d6c5b4a": []}})
-    [('m.Whisper:9f8e7d6c5b', 'idle')]
+    >>> name = "kit-env:m.Whisper:9f8e7d6c5b4a-0a1b2c3d4e5f"
+    >>> info = {name: {"users": ["alice", "bob"], "memory": 41 * 2**20}}
+    >>> env_rows({"threads": 4, "runs": [], "envs": {name: ["c1"]}, "env_info": info})
+    [('m.Whisper:9f8e7d-0a1b2c', 'held by 1 run; owners alice, bob; 41 MiB a worker')]
+    >>> env_rows({"threads": 4, "runs": [], "envs": {name: []}})
+    [('m.Whisper:9f8e7d-0a1b2c', 'idle')]
     """
-    return [
-        (_env(name), f"held by {_count(len(holders), 'run')}" if holders else "idle")
-        for name, holders in sorted(listing["envs"].items())
-    ]
+    rows = []
+    for name, holders in sorted(listing["envs"].items()):
+        info = listing.get("env_info", {}).get(name, {})
+        said = [f"held by {_count(len(holders), 'run')}" if holders else "idle"]
+        if info.get("users"):
+            said.append(f"owner{'s' if len(info['users']) > 1 else ''} {', '.join(info['users'])}")
+        if info.get("memory") is not None:
+            said.append(f"{info['memory'] / 2**20:,.0f} MiB a worker")
+        rows.append((_env(name), "; ".join(said)))
+    return rows
 
 
 def runs_headline(listing: dict[str, Any]) -> str:
@@ -186,9 +200,17 @@ def _who() -> str:
 
 
 def _env(name: str) -> str:
-    """``kit-env:pkg.mod.Provider:9f8e7d6c5b4a`` -> ``mod.Provider:9f8e7d6c5b``."""
+    """Return an env name short: provider, config hash and code fingerprint, first digits.
+
+    Examples
+    --------
+    >>> _env("kit-env:pkg.mod.Provider:9f8e7d6c5b4a-0a1b2c3d4e5f")
+    'mod.Provider:9f8e7d-0a1b2c'
+    """
     _, path, digest = name.split(":", 2)
-    return f"{'.'.join(path.split('.')[-2:])}:{digest[:10]}"
+    config, _, code = digest.partition("-")
+    short = f"{config[:6]}-{code[:6]}" if code else config[:10]
+    return f"{'.'.join(path.split('.')[-2:])}:{short}"
 
 
 def _age(seconds: float) -> str:

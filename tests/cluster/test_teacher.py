@@ -4,6 +4,7 @@ their fair shares, stopping one, warming an env before the class arrives."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -93,17 +94,24 @@ def test_warming_builds_the_env_once_per_worker_before_the_class_uses_it(
     config = tmp_path / "class.yaml"
     config.write_text(
         "provider: {_target_: tests.workloads.Paced}\n"
-        f"factor: 9\nsleep: 0.01\nlog_dir: {tmp_path}\n"
+        f"factor: 9\nsleep: 0.01\nballast_mb: 64\nlog_dir: {tmp_path}\n"
     )
     warmed = kit("cluster", "warm", scheduler, str(config))
     assert warmed.returncode == 0, warmed.stderr
     assert warmed.stdout.startswith("built kit-env:tests.workloads.Paced:")
     assert f"on {WORKERS * 2} workers" not in warmed.stdout  # threads are not workers
     assert len(lines(tmp_path, "setup.log")) == WORKERS
-    job = {"items": 8, "factor": 9, "sleep": 0.01, "log_dir": str(tmp_path)}
+    job = {"items": 8, "factor": 9, "sleep": 0.01, "ballast_mb": 64, "log_dir": str(tmp_path)}
     assert [r["ok"] for r in reports(attendee(scheduler, job, user="carol"))] == [8]
     assert len(lines(tmp_path, "setup.log")) == WORKERS  # carol's run built nothing
-    assert kit("cluster", "runs", scheduler).stdout.splitlines()[-1].endswith("  idle")
+    # The env's row: its short name and code fingerprint, idle, its owners, its memory.
+    row = kit("cluster", "runs", scheduler).stdout.splitlines()[-1]
+    found = re.fullmatch(
+        r"workloads\.Paced:[0-9a-f]{6}-[0-9a-f]{6}  idle; owners (.+); (\d+) MiB a worker", row
+    )
+    assert found, row
+    assert "carol" in found.group(1).split(", ")
+    assert 60 <= int(found.group(2)) <= 200  # the 64 MiB it holds, and little else
 
 
 def test_a_bad_seat_is_refused_on_the_scheduler_and_the_class_goes_on(
