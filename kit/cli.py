@@ -38,6 +38,7 @@ EXIT_TRIALS_FAILED = 3
 EXIT_NO_TRIALS = 4
 EXIT_GATE = 5
 EXIT_CHECK = 6
+EXIT_REFUSED = 7
 #: What each exit code means, as ``kit --help`` (and the manual's CLI page) lists them.
 EXIT_CODES = {
     EXIT_OK: "success (for a run: every item ran; for a sweep: every trial completed with "
@@ -51,6 +52,8 @@ EXIT_CODES = {
     EXIT_GATE: "a score exceeded its gate (`--max-wer`, `--max-cer` of `kit score` or `kit run`)",
     EXIT_CHECK: "the check failed (`kit check`: the records of its sample differ between the "
     "ways it ran them, or items of the set cannot run)",
+    EXIT_REFUSED: "refused on a shared cluster (`kit cluster cancel` of another's run without "
+    "the teacher's token; `kit cluster claim` of a class someone else claimed)",
 }
 
 
@@ -406,12 +409,35 @@ def _cluster_cancel(args: argparse.Namespace) -> int:
         except KeyError as exc:
             _say(f"kit: error: {exc.args[0]}", file=sys.stderr)
             return EXIT_USAGE
+        except PermissionError as exc:
+            _say(f"kit: refused: {exc}", file=sys.stderr)
+            return EXIT_REFUSED
     finally:
         client.close()
     _say(
         f"asked run {seat['run_id']} ({seat['user']}@{seat['host']}, {seat['runner']}, "
-        f"{seat['done']}/{seat['total']} items) to stop; it ends within a second, "
+        f"{seat['done']}/{seat['total']} items) to stop, as {seat['cancel_by']}; it ends within "
+        "a second, "
         "its completed items kept"
+    )
+    return EXIT_OK
+
+
+def _cluster_claim(args: argparse.Namespace) -> int:
+    from kit.cluster._teacher import claim, connect
+
+    client = connect(args.target)
+    try:
+        try:
+            holder, path = claim(client)
+        except PermissionError as exc:
+            _say(f"kit: refused: {exc}", file=sys.stderr)
+            return EXIT_REFUSED
+    finally:
+        client.close()
+    _say(
+        f"{holder} is this class's teacher; the token is in {path} (readable by you alone): "
+        "kit cluster cancel reads it to stop anyone's run"
     )
     return EXIT_OK
 
@@ -805,6 +831,13 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("target", metavar="TARGET", help=target_help)
     stop.add_argument("run", metavar="RUN", help="the run's id, or its first characters")
     stop.set_defaults(handler=_cluster_cancel)
+    teach = cluster_commands.add_parser(
+        "claim",
+        help="become the teacher of the class on the cluster (first come; a token only you can "
+        "read lets kit cluster cancel stop anyone's run)",
+    )
+    teach.add_argument("target", metavar="TARGET", help=target_help)
+    teach.set_defaults(handler=_cluster_claim)
     warm_up = cluster_commands.add_parser(
         "warm", help="build the config's env on every worker now (before the class arrives)"
     )

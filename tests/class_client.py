@@ -5,8 +5,8 @@ object: ``items`` (how many), ``parallel`` (merged over ``env: remote``,
 the address and ``max_envs: 2``), ``runner`` (the Runner's options) and the config of a
 :class:`tests.workloads.Paced` env (``factor``, ``sleep``, ``log_dir``,
 ``log_calls``, ``gate``, ``gate_from``). The jobs run one after the other;
-each prints one JSON line: its factor, items, ok, failed, seconds and its
-first errors. Attendees with one env config share one env per worker.
+each prints one JSON line: its factor, items, ok, failed, seconds, its
+first errors and the warnings it gave. Attendees with one env config share one env per worker.
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
+from kit.events import RunFinished
 from tests.workloads import Affine, Paced, toy_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +34,12 @@ def run_job(address: str, job: dict[str, Any]) -> dict[str, Any]:
     options = job.pop("runner", {})
     runner = Affine(Paced(toy_config(None, **job)), parallel=parallel, **options)
     began = time.monotonic()
-    result = runner.run(items)
+    ended: list[RunFinished] = []
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        result = runner.run(
+            items, on_event=lambda e: ended.extend([e] * isinstance(e, RunFinished))
+        )
     return {
         "factor": job.get("factor"),
         "items": items,
@@ -41,6 +48,8 @@ def run_job(address: str, job: dict[str, Any]) -> dict[str, Any]:
         "status": str(result.status),
         "seconds": time.monotonic() - began,
         "errors": [str(error)[:300] for error in result.errors[:3]],
+        "warnings": [str(warning.message) for warning in said],
+        "reason": ended[-1].error if ended else None,  # what the run's views show
     }
 
 

@@ -140,6 +140,16 @@ CLAIMS: dict[str, list[str]] = {
         "tests/cluster/test_shared_envs.py::"
         "test_an_attendees_own_provider_never_runs_in_another_attendees_run",
     ],
+    "so the listing asks no worker": [
+        "kit/cluster/_shared.py",
+        "tests/cluster/test_teacher.py::"
+        "test_warming_builds_the_env_once_per_worker_before_the_class_uses_it",
+    ],
+    "never from the canceller's `JUPYTERHUB_USER`": [
+        "tests/cluster/test_teacher.py::"
+        "test_the_teacher_lists_the_class_runs_and_stops_one_without_touching_the_others",
+        "tests/cluster/test_teacher.py::test_a_run_is_cancelled_by_its_own_key_and_by_nobody_elses",
+    ],
     "so one provider defined alike in two notebooks shares one env per worker": [
         "tests/test_fingerprint.py",
         "tests/cluster/test_shared_envs.py::"

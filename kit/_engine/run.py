@@ -370,7 +370,7 @@ class Run:
             )
             env = session.envs.local(self.env_name)
             return InlineDispatcher(job, env, planner, self.intake.complete, self.should_stop)
-        seat = self.seat = take_seat(session.client, spec, self.ledger, self.env_name)
+        seat = self.seat = take_seat(session, spec, self.ledger, self.env_name)
         planner = ChunkPlanner(pending, seat.last.share, spec.options.chunk_size, job.batch_size)
         return DaskDispatcher(
             session.client,
@@ -432,6 +432,9 @@ class Run:
         reason = None if exc is None else f"{type(exc).__name__}: {exc}"
         if status is RunStatus.STOPPED and self.ledger.stop_reason:
             reason = f"stopped: {self.ledger.stop_reason}"
+        if status is RunStatus.CANCELLED and self.seat is not None and self.seat.cancel_by:
+            # Who, as the scheduler told it from the key used: the run's own, or the teacher's.
+            reason = f"cancelled on the cluster by {self.seat.cancel_by}"
         if self.began and spec.store is not None:
             try:
                 spec.store.finish(result, reason)
@@ -495,16 +498,17 @@ class Run:
         )
 
 
-def take_seat(client: Any, spec: RunSpec, ledger: Ledger, env_name: str) -> ClusterSeat:
+def take_seat(session: Session, spec: RunSpec, ledger: Ledger, env_name: str) -> ClusterSeat:
     """Seat a run on its cluster: its fair share, the teacher's list, a cancel request."""
     return ClusterSeat(
-        client,
+        session.client,
         spec.run_id,
         runner=spec.runner_name,
         env=env_name,
         total=ledger.total,
         max_slots=spec.options.max_slots,
         progress=functools.partial(_done_and_failed, ledger),
+        keys=session.run_keys,
     )
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kit.cluster._keys import DIGEST
+
 
 def fair_shares(threads: int, caps: dict[str, int | None]) -> dict[str, int]:
     """Split ``threads`` slots among runs: equal, each at most its cap, at least 1.
@@ -90,6 +92,8 @@ class Seat:
         When it joined, when it last reported (scheduler clock, seconds).
     cancel_by
         Who asked for it to be cancelled, or None.
+    owner
+        The digest of the key only the run's session holds (its owner may cancel it by it).
     """
 
     run_id: str
@@ -107,6 +111,7 @@ class Seat:
     started: float = 0.0
     seen: float = 0.0
     cancel_by: str | None = None
+    owner: str = ""
 
     def __post_init__(self) -> None:
         # Checked before the book stores it: one bad seat in the book failed every run and
@@ -119,10 +124,16 @@ class Seat:
             check_count(name, getattr(self, name))
         if self.max_slots is not None:
             check_count("max_slots", self.max_slots, least=1)
+        if not isinstance(self.owner, str) or not (
+            self.owner == "" or DIGEST.fullmatch(self.owner)
+        ):
+            raise TypeError(f"a run's seat needs owner as a key's digest, got {self.owner!r}")
 
     def as_dict(self) -> dict[str, Any]:
-        """Return the seat as plain data (what crosses the wire to a client)."""
-        return asdict(self)
+        """Return the seat as plain data (what crosses the wire to a client), less its owner key."""
+        said = asdict(self)
+        del said["owner"]
+        return said
 
 
 @dataclass

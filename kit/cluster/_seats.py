@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kit.cluster._keys import digest, new_key
+
 
 def who() -> str:
     """Return who runs this process: ``JUPYTERHUB_USER``, else the login name.
@@ -75,6 +77,9 @@ class ClusterSeat:
         What the teacher's list shows of the run, and its cap.
     progress
         Returns the run's items finished and failed so far.
+    keys
+        Where the run's key is kept while it runs (its session's ``run_keys``): the key
+        cancels the run on the cluster; the scheduler keeps only its digest.
     """
 
     def __init__(
@@ -87,6 +92,7 @@ class ClusterSeat:
         total: int,
         max_slots: int | None,
         progress: Callable[[], tuple[int, int]],
+        keys: dict[str, str] | None = None,
     ) -> None:
         from kit.cluster._shared import join_run
 
@@ -94,6 +100,9 @@ class ClusterSeat:
         self.run_id = run_id
         self._progress = progress
         self._warned = False
+        self.key = new_key()
+        self._keys = keys if keys is not None else {}
+        self._keys[run_id] = self.key
         self._seat = {
             "run_id": run_id,
             "client": client.id,
@@ -103,6 +112,7 @@ class ClusterSeat:
             "env": env,
             "total": total,
             "max_slots": max_slots,
+            "owner": digest(self.key),
         }
         # No registration here: the run's attach registered the ledger a moment ago
         # (a scheduler started again since is met at the first report).
@@ -152,6 +162,7 @@ class ClusterSeat:
         """Give the seat up (the run ended); the scheduler may be gone already."""
         from kit.cluster._shared import leave_run
 
+        self._keys.pop(self.run_id, None)
         with contextlib.suppress(Exception):
             self.client.run_on_scheduler(functools.partial(leave_run, self.run_id))
 

@@ -106,6 +106,9 @@ class Session:
     job_logs: str | None = None
     #: The envs this session keeps (see :class:`kit.cluster._envs.EnvCache`).
     envs: EnvCache = field(init=False, repr=False)
+    #: The keys of this session's runs on a shared cluster while they run, by run id: the
+    #: scheduler cancels a run for its key (or the teacher's token), not for a name.
+    run_keys: dict[str, str] = field(default_factory=dict, repr=False)
     _closed: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:

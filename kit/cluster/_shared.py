@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import time
 from typing import Any
 
@@ -30,6 +31,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from tornado.ioloop import PeriodicCallback
 
 from kit.cluster._env_ledger import EnvLedger
+from kit.cluster._keys import DIGEST, digest
 from kit.cluster._run_book import RunBook, Seat
 
 #: The ledger's name among the scheduler's plugins.
@@ -55,6 +57,8 @@ class ClusterLedger(SchedulerPlugin):
         self.runs = RunBook()
         #: Env name -> the users whose runs held it since it was registered (its owners).
         self.users: dict[str, set[str]] = {}
+        #: The digest of the class's teacher token and who claimed it, once claimed.
+        self.teacher: tuple[str, str] | None = None
         self._left: dict[str, asyncio.Event] = {}
         self._expiry: PeriodicCallback | None = None
         self.scheduler: Any = None
@@ -158,6 +162,7 @@ async def hold_env(
     env being held must not fail for another env's ``teardown_env``).
     """
     ledger = ledger_of(dask_scheduler)
+    check_hold(name, hold, client, max_envs, idle_timeout, user, dask_scheduler)
     await ledger.until_gone(name)
     stale = ledger.envs.hold(
         name,
@@ -186,6 +191,8 @@ async def release_env(hold: str, drop: bool = False, dask_scheduler: Any = None)
     client's run holds it meanwhile.
     """
     ledger = ledger_of(dask_scheduler)
+    if not isinstance(hold, str) or not isinstance(drop, bool):
+        raise TypeError(f"releasing an env takes a hold id and a bool, got {hold!r}, {drop!r}")
     name = ledger.envs.release(hold, time.time())
     if drop and name is not None and ledger.envs.claim(name):
         await ledger.tear_down([name])
@@ -281,14 +288,91 @@ def env_memory(scheduler: Any) -> dict[str, int]:
     return most
 
 
-def cancel_run(run_id: str, by: str, dask_scheduler: Any = None) -> dict[str, Any]:
+def cancel_run(run_id: str, key: str, dask_scheduler: Any = None) -> dict[str, Any]:
     """On the scheduler: ask run ``run_id`` (or the one its id starts with) to stop.
 
-    The run reads the request at its next report (within a fraction of a
-    second) and ends as cancelled, its completed items kept. Raises
-    ``KeyError`` naming the runs there are when none or several match.
+    ``key`` is the run's own key (its session holds it) or the class's
+    teacher token; the seat names who cancelled from which of the two it
+    was, never from what the caller says it is. The run reads the request
+    at its next report (within a fraction of a second) and ends as
+    cancelled, its completed items kept.
+
+    Raises
+    ------
+    KeyError
+        Naming the runs there are, when none or several match.
+    PermissionError
+        Naming the run's owner, when ``key`` is neither.
     """
-    return ledger_of(dask_scheduler).runs.cancel(run_id, by=by).as_dict()
+    if not isinstance(run_id, str) or not run_id or not isinstance(key, str):
+        raise TypeError(f"cancelling takes a run id and a key, got {run_id!r} and a {type(key)}")
+    ledger = ledger_of(dask_scheduler)
+    seat = ledger.runs.find(run_id)
+    proof = digest(key)
+    if seat.owner and secrets.compare_digest(proof, seat.owner):
+        by = f"its owner ({seat.user})"
+    elif ledger.teacher is not None and secrets.compare_digest(proof, ledger.teacher[0]):
+        by = f"the teacher ({ledger.teacher[1]})"
+    else:
+        raise PermissionError(
+            f"run {seat.run_id} is {seat.user}'s ({seat.host}, {seat.runner}): only its own "
+            "notebook or the class's teacher may cancel it"
+            + ("" if ledger.teacher else "; this class has no teacher yet (kit cluster claim)")
+        )
+    return ledger.runs.cancel(seat.run_id, by=by).as_dict()
+
+
+def claim_teacher(token_digest: str, label: str, dask_scheduler: Any = None) -> str:
+    """On the scheduler: make ``token_digest`` the class's teacher token; return who holds it.
+
+    Once only: a second claim with another token is refused, naming who
+    claimed first (the same token again is a no-op).
+    """
+    if not isinstance(token_digest, str) or not DIGEST.fullmatch(token_digest):
+        raise TypeError("claiming a class takes a token's digest (64 hex digits)")
+    if not isinstance(label, str) or not label:
+        raise TypeError(f"claiming a class takes who claims it, got {label!r}")
+    ledger = ledger_of(dask_scheduler)
+    if ledger.teacher is None:
+        ledger.teacher = (token_digest, label)
+    elif not secrets.compare_digest(ledger.teacher[0], token_digest):
+        raise PermissionError(f"this class already has a teacher: {ledger.teacher[1]}")
+    return ledger.teacher[1]
+
+
+def check_hold(
+    name: Any,
+    hold: Any,
+    client: Any,
+    max_envs: Any,
+    idle_timeout: Any,
+    user: Any,
+    scheduler: Any,
+) -> None:
+    """Refuse a hold whose arguments are bad before anything is stored (raise, naming it)."""
+    if not isinstance(name, str) or not name.startswith(ENV_PREFIX):
+        raise TypeError(f"an env hold names an env ({ENV_PREFIX}...), got {name!r}")
+    if not isinstance(hold, str) or not hold:
+        raise TypeError(f"an env hold needs a hold id, got {hold!r}")
+    if not isinstance(user, str):
+        raise TypeError(f"an env hold needs its user as a string, got {user!r}")
+    if type(max_envs) is not int or max_envs < 1:
+        raise TypeError(
+            f"an env hold needs max_envs as a whole number of at least 1, got {max_envs!r}"
+        )
+    if idle_timeout is not None and (
+        isinstance(idle_timeout, bool)
+        or not isinstance(idle_timeout, (int, float))
+        or not idle_timeout > 0
+    ):
+        raise TypeError(
+            f"an env hold needs idle_timeout as seconds above 0 or None, got {idle_timeout!r}"
+        )
+    if client not in scheduler.clients:
+        raise ValueError(
+            f"an env hold names client {client!r}, which is not connected to this scheduler: "
+            "an env is held by the client that runs on it"
+        )
 
 
 def _threads(scheduler: Any) -> int:

@@ -168,13 +168,19 @@ def runs_table(listing: dict[str, Any], now: float | None = None) -> str:
     return "\n".join(lines)
 
 
-def cancel(client: Any, run_id: str) -> dict[str, Any]:
+def cancel(client: Any, run_id: str, key: str | None = None) -> dict[str, Any]:
     """Ask the run ``run_id`` (or the one whose id starts so) to stop; return its seat.
+
+    ``key`` is the run's own key (its session's ``run_keys``) or the
+    class's teacher token; without one, this user's token for the cluster,
+    if they claimed it (:func:`claim`).
 
     Raises
     ------
     KeyError
         Naming the runs on the cluster, when none or several match.
+    PermissionError
+        Naming the run's owner, when the key is neither the run's nor the teacher's.
 
     Examples
     --------
@@ -186,11 +192,36 @@ def cancel(client: Any, run_id: str) -> dict[str, Any]:
     RuntimeError: this scheduler has no Kit ledger; it is registered when a Kit session connects
     >>> client.close(); cluster.close()
     """
+    from kit.cluster._keys import read_token
     from kit.cluster._shared import cancel_run
 
-    by = f"{_who()}@{socket.gethostname()}"
-    seat: dict[str, Any] = client.run_on_scheduler(functools.partial(cancel_run, run_id, by))
+    if key is None:
+        key = read_token(client.scheduler_info()["id"]) or ""
+    seat: dict[str, Any] = client.run_on_scheduler(functools.partial(cancel_run, run_id, key))
     return seat
+
+
+def claim(client: Any) -> tuple[str, Path]:
+    """Make this user the teacher of the class on ``client``'s cluster; return who and the token.
+
+    The token is made here, its digest kept by the scheduler, the token
+    itself in a file only this user can read (:func:`~kit.cluster._keys.token_path`).
+    Claiming again with that file is a no-op.
+
+    Raises
+    ------
+    PermissionError
+        Naming who claimed the class first, when someone else did.
+    """
+    from kit.cluster._keys import digest, new_key, read_token, write_token
+    from kit.cluster._shared import ClusterLedger, claim_teacher
+
+    scheduler_id = client.scheduler_info()["id"]
+    token = read_token(scheduler_id) or new_key()
+    client.register_plugin(ClusterLedger())  # kept if a Kit session registered it already
+    label = f"{_who()}@{socket.gethostname()}"
+    holder: str = client.run_on_scheduler(functools.partial(claim_teacher, digest(token), label))
+    return holder, write_token(scheduler_id, token)
 
 
 def _who() -> str:

@@ -121,10 +121,15 @@ class ClusterControl:
         self.session.cluster.adapt(minimum=minimum, maximum=maximum)
 
     def cancel_run(self, run_id: str | None) -> dict[str, Any]:
-        """Ask run ``run_id`` on the cluster to stop, as ``kit cluster cancel`` does."""
+        """Ask run ``run_id`` on the cluster to stop, as ``kit cluster cancel`` does.
+
+        A run of this session's is cancelled by its own key; another's by the
+        teacher's token, if this user claimed the class (``kit cluster claim``).
+        """
         if self.session is None or self.session.client is None or not run_id:
             raise RuntimeError("choose a run on a running cluster to cancel")
-        return cancel(self.session.client, run_id)
+        own = [key for rid, key in self.session.run_keys.items() if rid.startswith(run_id)]
+        return cancel(self.session.client, run_id, own[0] if len(own) == 1 else None)
 
     def ask(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """Return the scheduler's workers and the runs on the cluster now (None: no cluster)."""

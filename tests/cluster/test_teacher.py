@@ -20,8 +20,13 @@ from tests.workloads import lines
 KIT = str(Path(sys.executable).with_name("kit"))
 
 
-def kit(*args: str) -> subprocess.CompletedProcess[str]:
+def kit(*args: str, home: Path | None = None, user: str = "") -> subprocess.CompletedProcess[str]:
+    """Run ``kit`` as a user of its own: their config folder ``home``, their hub name ``user``."""
     environ = dict(os.environ, PYTHONPATH=str(ROOT))
+    if home is not None:
+        environ["XDG_CONFIG_HOME"] = str(home)
+    if user:
+        environ["JUPYTERHUB_USER"] = user
     return subprocess.run([KIT, *args], capture_output=True, text=True, env=environ, cwd=ROOT)
 
 
@@ -71,11 +76,34 @@ def test_the_teacher_lists_the_class_runs_and_stops_one_without_touching_the_oth
     assert all(row[4].endswith("/12") and row[4] != "12/12" for row in rows.values())
     assert said[4] == "2 envs on the workers" and all("held by 1 run" in s for s in said[5:])
 
-    stopped = kit("cluster", "cancel", scheduler, rows["alice"][0][:5])
+    # Bob, calling himself the teacher, cannot cancel Alice's run: a name proves nothing.
+    bobs = kit(
+        "cluster", "cancel", scheduler, rows["alice"][0], home=tmp_path / "bob", user="teacher"
+    )
+    assert bobs.returncode == 7, bobs.stderr
+    assert bobs.stderr.startswith(f"kit: refused: run {rows['alice'][0]} is alice's (")
+    assert "no teacher yet (kit cluster claim)" in bobs.stderr
+    teacher = tmp_path / "teacher"
+    claimed = kit("cluster", "claim", scheduler, home=teacher, user="tina")
+    assert claimed.returncode == 0, claimed.stderr
+    assert claimed.stdout.startswith("tina@")
+    (token,) = (teacher / "kit" / "classes").iterdir()
+    assert token.stat().st_mode & 0o777 == 0o600
+    assert (teacher / "kit" / "classes").stat().st_mode & 0o777 == 0o700
+    again = kit("cluster", "claim", scheduler, home=tmp_path / "bob", user="bob")
+    assert again.returncode == 7 and "already has a teacher: tina@" in again.stderr
+    bobs = kit("cluster", "cancel", scheduler, rows["alice"][0], home=tmp_path / "bob")
+    assert bobs.returncode == 7 and "no teacher yet" not in bobs.stderr
+    assert len(watcher.run_on_scheduler(list_runs)["runs"]) == 2  # nothing was cancelled
+
+    stopped = kit("cluster", "cancel", scheduler, rows["alice"][0][:5], home=teacher)
     assert stopped.returncode == 0, stopped.stderr
     assert stopped.stdout.startswith(f"asked run {rows['alice'][0]} (alice@")
+    assert ", as the teacher (tina@" in stopped.stdout  # from the token, not a name
     (report,) = reports(alice)
     assert (report["status"], report["failed"]) == ("cancelled", 0) and report["ok"] < 12
+    assert any("cancelled on the cluster by the teacher (tina@" in w for w in report["warnings"])
+    assert report["reason"].startswith("cancelled on the cluster by the teacher (tina@")
 
     unknown = kit("cluster", "cancel", scheduler, "zzz")
     assert unknown.returncode == 2
@@ -144,3 +172,69 @@ def test_a_bad_seat_is_refused_on_the_scheduler_and_the_class_goes_on(
     assert watcher.run_on_scheduler(list_runs)["runs"] == []
     listing = kit("cluster", "runs", scheduler)
     assert listing.returncode == 0, listing.stderr
+
+
+def test_bad_holds_and_cancels_are_refused_and_nothing_is_stored(
+    scheduler: str, watcher: Client
+) -> None:
+    from kit.cluster._shared import ClusterLedger, cancel_run, hold_env, release_env
+
+    watcher.register_plugin(ClusterLedger())
+    env = "kit-env:m.P:1-2"
+    good = (env, "hold-1", watcher.id, 2, None, "mallory")
+    for index, (bad, said) in enumerate(
+        (
+            ("not-an-env", "names an env (kit-env:...)"),
+            ("", "needs a hold id"),
+            ("someone-else", "which is not connected to this scheduler"),
+            ("abc", "max_envs as a whole number of at least 1"),
+            (-1, "idle_timeout as seconds above 0 or None"),
+            (None, "needs its user as a string"),
+        )
+    ):
+        args = list(good)
+        args[index] = bad
+        try:
+            watcher.run_on_scheduler(hold_env, *args)
+        except (TypeError, ValueError) as exc:
+            assert said in str(exc), exc
+        else:
+            raise AssertionError(f"a hold with {bad!r} was taken")
+    assert watcher.run_on_scheduler(list_runs)["envs"] == {}
+    for args in (("hold-1", "yes"), (None, False)):
+        try:
+            watcher.run_on_scheduler(release_env, *args)
+        except TypeError as exc:
+            assert "takes a hold id and a bool" in str(exc)
+        else:
+            raise AssertionError(f"a release with {args!r} was taken")
+    for args in ((None, "key"), ("", "key"), ("r", None)):
+        try:
+            watcher.run_on_scheduler(cancel_run, *args)
+        except TypeError as exc:
+            assert "cancelling takes a run id and a key" in str(exc)
+        else:
+            raise AssertionError(f"a cancel with {args!r} was taken")
+
+
+def test_a_run_is_cancelled_by_its_own_key_and_by_nobody_elses(
+    scheduler: str, watcher: Client
+) -> None:
+    from kit.cluster._keys import digest
+    from kit.cluster._shared import ClusterLedger, cancel_run, join_run
+
+    watcher.register_plugin(ClusterLedger())
+    seat = {"run_id": "r-own", "client": watcher.id, "user": "mallory", "host": "lab",
+            "runner": "R", "env": "kit-env:m.P:1-2", "total": 10}  # fmt: skip
+    seat["owner"] = digest("mine")
+    watcher.run_on_scheduler(join_run, seat)
+    try:
+        watcher.run_on_scheduler(cancel_run, "r-own", "not mine")
+    except PermissionError as exc:
+        assert str(exc).startswith("run r-own is mallory's (lab, R): only its own notebook")
+    else:
+        raise AssertionError("another key cancelled the run")
+    (listed,) = watcher.run_on_scheduler(list_runs)["runs"]
+    assert listed["cancel_by"] is None and "owner" not in listed  # the digest is not shown
+    said = watcher.run_on_scheduler(cancel_run, "r-own", "mine")
+    assert said["cancel_by"] == "its owner (mallory)"

@@ -11,8 +11,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import kit
 from kit.cluster._shared import list_runs
+from kit.cluster._teacher import claim
 from kit.widgets import ClusterPanel
 from tests.class_client import attendee, reports, until
 from tests.servers import dask_cluster
@@ -26,7 +29,10 @@ def gated(logs: Path, gate: Path, factor: int) -> dict[str, Any]:
             "gate": str(gate), "gate_from": 11}  # fmt: skip
 
 
-def test_the_teachers_panel_lists_the_class_runs_and_cancels_one(tmp_path: Path) -> None:
+def test_the_teachers_panel_lists_the_class_runs_and_cancels_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "teacher"))  # the token's folder
     gate = tmp_path / "gate"
     with dask_cluster(tmp_path, 2, threads=2) as address:
         panel = ClusterPanel({"env": "remote", "address": address}, refresh_seconds=0.2)
@@ -50,6 +56,10 @@ def test_the_teachers_panel_lists_the_class_runs_and_cancels_one(tmp_path: Path)
             choices = dict((label.split(" · ")[1], run) for label, run in panel.run_choice.options)
             assert set(choices) == {"alice", "bob"} and not panel.cancel_button.disabled
             panel.run_choice.value = choices["alice"]
+            panel.cancel_button.click()  # not the teacher yet: refused, nothing cancelled
+            assert f"run {choices['alice']} is alice's (" in html.unescape(panel.status.value)
+            assert len(client.run_on_scheduler(list_runs)["runs"]) == 2
+            claim(client)
             panel.cancel_button.click()
             assert f"asked run {choices['alice']} (alice) to stop" in panel.status.value
             (report,) = reports(alice)
