@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import kit
-from tests.workloads import Hungry, Sized
+from tests.workloads import Dying, Hungry, Sized
 
 SMALL = {
     "env": "local",
@@ -21,8 +21,9 @@ SMALL = {
     "options": {"memory_limit": "300MB", "threads_per_worker": 2},
 }
 MEMORY = (
-    "Hungry: building the env killed worker {}'s process, most likely because it needs more "
-    "memory than the worker's limit of 286 MiB; it is not built again on this worker."
+    "Hungry: worker {}'s process was stopped by its nanny for passing its memory limit of "
+    "286 MiB while building the env; it is not built again on this worker. Give each worker "
+    "more memory"
 )
 
 
@@ -60,3 +61,16 @@ def test_a_run_whose_env_kills_its_workers_says_so(tmp_path: Path) -> None:
     with pytest.raises(kit.errors.ProviderSetupError) as failed:
         runner.run(range(4))
     assert any(str(failed.value).startswith(MEMORY.format(n)) for n in (0, 1)), failed.value
+
+
+@pytest.mark.parametrize(
+    ("how", "said"),
+    [("exit", "exited with code 3"), ("segfault", "was killed by signal 11 (SIGSEGV")],
+)
+def test_an_env_that_ends_its_worker_is_named_a_crash_not_memory(how: str, said: str) -> None:
+    runner = Sized(Dying({"how": how}), parallel={**SMALL, "n_workers": 1})
+    with pytest.raises(kit.errors.ProviderSetupError) as failed:
+        runner.run(range(4))
+    message = str(failed.value)
+    assert message.startswith(f"Dying: worker 0's process {said}"), message
+    assert "memory" not in message

@@ -675,6 +675,24 @@ class Hungry(EnvironmentProvider):
         return functools.partial(hungry_env, int(self.config.size_mb))
 
 
+def dying_env(how: str) -> dict[str, Any]:
+    """End this process while building: ``exit`` (os._exit(3)) or ``segfault`` (SIGSEGV)."""
+    if how == "exit":
+        os._exit(3)
+    os.kill(os.getpid(), signal.SIGSEGV)
+    return {}
+
+
+class Dying(EnvironmentProvider):
+    """Its worker setup ends the worker process (``how``): a crash, not memory."""
+
+    def build_env_local(self) -> dict[str, Any]:
+        return {"blob": b""}
+
+    def make_worker_setup_fn(self) -> Any:
+        return functools.partial(dying_env, str(self.config.how))
+
+
 class Sized(Runner):
     """Reports the size of a :class:`Hungry` env's blob."""
 

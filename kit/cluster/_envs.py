@@ -368,8 +368,12 @@ def _attach_to_cluster(
     """
     from distributed.comm.core import CommClosedError
 
+    from kit.cluster._exits import ExitRecorder
     from kit.cluster._plugin import ProviderPlugin
 
+    # Before the env: a build that kills its worker is then reported with how it ended.
+    with contextlib.suppress(Exception):  # a report less precise, never a failed run
+        client.register_plugin(ExitRecorder())
     with reading_env(type(provider)):  # make_worker_setup_fn may read the config here
         setup = functools.partial(env_only_setup, provider.worker_setup_fn(), type(provider))
     plugin = ProviderPlugin(name, label, cloudpickle.dumps(setup), cloudpickle.dumps(provider))

@@ -164,18 +164,27 @@ def build_marker(worker: Any, name: str) -> Path:
 
 
 def died_building(worker: Any, label: str) -> str:
-    """Say that a worker's process died building ``label``'s env, and what its memory limit is."""
-    limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None)
-    memory = (
-        f"more memory than the worker's limit of {limit / 2**20:,.0f} MiB"
-        if limit
-        else "more memory than the machine has"
+    """Say that a worker's process died building ``label``'s env, and how, as its nanny saw it.
+
+    Memory is named only when the nanny says it stopped the process for
+    passing the memory limit; an exit code or a signal is named as such.
+    """
+    from kit.cluster._exits import how_it_ended, last_exit
+
+    how, memory = how_it_ended(last_exit(worker))
+    said = (
+        f"{label}: worker {worker.name}'s process {how} while building the env; it is not "
+        "built again on this worker."
     )
+    if memory:
+        return (
+            f"{said} Give each worker more memory (parallel.options.memory_limit, or the "
+            "job's memory on a cluster), fewer threads or processes per machine, or make the "
+            "env smaller"
+        )
     return (
-        f"{label}: building the env killed worker {worker.name}'s process, most likely because "
-        f"it needs {memory}; it is not built again on this worker. Give each worker more "
-        "memory (parallel.options.memory_limit, or the job's memory on a cluster), fewer "
-        "threads or processes per machine, or make the env smaller"
+        f"{said} Build it in this process (parallel.env: inline) to see what its setup does, "
+        "or read the worker's log"
     )
 
 
