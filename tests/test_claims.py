@@ -140,6 +140,12 @@ CLAIMS: dict[str, list[str]] = {
         "tests/cluster/test_shared_envs.py::"
         "test_an_attendees_own_provider_never_runs_in_another_attendees_run",
     ],
+    "Seating a run and its reports work out again only the shares a change touches": [
+        "tests/cluster/test_run_book.py::"
+        "test_a_report_shares_out_anew_only_when_seats_or_threads_changed",
+        "tests/cluster/test_run_book.py::"
+        "test_shares_kept_lazily_always_agree_with_sharing_out_afresh",
+    ],
     "so the listing asks no worker": [
         "kit/cluster/_shared.py",
         "tests/cluster/test_teacher.py::"

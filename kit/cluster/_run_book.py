@@ -15,41 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kit.cluster._keys import DIGEST
-
-
-def fair_shares(threads: int, caps: dict[str, int | None]) -> dict[str, int]:
-    """Split ``threads`` slots among runs: equal, each at most its cap, at least 1.
-
-    What a capped run leaves is shared by the others (water filling); a run
-    alone on the cluster gets all of it.
-
-    Examples
-    --------
-    >>> fair_shares(8, {"a": None})
-    {'a': 8}
-    >>> fair_shares(8, {"a": None, "b": None})
-    {'a': 4, 'b': 4}
-    >>> fair_shares(8, {"a": None, "b": 2, "c": None})
-    {'a': 3, 'b': 2, 'c': 3}
-    >>> fair_shares(2, {"a": None, "b": None, "c": None})
-    {'a': 1, 'b': 1, 'c': 1}
-    """
-    shares: dict[str, int] = {}
-    left, open_runs = threads, sorted(caps)
-    # Capped runs below an equal split take their cap; the rest split what remains.
-    while open_runs:
-        equal = left // len(open_runs)
-        capped = [run for run in open_runs if (cap := caps[run]) is not None and cap <= equal]
-        if not capped:
-            extra = left - equal * len(open_runs)
-            for i, run in enumerate(open_runs):
-                shares[run] = max(1, equal + (1 if i < extra else 0))
-            break
-        for run in capped:
-            shares[run] = max(1, caps[run] or 1)
-            left -= shares[run]
-            open_runs.remove(run)
-    return {run: shares[run] for run in sorted(caps)}
+from kit.cluster._shares import SEATS_PER_CLIENT, Shares
 
 
 def check_count(name: str, value: Any, least: int = 0) -> None:
@@ -154,20 +120,40 @@ class RunBook:
     >>> book.report("r2", done=3, failed=0, chunks_out=2, threads=8, now=3.0).cancel_by
     'teacher'
     >>> book.leave("r2", threads=8)
-    >>> [seat.share for seat in book.seats.values()]
-    [8]
+    >>> book.share_of("r1", threads=8)
+    8
     >>> [seat["share"] for seat in book.listing(threads=4)]  # a worker of four threads left
     [4]
     """
 
     seats: dict[str, Seat] = field(default_factory=dict)
+    #: Runs seated now by each client (bounded by :data:`SEATS_PER_CLIENT`).
+    per_client: dict[str, int] = field(default_factory=dict)
+    #: The threads' split among attendees, then among each one's runs, worked out lazily.
+    shares: Shares = field(default_factory=Shares)
 
     def join(self, seat: Seat, *, threads: int, now: float) -> int:
-        """Give ``seat`` a place; return its share of ``threads``."""
+        """Give ``seat`` a place; return its share of ``threads``.
+
+        Raises
+        ------
+        ValueError
+            When the seat's client has :data:`SEATS_PER_CLIENT` runs seated already
+            (nothing is stored).
+        """
+        held = self.per_client.get(seat.client, 0)
+        if seat.run_id not in self.seats and held >= SEATS_PER_CLIENT:
+            raise ValueError(
+                f"client {seat.client} has {held} runs on this cluster already, the most one "
+                "client may seat at once; wait for one to end"
+            )
+        if seat.run_id in self.seats:  # seated again (a scheduler's ledger met anew)
+            self.leave(seat.run_id, threads=threads)
         seat.started = seat.seen = now
         self.seats[seat.run_id] = seat
-        self._share_out(threads)
-        return seat.share
+        self.per_client[seat.client] = self.per_client.get(seat.client, 0) + 1
+        self.shares.add(seat.user, seat.run_id, seat.max_slots)
+        return self._share_of(seat, threads)
 
     def report(
         self, run_id: str, *, done: int, failed: int, chunks_out: int, threads: int, now: float
@@ -179,21 +165,24 @@ class RunBook:
         if seat is None:
             return None
         seat.done, seat.failed, seat.chunks_out, seat.seen = done, failed, chunks_out, now
-        self._share_out(threads)
+        self._share_of(seat, threads)
         return seat
 
     def leave(self, run_id: str, *, threads: int) -> None:
         """Take the run's seat away (it ended); the others share its slots."""
-        if self.seats.pop(run_id, None) is not None:
-            self._share_out(threads)
+        seat = self.seats.pop(run_id, None)
+        if seat is not None:
+            left = self.per_client.pop(seat.client, 1) - 1
+            if left:
+                self.per_client[seat.client] = left
+            self.shares.remove(seat.user, run_id)
 
     def drop_client(self, client: str, *, threads: int) -> list[str]:
         """Take away the seats of ``client``'s runs (it went away); return their ids."""
         gone = [run_id for run_id, seat in self.seats.items() if seat.client == client]
         for run_id in gone:
-            del self.seats[run_id]
-        if gone:
-            self._share_out(threads)
+            self.shares.remove(self.seats.pop(run_id).user, run_id)
+        self.per_client.pop(client, None)
         return gone
 
     def listing(self, threads: int) -> list[dict[str, Any]]:
@@ -203,7 +192,8 @@ class RunBook:
         that joined or left since change it, so a listing shares out anew
         rather than show a share for a thread count it no longer has.
         """
-        self._share_out(threads)
+        for seat in self.seats.values():
+            self._share_of(seat, threads)
         return [seat.as_dict() for seat in self.seats.values()]
 
     def find(self, run_id: str) -> Seat:
@@ -228,7 +218,13 @@ class RunBook:
         seat.cancel_by = by
         return seat
 
-    def _share_out(self, threads: int) -> None:
-        shares = fair_shares(threads, {rid: s.max_slots for rid, s in self.seats.items()})
-        for run_id, share in shares.items():
+    def share_of(self, run_id: str, threads: int) -> int:
+        """Return run ``run_id``'s share of ``threads`` now (what its next report is told)."""
+        return self._share_of(self.seats[run_id], threads)
+
+    def _share_of(self, seat: Seat, threads: int) -> int:
+        # Each attendee (a seat's user) first, then each of their runs: one attendee's many
+        # runs take one attendee's share. Only what changed is worked out again.
+        for run_id, share in self.shares.of(seat.user, threads).items():
             self.seats[run_id].share = share
+        return seat.share
