@@ -146,6 +146,9 @@ CLAIMS: dict[str, list[str]] = {
         "tests/cluster/test_run_book.py::"
         "test_shares_kept_lazily_always_agree_with_sharing_out_afresh",
     ],
+    "never as code that computes it or as a value": [
+        "tests/widgets/test_workshop_checks.py::test_the_checks_hold_no_solutions_code_or_value",
+    ],
     "so the listing asks no worker": [
         "kit/cluster/_shared.py",
         "tests/cluster/test_teacher.py::"

@@ -7,6 +7,12 @@ code would run at scale. A check answers with what passed, or raises
 :class:`~kit.widgets.workshop.Hint`: what is wrong and where to look, never
 the answer.
 
+The checks hold no answer to copy: what an attendee's code must give on the
+checks' inputs is kept as salted digests (:func:`matches`), never as code
+that computes it or as a value, and no message shows it
+(``tests/widgets/test_workshop_checks.py`` greps this module and every
+message for each solution's code and values).
+
 Examples
 --------
 >>> sorted(CHECKS)
@@ -20,7 +26,8 @@ VocabularyProvider is not defined
 
 from __future__ import annotations
 
-import math
+import hashlib
+import json
 import pickle
 from collections.abc import Mapping
 from typing import Any
@@ -34,8 +41,32 @@ __all__ = ["CHECKS", "check_failures", "check_metric", "check_provider", "check_
 #: The checks' own material: not the notebook's, so a hard-coded answer does not pass.
 WORDS = ["red", "blue"]
 SENTENCES = ["red fish blue fish", "red", "one fish two fish red fish"]
-#: Known and all words per sentence above.
-KNOWN, ALL = [2, 1, 1], [4, 1, 6]
+#: What the digests below are salted with.
+SALT = "kit-workshop-4f1c"
+#: Digests of what right code gives on the material above: each sentence's record,
+#: each one's known share, the run's share; the mean of the shares (a common mistake);
+#: the failed items of exercise 3's broken config.
+RECORDS = ["18d3379c0c916c43d3f0", "47152aacbbfefad72585", "d92071ab3c6cdf0a4f02"]
+SHARES = ["681aa1c11e63df16f61d", "683549b4806552b30f3f", "7b5f87378714d81e4b33"]
+WHOLE, MEAN, FAILED = "a330cc535213b6eedfaf", "201956d0f7e5b5092f6b", "f36ac5c0b67c5a123ab7"
+
+
+def matches(value: Any, digest: str) -> bool:
+    """Whether ``value`` is the one whose salted digest is ``digest`` (numbers to 9 places).
+
+    Examples
+    --------
+    >>> matches({"known": 1, "sentence": "red", "words": 1}, RECORDS[1])
+    True
+    >>> matches(0.5000000001, SHARES[0]), matches(0.25, SHARES[0])
+    (True, False)
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | str | list | dict):
+        return False
+    text = f"{value:.9f}" if isinstance(value, float) else json.dumps(value, sort_keys=True)
+    if isinstance(value, int) and not isinstance(value, bool) and digest in (*SHARES, WHOLE):
+        text = f"{float(value):.9f}"
+    return hashlib.sha256((SALT + text).encode()).hexdigest()[:20] == digest
 
 
 def check_provider(ns: Mapping[str, Any]) -> list[str]:
@@ -81,8 +112,8 @@ def check_provider(ns: Mapping[str, Any]) -> list[str]:
         ) from None
     for idx in range(len(SENTENCES)):
         record = runner_cls.forward(idx, vocabulary=set(WORDS), sentences=SENTENCES)
-        want = {"sentence": SENTENCES[idx], "known": KNOWN[idx], "words": ALL[idx]}
-        if not isinstance(record, dict) or {k: record.get(k) for k in want} != want:
+        fields = {k: record.get(k) for k in ("sentence", "known", "words")}
+        if not isinstance(record, dict) or not matches(fields, RECORDS[idx]):
             raise Hint(
                 f"CountKnown.forward({idx}, ...) for {SENTENCES[idx]!r} with vocabulary "
                 f"{set(WORDS)} returned {describe(record)}",
@@ -101,10 +132,9 @@ def check_metric(ns: Mapping[str, Any]) -> list[str]:
         record = runner_cls.forward(idx, vocabulary=set(WORDS), sentences=SENTENCES)
         metrics = record.get("metrics") if isinstance(record, dict) else None
         share = metrics.get("known_share") if isinstance(metrics, dict) else None
-        if not isinstance(share, int | float) or not math.isclose(share, KNOWN[idx] / ALL[idx]):
+        if not matches(share, SHARES[idx]):
             raise Hint(
-                f"for {SENTENCES[idx]!r} ({KNOWN[idx]} of {ALL[idx]} words known) the record's "
-                f"'metrics' is {describe(metrics)}",
+                f"for {SENTENCES[idx]!r} the record's 'metrics' is {describe(metrics)}",
                 "make 'metrics' a dict whose 'known_share' is the share of the sentence's "
                 "words that are known, a number from 0 to 1",
             )
@@ -118,19 +148,17 @@ def check_metric(ns: Mapping[str, Any]) -> list[str]:
             "skip the None records: they are items that failed",
         ) from None
     share = summary.get("known_share") if isinstance(summary, dict) else None
-    whole = sum(KNOWN) / sum(ALL)
-    if not isinstance(share, int | float) or not math.isclose(share, whole):
-        mean = sum(k / n for k, n in zip(KNOWN, ALL, strict=True)) / len(ALL)
+    if not matches(share, WHOLE):
         hint = (
             "that is the mean of the sentences' shares; the run's share counts words: "
             "all known words over all words"
-            if isinstance(share, int | float) and math.isclose(share, mean)
+            if matches(share, MEAN)
             else "return {'known_share': ...}: the known words of all records over all their words"
         )
         raise Hint(f"summarize returned {describe(summary)}", hint)
     result = on_cluster(ns, runner)
-    if not isinstance(result.summary, dict) or not math.isclose(
-        result.summary.get("known_share", -1), whole
+    if not isinstance(result.summary, dict) or not matches(
+        result.summary.get("known_share"), WHOLE
     ):
         raise Hint(
             f"on the cluster, the run's summary is {describe(result.summary)}",
@@ -142,10 +170,10 @@ def check_metric(ns: Mapping[str, Any]) -> list[str]:
 def check_failures(ns: Mapping[str, Any]) -> list[str]:
     """Exercise 3: the failed item's index and its traceback, read from the result."""
     result = ns.get("result")
-    if result is None or not hasattr(result, "failed_indices"):
+    if result is None or not hasattr(result, "records"):
         raise Hint("there is no run result named `result`", "keep the cell's `result = ...` line")
     failed, traceback = ns.get("failed"), ns.get("first_traceback")
-    if not isinstance(failed, list | tuple) or list(failed) != list(result.failed_indices):
+    if not isinstance(failed, list | tuple) or not matches(list(failed), FAILED):
         raise Hint(
             f"`failed` is {describe(failed)}",
             "the result knows which item indices failed: look at its attributes "
@@ -223,14 +251,13 @@ def on_cluster(ns: Mapping[str, Any], runner: Any) -> Any:
         error = result.errors[0]
         last = error.traceback.strip().splitlines()[-1] if error.traceback else str(error)
         raise Hint(
-            f"on the cluster's workers, item {result.failed_indices[0]} failed: {last}",
+            f"on the cluster's workers, item {error.index} failed: {last}",
             "a worker builds its env with the function make_worker_setup_fn returns: "
             "call it yourself and look at what it gives",
         )
-    rows = zip(SENTENCES, KNOWN, ALL, strict=True)
-    want = [{"sentence": s, "known": k, "words": n} for s, k, n in rows]
-    got = [{k: r.get(k) for k in want[0]} if isinstance(r, dict) else r for r in result.records]
-    if got != want:
+    keys = ("sentence", "known", "words")
+    got = [{k: r.get(k) for k in keys} if isinstance(r, dict) else r for r in result.records]
+    if not all(matches(r, d) for r, d in zip(got, RECORDS, strict=True)):
         raise Hint(
             "on the cluster's workers, the run's records differ from forward's here",
             "the env a worker builds must hold the same vocabulary and sentences",

@@ -143,3 +143,59 @@ def test_each_attendee_and_notebook_copy_gets_a_folder_of_its_own(
     )
     monkeypatch.setenv("JUPYTERHUB_USER", "..")
     assert my_folder().parts[:2] == ("runs", "_")  # never a way out of runs/
+
+
+def exercise(number: int) -> str:
+    """Notebook 04's exercise cell ``number``, without its magic line."""
+    book = nbformat.read(NOTEBOOK, as_version=4)
+    cell = next(c.source for c in book.cells if c.source.startswith(f"%%exercise {number}"))
+    return cell.split("\n", 1)[1]
+
+
+def answers(number: int) -> tuple[set[str], set[str]]:
+    """What solution ``number`` fills the blanks with: its code, and the values new in it."""
+    import ast
+
+    given = exercise(number)
+    code, values = set(), set()
+    for line in solution(number).splitlines():
+        line = line.strip()
+        if not line or line in given.replace("  # your code here", ""):
+            continue
+        # The answer: what follows `return` or the first `=` of the line that filled a blank.
+        filled = line.removeprefix("return ").split(" = ", 1)[-1].rstrip(",")
+        code.add(filled.replace(" ", ""))
+        for node in ast.walk(ast.parse(line.removeprefix("return ").strip(), mode="exec")):
+            # Its parts too: a check holding `sum(w in vocabulary for w in words)` gives it away.
+            if isinstance(node, ast.Call | ast.BinOp | ast.GeneratorExp | ast.Lambda):
+                part = ast.unparse(node).replace(" ", "").replace("'", '"')
+                if len(part) >= 12 and part not in given.replace(" ", ""):
+                    code.add(part)
+            if not isinstance(node, ast.Constant) or str(node.value) in given:
+                continue
+            if not (node.value is None or isinstance(node.value, bool) or len(str(node.value)) < 3):
+                values.add(str(node.value))
+    return code, values
+
+
+def test_the_checks_hold_no_solutions_code_or_value() -> None:
+    # Anyone can read the shipped check module (inspect.getsource, site-packages): it must
+    # give no answer to copy. Its pickles and messages are drawn from it, so they are read too.
+    import cloudpickle
+
+    from kit.widgets import workshop_checks
+
+    source = Path(workshop_checks.__file__).read_text()
+    flat = source.replace(" ", "").replace("'", '"')
+    shipped = flat + cloudpickle.dumps(workshop_checks.CHECKS).hex()
+    found = []
+    for number in (1, 2, 3, 4):
+        code, values = answers(number)
+        assert code, f"no answer found in solution {number}: the notebook changed?"
+        found += [f"solution {number}'s code {c!r}" for c in code if c in shipped]
+        found += [f"solution {number}'s value {v!r}" for v in values if v in source]
+    # The values right code gives on the checks' own sentences: counts, shares, failed items.
+    for value in ("[2, 1, 1]", "[4, 1, 6]", "0.36363636", "0.1666666", "failed_indices"):
+        if value in source:
+            found.append(f"the expected value {value!r}")
+    assert found == []
