@@ -149,6 +149,16 @@ CLAIMS: dict[str, list[str]] = {
     "never as code that computes it or as a value": [
         "tests/widgets/test_workshop_checks.py::test_the_checks_hold_no_solutions_code_or_value",
     ],
+    "if that fails too the worker gets no more of the run's chunks": [
+        "tests/test_trial_isolation.py::"
+        "test_an_env_missing_on_a_worker_is_built_again_once_not_retried_per_item",
+        "tests/test_trial_isolation.py::"
+        "test_a_worker_that_cannot_build_the_env_gets_no_more_chunks_and_no_item_fails",
+    ],
+    "Only when no worker has the env does the run fail, with the reason": [
+        "kit/_engine/dask.py",
+        "tests/test_provider.py",
+    ],
     "so the listing asks no worker": [
         "kit/cluster/_shared.py",
         "tests/cluster/test_teacher.py::"
