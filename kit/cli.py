@@ -442,6 +442,43 @@ def _cluster_claim(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cluster_start(args: argparse.Namespace) -> int:
+    from kit.cluster._class_cluster import class_cluster, deaf_workers, wait_for_the_end
+
+    if args.workers < 1 or args.threads < 1:
+        _say(
+            "kit: error: --workers and --threads take a whole number of at least 1", file=sys.stderr
+        )
+        return EXIT_USAGE
+    if args.warm is not None and not Path(args.warm).is_file():
+        _say(f"kit: error: --warm {args.warm}: no such config file", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        started = class_cluster(
+            args.workers,
+            args.threads,
+            host=args.host,
+            port=args.port,
+            memory_limit=args.memory_limit,
+            claim_it=args.as_class,
+        )
+        with deaf_workers(), started as (cluster, _):
+            for line in cluster.lines()[:-1]:
+                _say(line)
+            if args.warm is not None:
+                warmed = argparse.Namespace(target=cluster.address, config=args.warm, overrides=[])
+                code = _cluster_warm(warmed)
+                if code != EXIT_OK:
+                    return code
+            _say(cluster.lines()[-1])
+            wait_for_the_end()
+    except ClusterError as exc:  # the port taken, say
+        _say(f"kit: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    _say("class ended: scheduler and workers stopped")
+    return EXIT_OK
+
+
 def _cluster_warm(args: argparse.Namespace) -> int:
     import time
 
@@ -831,6 +868,27 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("target", metavar="TARGET", help=target_help)
     stop.add_argument("run", metavar="RUN", help="the run's id, or its first characters")
     stop.set_defaults(handler=_cluster_cancel)
+    begin = cluster_commands.add_parser(
+        "start",
+        help="start a cluster on this machine, in the foreground (Ctrl-C ends it); with "
+        "--class, a class's: you its teacher, and the line attendees add",
+    )
+    begin.add_argument(
+        "--class", dest="as_class", action="store_true", help="claim it as this class's teacher"
+    )
+    begin.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    begin.add_argument("--threads", type=int, default=2, help="threads each (default 2)")
+    begin.add_argument(
+        "--memory-limit", default="auto", help="each worker's, e.g. 6GiB (default: a share)"
+    )
+    begin.add_argument(
+        "--host", default="127.0.0.1", help="where it listens (default 127.0.0.1: this machine)"
+    )
+    begin.add_argument("--port", type=int, default=8786, help="the scheduler's port (8786)")
+    begin.add_argument(
+        "--warm", metavar="CONFIG", help="build this config's env on every worker first"
+    )
+    begin.set_defaults(handler=_cluster_start)
     teach = cluster_commands.add_parser(
         "claim",
         help="become the teacher of the class on the cluster (first come; a token only you can "

@@ -159,6 +159,10 @@ CLAIMS: dict[str, list[str]] = {
         "kit/_engine/dask.py",
         "tests/test_provider.py",
     ],
+    "builds that config's env on every worker before anyone asks": [
+        "tests/cluster/test_class_start.py::"
+        "test_one_command_starts_a_class_that_attendees_use_and_ctrl_c_ends",
+    ],
     "so the listing asks no worker": [
         "kit/cluster/_shared.py",
         "tests/cluster/test_teacher.py::"
@@ -625,6 +629,7 @@ NOT_CLAIMS: dict[str, str] = {
     "Anyone who can write a run directory": "the trust model's premise, not Kit's behaviour",
     '`make lab LAB_ARGS="--no-browser': "an option's spelling",
     "The tests use real components": "what the suite is made of; each test is its own backing",
+    "An editable install has no such file": "what jupyter_server 2 does, not Kit's behaviour",
     "And you always want to see it in the superlative degree": "a quoted ARCTIC prompt",
 }
 

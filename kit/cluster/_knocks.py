@@ -16,6 +16,8 @@ Installed in the process that holds the cluster's scheduler and nannies (see
 from __future__ import annotations
 
 import logging
+import os
+import signal
 from typing import Any
 
 #: The logger and the words of the refused handshake's WARNING.
@@ -57,6 +59,13 @@ def quiet_knocks() -> None:
         logger.addFilter(RefusedKnocks())
 
 
+#: Set to 1 in a nanny's environment, its workers ignore Ctrl-C (a class cluster's,
+#: whose command takes it and closes them in order; see kit.cluster._class_cluster).
+DEAF = "KIT_WORKERS_IGNORE_SIGINT"
+
+
 def dask_setup(worker: Any) -> None:
     """Quiet the knocks in a worker's process (distributed calls it as the worker starts)."""
     quiet_knocks()
+    if os.environ.get(DEAF) == "1":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
