@@ -423,6 +423,33 @@ def _cluster_cancel(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cluster_board(args: argparse.Namespace) -> int:
+    import shutil
+    import time
+
+    from kit.cluster._board import board_text
+    from kit.cluster._teacher import class_runs, connect
+
+    if not args.every > 0:
+        _say("kit: error: --every takes seconds above 0", file=sys.stderr)
+        return EXIT_USAGE
+    client = connect(args.target)
+    try:
+        while True:
+            began = time.monotonic()
+            width = shutil.get_terminal_size((120, 40)).columns
+            text = board_text(class_runs(client), width=width)
+            if args.once:
+                _say(text)
+                return EXIT_OK
+            _say("\x1b[H\x1b[2J" + text + f"\n(again every {args.every:g} s; Ctrl-C stops)")
+            time.sleep(max(0.0, args.every - (time.monotonic() - began)))
+    except KeyboardInterrupt:
+        return EXIT_OK
+    finally:
+        client.close()
+
+
 def _cluster_claim(args: argparse.Namespace) -> int:
     from kit.cluster._teacher import claim, connect
 
@@ -889,6 +916,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--warm", metavar="CONFIG", help="build this config's env on every worker first"
     )
     begin.set_defaults(handler=_cluster_start)
+    board = cluster_commands.add_parser(
+        "board",
+        help="the class board: each attendee's exercise, checks and runs, the envs; "
+        "drawn again every second until Ctrl-C",
+    )
+    board.add_argument("target", metavar="TARGET", help=target_help)
+    board.add_argument("--once", action="store_true", help="print it once and end")
+    board.add_argument("--every", type=float, default=1.0, help="seconds between (default 1)")
+    board.set_defaults(handler=_cluster_board)
     teach = cluster_commands.add_parser(
         "claim",
         help="become the teacher of the class on the cluster (first come; a token only you can "

@@ -59,6 +59,8 @@ class ClusterLedger(SchedulerPlugin):
         self.users: dict[str, set[str]] = {}
         #: The digest of the class's teacher token and who claimed it, once claimed.
         self.teacher: tuple[str, str] | None = None
+        #: Each attendee's exercises: the latest, each one's check outcome, when last heard.
+        self.attendees: dict[str, dict[str, Any]] = {}
         self._left: dict[str, asyncio.Event] = {}
         self._expiry: PeriodicCallback | None = None
         self.scheduler: Any = None
@@ -264,6 +266,9 @@ def list_runs(dask_scheduler: Any = None) -> dict[str, Any]:
     return {
         "threads": threads,
         "runs": ledger.runs.listing(threads),
+        "attendees": {
+            user: dict(seen, checks=dict(seen["checks"])) for user, seen in ledger.attendees.items()
+        },
         "envs": {name: ledger.envs.holders(name) for name in names},
         "env_info": {
             name: {"users": sorted(ledger.users.get(name, ())), "memory": memory.get(name)}
@@ -320,6 +325,31 @@ def cancel_run(run_id: str, key: str, dask_scheduler: Any = None) -> dict[str, A
             + ("" if ledger.teacher else "; this class has no teacher yet (kit cluster claim)")
         )
     return ledger.runs.cancel(seat.run_id, by=by).as_dict()
+
+
+#: Attendees a class's board keeps at most (one notebook's bad loop cannot fill it).
+MOST_ATTENDEES = 1000
+
+
+def note_exercise(user: str, exercise: str, outcome: str, dask_scheduler: Any = None) -> None:
+    """On the scheduler: attendee ``user`` ran exercise ``exercise``'s check: ``outcome``.
+
+    ``outcome`` is ``"passed"`` or what the check found wrong (its first
+    line, never the check's code). The class board shows the latest of each.
+    """
+    for name, value, most in (
+        ("user", user, 64),
+        ("exercise", exercise, 16),
+        ("outcome", outcome, 200),
+    ):
+        if not isinstance(value, str) or not value or len(value) > most:
+            raise TypeError(f"a class note needs {name} as a string of 1 to {most} characters")
+    ledger = ledger_of(dask_scheduler)
+    if user not in ledger.attendees and len(ledger.attendees) >= MOST_ATTENDEES:
+        raise ValueError(f"the class board holds {MOST_ATTENDEES} attendees already")
+    seen = ledger.attendees.setdefault(user, {"exercise": exercise, "checks": {}, "seen": 0.0})
+    seen["exercise"], seen["seen"] = exercise, time.time()
+    seen["checks"][exercise] = outcome
 
 
 def claim_teacher(token_digest: str, label: str, dask_scheduler: Any = None) -> str:

@@ -17,6 +17,7 @@ import ipywidgets as w
 
 import kit
 from kit.cluster import RUN_COLUMNS, env_rows, run_rows, runs_headline
+from kit.cluster._board import BOARD_COLUMNS, board_rows
 from kit.config import PARALLEL_ENVS, ParallelConfig
 from kit.views import rows_table
 from kit.widgets._cluster_control import ClusterControl
@@ -77,8 +78,14 @@ def class_runs_html(listing: dict[str, Any], now: float | None = None) -> str:
         f"<li><code>{html.escape(name)}</code> {html.escape(held)}</li>"
         for name, held in env_rows(listing)
     )
+    # The class board: each attendee's exercise and checks, from the scheduler's notes.
+    attendees = board_rows(listing, now) if listing.get("attendees") else []
+    board = rows_table(
+        attendees, BOARD_COLUMNS, table_class="kit-class-board kit-table", row_class="kit-attendee"
+    )
     return (
         f"{TABLE_STYLE}<b>{html.escape(runs_headline(listing))}</b>"
+        f"{board if attendees else ''}"
         f"{table if listing['runs'] else ''}"
         f"<div class='kit-class-envs'>envs on the workers: "
         f"{f'<ul>{envs}</ul>' if envs else '<i>none</i>'}</div>"

@@ -224,7 +224,9 @@ class Workshop:
         try:
             passed = found(self.shell.user_ns)
         except Hint as wrong:
+            tell_class(number, wrong.wrong.splitlines()[0][:200] or "not right yet")
             raise CheckFailed(number, wrong) from None
+        tell_class(number, "passed")
         print(f"\u2714 Exercise {number} passes its checks: {', '.join(passed)}.")
 
     def exercise(self, line: str, cell: str) -> None:
@@ -254,6 +256,26 @@ class Workshop:
         if not self.shell.run_cell(cell).success:
             raise ExerciseFailed(number, "solution")  # Run All stops here, not three cells on
         self.check(number)
+
+
+def tell_class(number: str, outcome: str) -> None:
+    """Put this attendee's check outcome on the class's board, when a class cluster is set.
+
+    On the class cluster's scheduler (its ledger), where the teacher's board
+    reads it; best effort: an attendee's check never fails for the board.
+    """
+    if not os.environ.get(CLASS_CLUSTER_ENV, "").strip():
+        return
+    import contextlib
+
+    from kit.cluster import get_session
+    from kit.cluster._seats import who
+    from kit.cluster._shared import ClusterLedger, note_exercise
+
+    with contextlib.suppress(Exception):
+        client = get_session(cluster()).client
+        client.register_plugin(ClusterLedger())  # kept if a Kit session registered it
+        client.run_on_scheduler(note_exercise, who(), number, outcome)
 
 
 def _number(line: str, magic: str) -> str:
