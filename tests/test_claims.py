@@ -163,6 +163,15 @@ CLAIMS: dict[str, list[str]] = {
         "tests/cluster/test_class_start.py::"
         "test_one_command_starts_a_class_that_attendees_use_and_ctrl_c_ends",
     ],
+    "`kit cluster board TARGET` is the class at a glance": [
+        "tests/widgets/test_class_board.py::"
+        "test_an_attendees_checks_reach_the_board_without_asking_the_notebook",
+        "kit/cluster/_board.py",
+    ],
+    "so the board asks no notebook": [
+        "tests/widgets/test_class_board.py::"
+        "test_an_attendees_checks_reach_the_board_without_asking_the_notebook",
+    ],
     "so the listing asks no worker": [
         "kit/cluster/_shared.py",
         "tests/cluster/test_teacher.py::"
