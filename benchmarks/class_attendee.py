@@ -1,12 +1,14 @@
 """One attendee of the class benchmark: a process of its own, as a notebook's kernel is.
 
-``python benchmarks/class_attendee.py PARALLEL_JSON ITEMS LOG_DIR [TIMES]``
+``python benchmarks/class_attendee.py PARALLEL_JSON ITEMS LOG_DIR [TIMES [GO_FILE]]``
 runs ``ITEMS`` items of :class:`Decode` on an env built by :class:`Model` (a
 stand-in for a recognizer: its setup takes ``SETUP_SECONDS`` and holds
 ``MODEL_MB`` of memory; each item takes ``ITEM_SECONDS``), ``TIMES`` times
 one after the other (1 by default), and prints one JSON line a run: when its
 first result came and when it ended (seconds since it started), when it
-started (wall clock), items ok, failed and not run.
+started (wall clock), items ok, failed and not run. With ``GO_FILE``, the
+process connects first (as an attendee's kernel is up before the class
+starts) and starts its runs once that file exists.
 """
 
 from __future__ import annotations
@@ -57,6 +59,13 @@ class Decode(Runner):
 
 def main(argv: list[str]) -> int:
     parallel, items, log_dir = json.loads(argv[0]), int(argv[1]), argv[2]
+    if len(argv) > 4:
+        from kit.cluster import get_session
+
+        get_session(parallel)  # the kernel is up and connected before the class starts
+        print(json.dumps({"ready": True}), flush=True)
+        while not Path(argv[4]).exists():
+            time.sleep(0.02)
     for _ in range(int(argv[3]) if len(argv) > 3 else 1):
         run_once(Decode(Model({"log_dir": log_dir}), parallel=parallel), items)
     return 0
