@@ -105,11 +105,18 @@ def a_class(parallel: dict[str, Any], log_dir: Path, cluster_pids: list[int]) ->
             memory.add(procs[-1].pid)
         runs = [runs_of(proc)[0] for proc in procs]
         wall = time.time() - began
+    return how_it_went(runs, began, wall, memory.peak, log_dir)
+
+
+def how_it_went(
+    runs: list[dict[str, Any]], began: float, wall: float, peak: int, log_dir: Path
+) -> dict[str, Any]:
+    """Sum up a class's runs: builds, peak memory, first results and ends from ``began``."""
     ends = [run["start_wall"] - began + run["end"] for run in runs]
     firsts = [run["start_wall"] - began + (run["first"] or run["end"]) for run in runs]
     return {
         "builds": len((log_dir / "builds.log").read_text().splitlines()),
-        "peak_memory_mib": memory.peak / 2**20,
+        "peak_memory_mib": peak / 2**20,
         "first_result_seconds": sorted(round(x, 2) for x in firsts),
         "end_seconds": sorted(round(x, 2) for x in ends),
         "wall_seconds": wall,
@@ -213,18 +220,7 @@ def sixty(address: str, log_dir: Path, cluster_pids: list[int]) -> dict[str, Any
         began = time.time()
         runs = [runs_of(proc)[0] for proc in procs]
         wall = time.time() - began
-    ends = [run["start_wall"] - began + run["end"] for run in runs]
-    firsts = [run["start_wall"] - began + (run["first"] or run["end"]) for run in runs]
-    return {
-        "builds": len((log_dir / "builds.log").read_text().splitlines()),
-        "peak_memory_mib": memory.peak / 2**20,
-        "first_result_seconds": sorted(round(x, 2) for x in firsts),
-        "end_seconds": sorted(round(x, 2) for x in ends),
-        "wall_seconds": wall,
-        "jain": jain([ITEMS / end for end in ends]),
-        "failed": sum(run["failed"] for run in runs),
-        "not_run": sum(run["not_run"] for run in runs),
-    }
+    return how_it_went(runs, began, wall, memory.peak, log_dir)
 
 
 def main() -> int:
