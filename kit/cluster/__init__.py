@@ -15,6 +15,7 @@ True
 True
 """
 
+from kit.cluster._board import BOARD_COLUMNS, board_rows, note_check
 from kit.cluster._builders import JOB_QUEUES, job_script
 from kit.cluster._scale_out import scale_out_command, scale_out_config
 from kit.cluster._session import Session, SessionState, get_session, sessions, shutdown
@@ -28,15 +29,18 @@ from kit.cluster._teacher import (
 )
 
 __all__ = [
+    "BOARD_COLUMNS",
     "JOB_QUEUES",
     "RUN_COLUMNS",
     "Session",
     "SessionState",
+    "board_rows",
     "cancel",
     "class_runs",
     "env_rows",
     "get_session",
     "job_script",
+    "note_check",
     "run_rows",
     "runs_headline",
     "scale_out_command",

@@ -16,8 +16,7 @@ from typing import Any
 import ipywidgets as w
 
 import kit
-from kit.cluster import RUN_COLUMNS, env_rows, run_rows, runs_headline
-from kit.cluster._board import BOARD_COLUMNS, board_rows
+from kit.cluster import BOARD_COLUMNS, RUN_COLUMNS, board_rows, env_rows, run_rows, runs_headline
 from kit.config import PARALLEL_ENVS, ParallelConfig
 from kit.views import rows_table
 from kit.widgets._cluster_control import ClusterControl
