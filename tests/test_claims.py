@@ -149,16 +149,6 @@ CLAIMS: dict[str, list[str]] = {
     "never as code that computes it or as a value": [
         "tests/widgets/test_workshop_checks.py::test_the_checks_hold_no_solutions_code_or_value",
     ],
-    "if that fails too the worker gets no more of the run's chunks": [
-        "tests/test_trial_isolation.py::"
-        "test_an_env_missing_on_a_worker_is_built_again_once_not_retried_per_item",
-        "tests/test_trial_isolation.py::"
-        "test_a_worker_that_cannot_build_the_env_gets_no_more_chunks_and_no_item_fails",
-    ],
-    "Only when no worker has the env does the run fail, with the reason": [
-        "kit/_engine/dask.py",
-        "tests/test_provider.py",
-    ],
     "builds that config's env on every worker before anyone asks": [
         "tests/cluster/test_class_start.py::"
         "test_one_command_starts_a_class_that_attendees_use_and_ctrl_c_ends",
