@@ -162,6 +162,16 @@ CLAIMS: dict[str, list[str]] = {
         "tests/widgets/test_class_board.py::"
         "test_an_attendees_checks_reach_the_board_without_asking_the_notebook",
     ],
+    "if that fails too the worker gets no more of the run's chunks": [
+        "tests/test_trial_isolation.py::"
+        "test_an_env_missing_on_a_worker_is_built_again_once_not_retried_per_item",
+        "tests/test_trial_isolation.py::"
+        "test_a_worker_that_cannot_build_the_env_gets_no_more_chunks_and_no_item_fails",
+    ],
+    "Only when no worker has the env does the run fail, with the reason": [
+        "kit/_engine/dask.py",
+        "tests/test_provider.py",
+    ],
     "so the listing asks no worker": [
         "kit/cluster/_shared.py",
         "tests/cluster/test_teacher.py::"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import kit
-from tests.workloads import Dying, Hungry, Sized
+from tests.workloads import Dying, Hungry, Picky, Sized, Where
 
 SMALL = {
     "env": "local",
@@ -74,3 +74,27 @@ def test_an_env_that_ends_its_worker_is_named_a_crash_not_memory(how: str, said:
     message = str(failed.value)
     assert message.startswith(f"Dying: worker 0's process {said}"), message
     assert "memory" not in message
+
+
+TWO = {"env": "local", "n_workers": 2, "options": {"threads_per_worker": 2}}
+
+
+def test_an_env_missing_on_a_worker_is_built_again_once_not_retried_per_item(
+    tmp_path: Path,
+) -> None:
+    # Worker 1's build fails when the worker starts, then works: a task builds it again there.
+    config = {"log_dir": str(tmp_path), "fail_on": 1, "times": 1}
+    result = Where(Picky(config), parallel=TWO, chunk_size=2).run(range(200))
+    assert (result.stats.ok, result.stats.failed) == (200, 0)
+    assert {r["where"] for r in result.records} == {0, 1}  # both workers ran items
+    assert len((tmp_path / "builds-1.log").read_text().splitlines()) == 2  # once more, not per item
+
+
+def test_a_worker_that_cannot_build_the_env_gets_no_more_chunks_and_no_item_fails(
+    tmp_path: Path,
+) -> None:
+    config = {"log_dir": str(tmp_path), "fail_on": 1, "times": -1}
+    result = Where(Picky(config), parallel=TWO, chunk_size=2).run(range(200))
+    assert (result.stats.ok, result.stats.failed) == (200, 0)
+    assert {r["where"] for r in result.records} == {0}
+    assert len((tmp_path / "builds-1.log").read_text().splitlines()) == 2  # at start, and once

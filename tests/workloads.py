@@ -693,6 +693,37 @@ class Dying(EnvironmentProvider):
         return functools.partial(dying_env, str(self.config.how))
 
 
+def picky_env(log_dir: str, fail_on: int, times: int) -> dict[str, Any]:
+    """Fail the first ``times`` builds on worker ``fail_on`` (-1: every time); log each build."""
+    index = int(os.environ.get("KIT_WORKER_INDEX", "-1"))
+    tried = Path(log_dir, f"builds-{index}.log")
+    with tried.open("a") as out:
+        out.write(f"{os.getpid()}\n")
+    if index == fail_on and (times < 0 or len(tried.read_text().splitlines()) <= times):
+        raise RuntimeError(f"the model file is locked on worker {index}")
+    return {"where": index}
+
+
+class Picky(EnvironmentProvider):
+    """Its env fails to build on one worker (``fail_on``), the first ``times`` times."""
+
+    def build_env_local(self) -> dict[str, Any]:
+        return {"where": -1}
+
+    def make_worker_setup_fn(self) -> Any:
+        cfg = self.config
+        return functools.partial(picky_env, str(cfg.log_dir), int(cfg.fail_on), int(cfg.times))
+
+
+class Where(Runner):
+    """Says which worker ran each item."""
+
+    @staticmethod
+    def forward(idx: int, where: int) -> dict[str, Any]:
+        time.sleep(0.01)
+        return {"idx": idx, "where": where}
+
+
 class Sized(Runner):
     """Reports the size of a :class:`Hungry` env's blob."""
 

@@ -147,6 +147,28 @@ class ProviderSetupError(KitError, RuntimeError):
     """
 
 
+class EnvMissing(ProviderSetupError):
+    """A chunk's worker has not the run's env (its build failed there even when tried again).
+
+    Not the items' fault: the engine sends the chunk to another worker and
+    no longer to this one; raised to the caller only when no worker has it.
+
+    Examples
+    --------
+    >>> import pickle
+    >>> error = pickle.loads(pickle.dumps(EnvMissing("no env", worker="tcp://w:1")))
+    >>> error.worker, str(error)
+    ('tcp://w:1', 'no env')
+    """
+
+    def __init__(self, message: str, worker: str = "") -> None:
+        super().__init__(message)
+        self.worker = worker
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (str(self), self.worker)
+
+
 class RunError(KitError, RuntimeError):
     """A run stopped early: an item failed with ``on_error="raise"``, or too many failed.
 

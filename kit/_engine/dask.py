@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from kit._base.errors import ProviderSetupError
 from kit._base.waiting import WAIT_STEP
 from kit._engine.plan import ChunkPlanner
 from kit._engine.policy import DispatchPolicy, Flight, Isolated, Overdue
@@ -217,6 +218,8 @@ class DaskDispatcher:
                         done.append(chunk)
                 if done:
                     self.complete(done)
+                if len(policy.without_env()) != self.sender.shunned:
+                    self._route_around_missing_envs()
                 policy.driver_seconds(self.clock.per_chunk(len(flights)))
         finally:
             with contextlib.suppress(Exception):
@@ -225,6 +228,11 @@ class DaskDispatcher:
                 # A client whose scheduler is gone refuses; its futures are void anyway.
                 with contextlib.suppress(Exception):
                     self.client.cancel([f.future for f in self.in_flight.values()])
+
+    def _route_around_missing_envs(self) -> None:
+        """Send chunks only to workers that have the env (see :meth:`TaskSender.route_around`)."""
+        with contextlib.suppress(ConnectionError, OSError):  # the scheduler busy: next arrival
+            self.sender.route_around(self.policy.without_env())
 
     def _launch_isolated(self) -> None:
         """Send items of lost chunks, each alone on a worker of its own, on every free worker."""
@@ -339,6 +347,9 @@ class TaskSender:
 
         self._task = run_chunk
         self._sends = itertools.count()
+        #: The workers chunks may go to (None: any), and how many are left out.
+        self.allowed: list[str] | None = None
+        self.shunned = 0
         # What every chunk task shares, as run_chunk's keywords.
         self._shared = {
             "forward": job.forward,
@@ -362,9 +373,10 @@ class TaskSender:
             None if alone else self.planner.budget(stop - start),
             key=key,
             pure=False,
-            # Loose: if that worker is gone, another runs it rather than none ever.
-            workers=None if worker is None else [worker],
-            allow_other_workers=worker is not None,
+            # Loose: if that worker is gone, another runs it rather than none ever; never one
+            # without the env, though.
+            workers=self.allowed if worker is None else [worker],
+            allow_other_workers=worker is not None and self.allowed is None,
             **self._shared,
         )
         self._sent(
@@ -384,10 +396,31 @@ class TaskSender:
                 key=keys,
                 pure=False,
                 priority=priority,
+                workers=self.allowed,
                 **self._shared,
             )
             for (start, stop, deaths), key, future in zip(part, keys, futures, strict=True):
                 self._sent(Flight(start, stop, 0, False, key, future, deaths=deaths))
+
+    def route_around(self, missing: Mapping[str, str]) -> None:
+        """Send chunks only to workers not in ``missing`` (without the env); fail if none is.
+
+        A worker whose env build failed even when a task tried it again gets
+        no more of this run's chunks; workers that join later build the env
+        as they start, so they are welcome.
+
+        Raises
+        ------
+        ProviderSetupError
+            Saying why, when no worker of the cluster has the env.
+        """
+        known = list(self.client.scheduler_info()["workers"])
+        good = [address for address in known if address not in missing]
+        if not good:
+            raise ProviderSetupError(
+                f"no worker of the cluster has the run's env: {next(iter(missing.values()))}"
+            )
+        self.allowed, self.shunned = good, len(missing)
 
     def _key(
         self, start: int, stop: int, deaths: int, attempt: int, alone: bool, backup: bool

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from kit._base.errors import NoWorkersError, SchedulerLostError
+from kit._base.errors import EnvMissing, NoWorkersError, SchedulerLostError
 from kit._engine.pace import Pacing
 from kit._engine.plan import ChunkPlanner
 from kit.result import Index, ItemError
@@ -92,6 +92,8 @@ class Recovery:
         # Items run again one by one, alone, so an item that kills its worker is
         # named by its next death.
         self.isolated: deque[Isolated] = deque()
+        #: Workers without the run's env (built again once there, in vain), and why.
+        self.no_env: dict[str, str] = {}
 
     def placing(self, in_flight: Mapping[str, Flight]) -> bool:
         """Whether an item run alone waits for the scheduler to place it (no worker was free)."""
@@ -152,6 +154,11 @@ class Recovery:
         killing item costs at most ``retries + 3`` worker deaths.
         """
         start, stop, attempt = flight.start, flight.stop, flight.attempt
+        if isinstance(exc, EnvMissing):
+            # Not the items' fault: they go again, to workers that have the env.
+            self.no_env[exc.worker] = str(exc)
+            self.spread.appendleft((start, stop))
+            return None
         died_on = getattr(getattr(exc, "last_worker", None), "address", None)
         if flight.alone and flight.worker is not None and died_on not in (None, flight.worker):
             # Its worker was gone and another ran it, maybe beside an item that kills:
@@ -368,8 +375,7 @@ class DispatchPolicy:
         #: Threads the run plans for, when to ask again, how long chunks aim at.
         self.capacity = Capacity(planner)
         self.planned_all = False
-        # Least overhead seen between sending a chunk and having it back, beyond its
-        # compute time: the price of a backup copy.
+        # Least overhead between sending a chunk and having it back: a backup copy's price.
         self.round_trip = 0.01
         #: When slots wait for a probe; the first wave, that measures the cluster's task cost.
         self.pacing = Pacing()
@@ -431,8 +437,7 @@ class DispatchPolicy:
         spans: list[tuple[int, int, int]] = []
         spread = self.recovery.spread
         while spread and len(spans) < room and not stopping:
-            start, stop = spread.popleft()
-            spans.append((start, stop, 1))
+            spans.append((*spread.popleft(), 1))
         planner = self.planner
         blind = self.pacing.sending(planner)
         while not self.planned_all and len(spans) < room and not stopping:
@@ -540,6 +545,10 @@ class DispatchPolicy:
             self.requeued.append(flight)  # cancelled by the loss of the scheduler
             return None, []
         return self.recovery.lost(flight, outcome, self.capacity.most_threads), []
+
+    def without_env(self) -> Mapping[str, str]:
+        """Workers that have not the run's env even when built again there, with why."""
+        return MappingProxyType(self.recovery.no_env)
 
     def overdue(self, notice: Overdue) -> None:
         """Plan the positions after ``notice.end`` again now: their chunk ends there.

@@ -377,6 +377,7 @@ def _attach_to_cluster(
     with reading_env(type(provider)):  # make_worker_setup_fn may read the config here
         setup = functools.partial(env_only_setup, provider.worker_setup_fn(), type(provider))
     plugin = ProviderPlugin(name, label, cloudpickle.dumps(setup), cloudpickle.dumps(provider))
+    refused: KitError | None = None
     try:
         client.register_plugin(plugin, name=name)
     except CommClosedError:
@@ -385,10 +386,19 @@ def _attach_to_cluster(
         # scheduler keeps the plugin and sends it to the worker its nanny starts again:
         # what the workers say then decides.
         pass
+    except ProviderSetupError as exc:
+        # Its setup failed on some worker: if others built it, the run goes on there (a
+        # chunk on that worker has it built again once, then goes elsewhere).
+        refused = exc
     except Exception as exc:
         if isinstance(exc, KitError):
             raise exc.with_traceback(None) from None  # the provider's own ConfigError, say
         raise ProviderSetupError(
             f"{label}: registering the env on the workers failed: {exc!r}"
         ) from exc
-    return _built_keys(client, name, label)
+    try:
+        return _built_keys(client, name, label)
+    except ProviderSetupError:
+        if refused is not None:
+            raise refused.with_traceback(None) from None  # the first worker's traceback
+        raise

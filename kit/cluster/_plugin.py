@@ -19,11 +19,13 @@ import cloudpickle
 from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from kit._base.errors import KitError
+from kit._base.errors import EnvMissing, KitError
 from kit.provider import ProviderSetupError, check_env
 
 #: The scheduler's event topic where workers say what an env's build took in memory.
 ENV_EVENT = "kit-env-built"
+#: Held while a task builds a missing env again (one at a time in a worker process).
+_REBUILDING = threading.Lock()
 #: Held while a worker process builds an env suspected of killing its last process.
 _SUSPECTS = threading.Lock()
 _TOKENS: dict[int, str] = {}
@@ -60,6 +62,8 @@ class ProviderPlugin(WorkerPlugin):
         self.env: dict[str, Any] | None = None
         self.builds = 0
         self.removed = False
+        #: Whether a task has had the env built again on this worker (once, at most).
+        self.rebuilt = False
         #: Why the env is not built on this worker (its setup failed), or None.
         self.failure: str | None = None
 
@@ -78,17 +82,23 @@ class ProviderPlugin(WorkerPlugin):
         os.environ["DASK_WORKER_ID"] = str(worker.id)
         os.environ["KIT_WORKER_INDEX"] = str(worker_index(worker.name))
         os.environ["KIT_WORKER_THREADS"] = str(worker.state.nthreads)
+        # Set once this setup has ended, built or not: a task that finds no env waits for it
+        # (made here, not in __init__: the plugin is pickled before it reaches the worker).
+        self.settled = threading.Event()
         before = _resident()
         try:
             env = await _on_daemon_thread(functools.partial(self._build, worker), self.label)
         except BaseException as exc:
             self.failure = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            self.settled.set()
             raise
         if self.removed:  # the run gave up waiting and unregistered the plugin
             self._release(env)
+            self.settled.set()
             return
         self.env = env
         self.builds += 1
+        self.settled.set()
         # What the process grew by while it built the env (other threads' work included, so
         # about): the teacher's listing reads it from the scheduler's events, no worker asked.
         worker.log_event(ENV_EVENT, {"env": self.name, "memory": max(0, _resident() - before)})
@@ -130,9 +140,32 @@ class ProviderPlugin(WorkerPlugin):
                 f"({worker.address}):\n{text}"
             ) from None
 
+    def rebuild_once(self, worker: Any) -> None:
+        """Build the env again on this worker, the first time a task finds it missing.
+
+        Its setup failed here (or its build was lost): once, not per item,
+        and on the task's thread (one task at a time: others wait for it).
+        A second miss is final for this worker process.
+        """
+        with _REBUILDING:
+            if self.env is not None or self.rebuilt or self.removed:
+                return
+            self.rebuilt = True
+            try:
+                self.env = self._build(worker)
+            except Exception as exc:
+                said = str(exc).strip().splitlines()
+                self.failure = said[0] if said else repr(exc)
+                return
+            self.failure = None
+            self.builds += 1
+
     def teardown(self, worker: Any) -> None:
         """Release the env through the provider's ``teardown_env``."""
         self.removed = True
+        settled = getattr(self, "settled", None)
+        if settled is not None:
+            settled.set()  # no task waits on a build that will not be kept
         # Unregistered: a later registration of the env may try to build it again.
         build_marker(worker, self.name).unlink(missing_ok=True)
         env, self.env = self.env, None
@@ -269,14 +302,26 @@ def worker_index(name: Any) -> int:
 
 
 def worker_env(name: str) -> Mapping[str, Any]:
-    """Return the env named ``name`` on the current worker, or raise."""
+    """Return the env named ``name`` on the current worker, built again once if missing.
+
+    Raises
+    ------
+    EnvMissing
+        Naming why, when the env is not on this worker even after that.
+    """
     worker = get_worker()
     plugin = worker.plugins.get(name)
+    if isinstance(plugin, ProviderPlugin) and plugin.env is None:
+        settled = getattr(plugin, "settled", None)
+        if settled is not None:
+            settled.wait()  # its setup may still be building it (a chunk sent early)
+        plugin.rebuild_once(worker)
     if not isinstance(plugin, ProviderPlugin) or plugin.env is None:
         why = plugin.failure if isinstance(plugin, ProviderPlugin) else None
-        raise ProviderSetupError(
+        raise EnvMissing(
             f"the env {name!r} is not built on worker {worker.name} ({worker.address}); "
-            + (why or "its setup may have failed when the worker started: see the worker's log")
+            + (why or "its setup may have failed when the worker started: see the worker's log"),
+            worker=worker.address,
         )
     return plugin.env
 
