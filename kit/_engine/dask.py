@@ -197,6 +197,8 @@ class DaskDispatcher:
                 except queue.Empty:
                     if policy.poll_due(time.perf_counter()):
                         self._poll()
+                        if policy.without_env():  # workers come and go: the list, again
+                            self._route_around_missing_envs()
                     policy.check_workers(time.perf_counter())
                     continue
                 # Every chunk back that is in: one gather.
@@ -373,10 +375,10 @@ class TaskSender:
             None if alone else self.planner.budget(stop - start),
             key=key,
             pure=False,
-            # Loose: if that worker is gone, another runs it rather than none ever; never one
-            # without the env, though.
+            # Loose, always: if those workers are gone (a worker started again has a new
+            # address), another runs it rather than none ever, and says if it lacks the env.
             workers=self.allowed if worker is None else [worker],
-            allow_other_workers=worker is not None and self.allowed is None,
+            allow_other_workers=True,
             **self._shared,
         )
         self._sent(
@@ -397,6 +399,7 @@ class TaskSender:
                 pure=False,
                 priority=priority,
                 workers=self.allowed,
+                allow_other_workers=True,  # loose, as in launch
                 **self._shared,
             )
             for (start, stop, deaths), key, future in zip(part, keys, futures, strict=True):
@@ -414,7 +417,7 @@ class TaskSender:
         ProviderSetupError
             Saying why, when no worker of the cluster has the env.
         """
-        known = list(self.client.scheduler_info()["workers"])
+        known = list(self.client.scheduler_info(n_workers=-1)["workers"])
         good = [address for address in known if address not in missing]
         if not good:
             raise ProviderSetupError(
