@@ -118,4 +118,13 @@ def items_of(cfg: DictConfig) -> Sequence[Index]:
             full_key="items.stop",
             fix="e.g. `items.stop=100`",
         )
-    return range(items.get("start", 0), items.stop, items.get("step", 1))
+    bounds = {"start": items.get("start", 0), "stop": items.stop, "step": items.get("step", 1)}
+    for (name, value), example in zip(bounds.items(), (0, 100, 1), strict=True):
+        # A quoted number ('1', from a sweep's choice('1') say) or a float is no bound.
+        if type(value) is not int:
+            raise error(
+                f"must be a whole number, got {value!r} ({type(value).__name__})",
+                full_key=f"items.{name}",
+                fix=f"e.g. `items.{name}={example}` (unquoted)",
+            )
+    return range(bounds["start"], bounds["stop"], bounds["step"])

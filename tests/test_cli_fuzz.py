@@ -215,6 +215,7 @@ SWEEP_JOB = (
 #: Bad sweeps and sweep options, each of a kind that once escaped as an unexpected error.
 BAD_SWEEPS = [
     ["x=choice(choice(1,2),3)"],
+    ["items.stop=choice('1')"],
     ["x=range(0,2),range(0,3)"],
     ["x=range(0,2,0)"],
     ["x=interval(0,inf)", "--search", "optuna", "--trials", "2", "--metric", "loss"],
