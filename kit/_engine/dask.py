@@ -378,7 +378,7 @@ class TaskSender:
             # Loose, always: if those workers are gone (a worker started again has a new
             # address), another runs it rather than none ever, and says if it lacks the env.
             workers=self.allowed if worker is None else [worker],
-            allow_other_workers=True,
+            allow_other_workers=worker is not None or self.allowed is not None,
             **self._shared,
         )
         self._sent(
@@ -399,7 +399,7 @@ class TaskSender:
                 pure=False,
                 priority=priority,
                 workers=self.allowed,
-                allow_other_workers=True,  # loose, as in launch
+                allow_other_workers=self.allowed is not None,  # loose, as in launch
                 **self._shared,
             )
             for (start, stop, deaths), key, future in zip(part, keys, futures, strict=True):
