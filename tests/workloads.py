@@ -592,6 +592,7 @@ class Paced(ToyProvider):
         "gate",
         "gate_from",
         "ballast_mb",
+        "fail_on",
     )
 
 

@@ -76,6 +76,8 @@ class Ledger:
         self.cond = threading.Condition()
         self.stop_reason: str | None = None
         self.stop_error: ItemError | None = None
+        #: The first item error that came back (the class board shows it), or None.
+        self.first_error: ItemError | None = None
         self.status = RunStatus.STARTING
 
     @property
@@ -145,6 +147,7 @@ class Ledger:
                         self._errors[pos] = errors[pos]
                         self.failed += 1
                         first_error = first_error or errors[pos]
+                        self.first_error = self.first_error or errors[pos]
                     else:
                         self.records[pos] = record
                         self._stream.append(pos)

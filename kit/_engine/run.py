@@ -31,6 +31,7 @@ from kit._engine.ledger import Ledger, StopPolicy
 from kit._engine.plan import ChunkPlanner
 from kit._engine.spec import ChunkJob, RunSpec
 from kit.cluster._bounded import SetupCancelled
+from kit.cluster._run_book import ERROR_CHARS
 from kit.cluster._seats import ClusterSeat
 from kit.cluster._session import Session, get_session, session_for_client
 from kit.events import EventStream, RunFinished, RunStarted
@@ -507,11 +508,17 @@ def take_seat(session: Session, spec: RunSpec, ledger: Ledger, env_name: str) ->
         env=env_name,
         total=ledger.total,
         max_slots=spec.options.max_slots,
-        progress=functools.partial(_done_and_failed, ledger),
+        progress=functools.partial(_progress_said, ledger),
         keys=session.run_keys,
     )
 
 
-def _done_and_failed(ledger: Ledger) -> tuple[int, int]:
+def _progress_said(ledger: Ledger) -> tuple[int, int, str]:
+    """Items finished and failed, and the first item error in a line (the class board's)."""
     progress = ledger.progress()
-    return progress.done, progress.failed
+    first = ledger.first_error
+    said = ""
+    if first is not None:
+        message = (first.message.strip().splitlines() or [""])[0]
+        said = f"item {first.index!r}: {first.type.rsplit('.', 1)[-1]}: {message}"
+    return progress.done, progress.failed, said[:ERROR_CHARS]

@@ -28,14 +28,16 @@ def board_rows(listing: dict[str, Any], now: float | None = None) -> list[dict[s
     --------
     >>> seat = {"run_id": "1a2b3c", "user": "alice", "host": "lab", "runner": "Decode",
     ...         "env": "kit-env:m.P:1-2", "total": 200, "done": 50, "failed": 2,
-    ...         "chunks_out": 4, "share": 2, "started": 0.0, "seen": 5.0, "cancel_by": None}
+    ...         "chunks_out": 4, "share": 2, "started": 0.0, "seen": 5.0, "cancel_by": None,
+    ...         "first_error": "item 7: ValueError: empty transcript"}
     >>> notes = {"alice": {"exercise": "2", "checks": {"1": "passed", "2": "summarize returned 0"},
     ...                    "seen": 3.0},
     ...          "bob": {"exercise": "1", "checks": {"1": "passed"}, "seen": 4.0}}
     >>> listing = {"threads": 4, "runs": [seat], "attendees": notes, "envs": {}}
     >>> for row in board_rows(listing, now=30.0):
-    ...     print(" | ".join(row.values()))
-    alice | 2 | 1 ok, 2 no: summarize returned 0 | 50/200 on 2 slots | 2 failed; stuck 25s
+    ...     print(" | ".join(row.values()))  # doctest: +NORMALIZE_WHITESPACE
+    alice | 2 | 1 ok, 2 no: summarize returned 0 | 50/200 on 2 slots
+          | 2 failed, first item 7: ValueError: empty transcript; stuck 25s
     bob | 1 | 1 ok |  |
     """
     now = time.time() if now is None else now
@@ -51,7 +53,8 @@ def board_rows(listing: dict[str, Any], now: float | None = None) -> list[dict[s
         state = []
         failed = sum(s["failed"] for s in theirs)
         if failed:
-            state.append(f"{failed} failed")
+            first = next((s["first_error"] for s in theirs if s.get("first_error")), "")
+            state.append(f"{failed} failed, first {first}" if first else f"{failed} failed")
         quiet = [now - s.get("seen", now) for s in theirs]
         if quiet and max(quiet) >= STUCK_AFTER:
             state.append(f"stuck {max(quiet):.0f}s")

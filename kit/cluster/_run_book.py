@@ -32,6 +32,25 @@ def check_count(name: str, value: Any, least: int = 0) -> None:
         )
 
 
+#: The longest first error a run's seat keeps (a line on the class board).
+ERROR_CHARS = 200
+
+
+def check_error(value: Any) -> None:
+    """Raise unless ``value`` is a line of text of at most :data:`ERROR_CHARS` characters.
+
+    >>> check_error(3)
+    Traceback (most recent call last):
+    ...
+    TypeError: a run's seat needs first_error as a line of at most 200 characters, got 3
+    """
+    if not isinstance(value, str) or len(value) > ERROR_CHARS or "\n" in value:
+        raise TypeError(
+            f"a run's seat needs first_error as a line of at most {ERROR_CHARS} characters, "
+            f"got {value!r:.300}"
+        )
+
+
 @dataclass
 class Seat:
     """One run on the cluster, as the teacher sees it.
@@ -60,6 +79,8 @@ class Seat:
         Who asked for it to be cancelled, or None.
     owner
         The digest of the key only the run's session holds (its owner may cancel it by it).
+    first_error
+        The first item error that came back, in a line ("" while none has).
     """
 
     run_id: str
@@ -78,6 +99,7 @@ class Seat:
     seen: float = 0.0
     cancel_by: str | None = None
     owner: str = ""
+    first_error: str = ""
 
     def __post_init__(self) -> None:
         # Checked before the book stores it: one bad seat in the book failed every run and
@@ -90,6 +112,7 @@ class Seat:
             check_count(name, getattr(self, name))
         if self.max_slots is not None:
             check_count("max_slots", self.max_slots, least=1)
+        check_error(self.first_error)
         if not isinstance(self.owner, str) or not (
             self.owner == "" or DIGEST.fullmatch(self.owner)
         ):
@@ -156,15 +179,25 @@ class RunBook:
         return self._share_of(seat, threads)
 
     def report(
-        self, run_id: str, *, done: int, failed: int, chunks_out: int, threads: int, now: float
+        self,
+        run_id: str,
+        *,
+        done: int,
+        failed: int,
+        chunks_out: int,
+        threads: int,
+        now: float,
+        first_error: str = "",
     ) -> Seat | None:
         """Take a run's progress; return its seat with its share now (None if it has none)."""
         for name, value in (("done", done), ("failed", failed), ("chunks_out", chunks_out)):
             check_count(name, value)
+        check_error(first_error)
         seat = self.seats.get(run_id)
         if seat is None:
             return None
         seat.done, seat.failed, seat.chunks_out, seat.seen = done, failed, chunks_out, now
+        seat.first_error = first_error or seat.first_error
         self._share_of(seat, threads)
         return seat
 

@@ -76,7 +76,8 @@ class ClusterSeat:
     run_id, runner, env, total, max_slots
         What the teacher's list shows of the run, and its cap.
     progress
-        Returns the run's items finished and failed so far.
+        Returns the run's items finished and failed so far, and its first item error in a
+        line ("" while none failed).
     keys
         Where the run's key is kept while it runs (its session's ``run_keys``): the key
         cancels the run on the cluster; the scheduler keeps only its digest.
@@ -91,7 +92,7 @@ class ClusterSeat:
         env: str,
         total: int,
         max_slots: int | None,
-        progress: Callable[[], tuple[int, int]],
+        progress: Callable[[], tuple[int, int, str]],
         keys: dict[str, str] | None = None,
     ) -> None:
         from kit.cluster._shared import join_run
@@ -146,9 +147,9 @@ class ClusterSeat:
         """
         from kit.cluster._shared import join_run, report_run
 
-        done, failed = self._progress()
+        done, failed, first_error = self._progress()
         said = self.client.run_on_scheduler(
-            functools.partial(report_run, self.run_id, done, failed, chunks_out)
+            functools.partial(report_run, self.run_id, done, failed, chunks_out, first_error)
         )
         if not said["seated"]:  # a scheduler that came back: seated anew
             self.client.register_plugin(self._ledger())

@@ -228,13 +228,24 @@ def join_run(seat: dict[str, Any], dask_scheduler: Any = None) -> dict[str, int]
 
 
 def report_run(
-    run_id: str, done: int, failed: int, chunks_out: int, dask_scheduler: Any = None
+    run_id: str,
+    done: int,
+    failed: int,
+    chunks_out: int,
+    first_error: str = "",
+    dask_scheduler: Any = None,
 ) -> dict[str, Any]:
     """On the scheduler: take a run's progress; return its share, the runs, a cancel request."""
     ledger = ledger_of(dask_scheduler)
     threads = ledger.threads()
     seat = ledger.runs.report(
-        run_id, done=done, failed=failed, chunks_out=chunks_out, threads=threads, now=time.time()
+        run_id,
+        done=done,
+        failed=failed,
+        chunks_out=chunks_out,
+        threads=threads,
+        now=time.time(),
+        first_error=first_error,
     )
     if seat is None:  # the ledger was registered again (a restarted scheduler): sit down anew
         return {"seated": False}

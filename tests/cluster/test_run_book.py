@@ -88,7 +88,14 @@ def test_a_report_from_a_run_without_a_seat_says_so() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("max_slots", "abc"), ("max_slots", 0), ("max_slots", True), ("run_id", None), ("total", -1)],
+    [
+        ("max_slots", "abc"),
+        ("max_slots", 0),
+        ("max_slots", True),
+        ("run_id", None),
+        ("total", -1),
+        ("first_error", "x" * 201),
+    ],
 )
 def test_a_bad_seat_is_refused_before_the_book_stores_it(field: str, value: object) -> None:
     book = RunBook()
@@ -103,7 +110,13 @@ def test_a_bad_report_changes_nothing() -> None:
     book.join(seat("r1"), threads=8, now=0.0)
     with pytest.raises(TypeError, match="a run's seat needs done as a whole number of at least 0"):
         book.report("r1", done="many", failed=0, chunks_out=1, threads=8, now=1.0)  # type: ignore[arg-type]
-    assert (book.seats["r1"].done, book.seats["r1"].seen) == (0, 0.0)
+    with pytest.raises(TypeError, match="a run's seat needs first_error as a line of at most 200"):
+        book.report("r1", done=1, failed=1, chunks_out=1, threads=8, now=1.0, first_error="a\nb")
+    assert (book.seats["r1"].done, book.seats["r1"].seen, book.seats["r1"].first_error) == (
+        0,
+        0.0,
+        "",
+    )
 
 
 def test_one_attendees_many_runs_take_one_attendees_share() -> None:
