@@ -9,50 +9,19 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from kit.config import ConfigError, config_hash
-from kit.config._errors import error
-from kit.provider import EnvironmentProvider
+from kit.config import config_hash
+from kit.config._errors import error, import_class, missing
+from kit.provider import build_provider
 from kit.result import Index
 from kit.runner import Runner
-
-
-def _import(path: str, key: str, base: type) -> type:
-    from hydra.utils import get_class
-
-    try:
-        cls = get_class(path)
-    except Exception as exc:
-        cause = exc.__cause__ or exc
-        raise error(
-            f"cannot import {path!r} ({type(cause).__name__}: {cause})",
-            full_key=key,
-            fix="give the import path of the class (package.module.Class), and make its "
-            "package importable (install it, or run from its folder / set PYTHONPATH)",
-        ) from None
-    if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise error(f"{path!r} is not a subclass of kit.{base.__name__}", full_key=key)
-    return cls
-
-
-def _missing(key: str, example: str) -> ConfigError:
-    return error("`kit run` needs this section", full_key=key, fix=f"add it, e.g. {example}")
-
-
-def build_provider(cfg: DictConfig) -> EnvironmentProvider:
-    """Return the provider ``cfg.provider._target_`` names, made from ``cfg``."""
-    if "provider" not in cfg:
-        raise _missing("provider._target_", "`provider: {_target_: mypkg.MyProvider}`")
-    provider_cls = _import(cfg.provider._target_, "provider._target_", EnvironmentProvider)
-    provider: EnvironmentProvider = provider_cls(cfg)
-    return provider
 
 
 def build_runner(cfg: DictConfig) -> tuple[Any, Sequence[Index]]:
     """Return ``(runner, indices)`` described by ``cfg``'s provider, runner and items."""
     provider = build_provider(cfg)
     if "runner" not in cfg or "_target_" not in cfg.runner:
-        raise _missing("runner._target_", "`runner: {_target_: mypkg.MyRunner}`")
-    runner_cls = _import(cfg.runner._target_, "runner._target_", Runner)
+        raise missing("runner._target_", "`runner: {_target_: mypkg.MyRunner}`")
+    runner_cls = import_class(cfg.runner._target_, "runner._target_", Runner)
     container = OmegaConf.to_container(cfg.runner, resolve=True)
     assert isinstance(container, dict)
     options = {str(k): v for k, v in container.items() if k != "_target_"}
@@ -87,7 +56,7 @@ def items_of(cfg: DictConfig) -> Sequence[Index]:
     [2, 3, 4]
     """
     if "items" not in cfg:
-        raise _missing("items", "`items: {start: 0, stop: 100}` or `items: {file: ids.txt}`")
+        raise missing("items", "`items: {start: 0, stop: 100}` or `items: {file: ids.txt}`")
     items = cfg["items"]  # not cfg.items: DictConfig has an items() method
     if items.get("file"):
         path = Path(items.file)

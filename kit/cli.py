@@ -507,10 +507,7 @@ def _cluster_start(args: argparse.Namespace) -> int:
 
 
 def _cluster_warm(args: argparse.Namespace) -> int:
-    import time
-
-    from kit._from_config import build_provider
-    from kit.cluster import get_session
+    from kit.cluster import get_session, warm
     from kit.cluster._teacher import parallel_for
     from kit.config import parallel_section
 
@@ -522,16 +519,12 @@ def _cluster_warm(args: argparse.Namespace) -> int:
     merged = OmegaConf.merge(OmegaConf.structured(parallel_for(args.target)), kept)
     assert isinstance(merged, DictConfig)
     parallel = parallel_section(merged)
-    provider = build_provider(cfg)
-    began = time.perf_counter()
     with get_session(parallel) as session:
-        name, keys = session.attach(provider)
-        session.release(name)
-        workers = len(session.client.scheduler_info()["workers"])
+        warmed = warm(session, cfg)
     _say(
-        f"built {name} on {workers} workers in {time.perf_counter() - began:.1f} s "
-        f"(env keys: {', '.join(keys)}); it stays until parallel.max_envs pushes it out "
-        f"or nobody uses it for {parallel.env_idle_timeout or 'ever'} s"
+        f"built {warmed['env']} on {warmed['workers']} workers in {warmed['seconds']:.1f} s "
+        f"(env keys: {', '.join(warmed['keys'])}); it stays until parallel.max_envs pushes it "
+        f"out or nobody uses it for {parallel.env_idle_timeout or 'ever'} s"
     )
     return EXIT_OK
 

@@ -22,7 +22,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from kit._base.errors import ProviderSetupError as ProviderSetupError
 from kit.config import ConfigError, config_hash
-from kit.config._errors import error
+from kit.config._errors import error, import_class, missing
 
 Env = dict[str, Any]
 
@@ -291,3 +291,19 @@ def check_env(env: Any, provider: str, where: str) -> Env:
     if bad:
         raise TypeError(f"{provider}: {where} returned env keys that are not strings: {bad!r}")
     return env
+
+
+def build_provider(cfg: DictConfig) -> EnvironmentProvider:
+    """Return the provider ``cfg.provider._target_`` names, made from ``cfg``.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``provider._target_``, when it is missing, cannot be imported
+        or is no :class:`EnvironmentProvider`.
+    """
+    if "provider" not in cfg:
+        raise missing("provider._target_", "`provider: {_target_: mypkg.MyProvider}`")
+    provider_cls = import_class(cfg.provider._target_, "provider._target_", EnvironmentProvider)
+    provider: EnvironmentProvider = provider_cls(cfg)
+    return provider

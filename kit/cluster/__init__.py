@@ -26,6 +26,7 @@ from kit.cluster._teacher import (
     env_rows,
     run_rows,
     runs_headline,
+    warm,
 )
 
 __all__ = [
@@ -47,4 +48,5 @@ __all__ = [
     "scale_out_config",
     "sessions",
     "shutdown",
+    "warm",
 ]

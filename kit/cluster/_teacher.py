@@ -1,8 +1,8 @@
-"""What a teacher does with a class's cluster: list its runs, stop one.
+"""What a teacher does with a class's cluster: list its runs, stop one, warm an env.
 
-``kit cluster runs`` and ``kit cluster cancel`` call these (``kit cluster
-warm`` attaches a config's env with a session of its own); the cluster panel
-widget shows :func:`class_runs` too. A target is a
+``kit cluster runs``, ``kit cluster cancel`` and ``kit cluster warm`` call
+these; the cluster panel widget shows :func:`class_runs` and has the board's
+buttons (cancel, warm) too. A target is a
 scheduler address (``tcp://host:8786``) or a YAML config whose ``parallel``
 section says how to reach it (the address and, for TLS, the certificates).
 """
@@ -199,6 +199,40 @@ def cancel(client: Any, run_id: str, key: str | None = None) -> dict[str, Any]:
         key = read_token(client.scheduler_info()["id"]) or ""
     seat: dict[str, Any] = client.run_on_scheduler(functools.partial(cancel_run, run_id, key))
     return seat
+
+
+def warm(session: Any, cfg: Any) -> dict[str, Any]:
+    """Build the env of ``cfg``'s provider on every worker of ``session``'s cluster now.
+
+    What the teacher does before the class arrives (``kit cluster warm``, the
+    board's Warm button): the attendees' first runs find it built. It stays
+    until ``parallel.max_envs`` pushes it out or nobody holds it for
+    ``parallel.env_idle_timeout`` seconds. Returns the env's name, its keys,
+    how many workers have it and the seconds it took.
+
+    Examples
+    --------
+    >>> import kit
+    >>> session = kit.cluster.get_session({"env": "local", "n_workers": 1,
+    ...                                    "options": {"processes": False}})
+    >>> cfg = kit.load_config("kit/examples/quickstart.yaml")
+    >>> warmed = warm(session, cfg)
+    >>> warmed["workers"], warmed["env"].startswith("kit-env:kit.examples.quickstart.ModelProvider")
+    (1, True)
+    >>> kit.cluster.shutdown()
+    """
+    from kit.provider import build_provider
+
+    provider = build_provider(cfg)
+    began = time.perf_counter()
+    name, keys = session.attach(provider)
+    session.release(name)
+    return {
+        "env": name,
+        "keys": list(keys),
+        "workers": len(session.client.scheduler_info()["workers"]),
+        "seconds": time.perf_counter() - began,
+    }
 
 
 def claim(client: Any) -> tuple[str, Path]:

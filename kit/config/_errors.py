@@ -62,3 +62,31 @@ def error(
     if fix:
         lines.append(f"    fix: {fix}")
     return ConfigError("\n".join(lines), full_key=full_key, source=source)
+
+
+def import_class(path: str, key: str, base: type) -> type:
+    """Import the class a config's ``_target_`` names; a subclass of ``base``, or a ConfigError.
+
+    >>> import_class("collections.OrderedDict", "provider._target_", dict).__name__
+    'OrderedDict'
+    """
+    from hydra.utils import get_class
+
+    try:
+        cls = get_class(path)
+    except Exception as exc:
+        cause = exc.__cause__ or exc
+        raise error(
+            f"cannot import {path!r} ({type(cause).__name__}: {cause})",
+            full_key=key,
+            fix="give the import path of the class (package.module.Class), and make its "
+            "package importable (install it, or run from its folder / set PYTHONPATH)",
+        ) from None
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise error(f"{path!r} is not a subclass of kit.{base.__name__}", full_key=key)
+    return cls
+
+
+def missing(key: str, example: str) -> ConfigError:
+    """Return the error for a section ``kit run`` needs and the config lacks (``example``: one)."""
+    return error("`kit run` needs this section", full_key=key, fix=f"add it, e.g. {example}")

@@ -2,7 +2,8 @@
 
 :class:`ClusterControl` is the cluster panel's model: which ``parallel``
 section runs use, the session it started or was shown, starting one on a
-thread of its own, scaling, adapting, cancelling a run on it, and watching
+thread of its own, scaling, adapting, cancelling a run on it, warming an env
+on its workers (on a thread of its own too), and watching
 its workers and runs. The panel (:class:`~kit.widgets.ClusterPanel`) draws
 what it reports and reads its buttons into it.
 """
@@ -15,8 +16,8 @@ from concurrent.futures import Future
 from typing import Any
 
 import kit
-from kit.cluster import cancel, class_runs
-from kit.config import ParallelConfig, parallel_section
+from kit.cluster import cancel, class_runs, warm
+from kit.config import ParallelConfig, load_config, parallel_section
 
 #: What the watcher reports, each on the watcher's thread: the session, then what it asked.
 Report = Callable[[kit.Session, dict[str, Any], dict[str, Any]], None]
@@ -130,6 +131,31 @@ class ClusterControl:
             raise RuntimeError("choose a run on a running cluster to cancel")
         own = [key for rid, key in self.session.run_keys.items() if rid.startswith(run_id)]
         return cancel(self.session.client, run_id, own[0] if len(own) == 1 else None)
+
+    def warm(self, config_file: str) -> Future[dict[str, Any]]:
+        """Build the env of ``config_file``'s provider on every worker, on a thread.
+
+        As ``kit cluster warm`` does. Returns at once: the future holds what
+        :func:`kit.cluster.warm` says, or why it could not (no cluster, a
+        config error naming its key or file).
+        """
+        warmed: Future[dict[str, Any]] = Future()
+        session = self.session
+        if session is None or session.client is None:
+            warmed.set_exception(RuntimeError("start the cluster first: warming builds on it"))
+            return warmed
+        if not config_file.strip():
+            warmed.set_exception(ValueError("name the config file whose env to build"))
+            return warmed
+
+        def build() -> None:
+            try:
+                warmed.set_result(warm(session, load_config(config_file.strip())))
+            except Exception as exc:
+                warmed.set_exception(exc)
+
+        threading.Thread(target=build, name="kit-cluster-warm", daemon=True).start()
+        return warmed
 
     def ask(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """Return the scheduler's workers and the runs on the cluster now (None: no cluster)."""

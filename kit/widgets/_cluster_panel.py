@@ -169,12 +169,20 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         self.runs = w.HTML()
         self.run_choice = w.Dropdown(options=[], description="run", layout=w.Layout(width="360px"))
         self.cancel_button = w.Button(description="Cancel run", icon="ban", disabled=True)
+        #: A config file whose env the Warm button builds on every worker (the workshop's).
+        self.warm_config = w.Text(
+            placeholder="config file, e.g. workshop.yaml",
+            description="config",
+            layout=w.Layout(width="360px"),
+        )
+        self.warm_button = w.Button(description="Warm", icon="fire", disabled=True)
         self.script = w.HTML()
         self.start_button.on_click(lambda _: self._guarded(self.start))
         self.stop_button.on_click(lambda _: self._guarded(self.stop))
         self.scale_button.on_click(lambda _: self._guarded(self.scale))
         self.adapt_button.on_click(lambda _: self._guarded(self.adapt))
         self.cancel_button.on_click(lambda _: self._guarded(self.cancel_run))
+        self.warm_button.on_click(lambda _: self._guarded(self.warm))
         self.env.observe(lambda _: self._guarded(self._show_script), names="value")
         self.children = [
             w.HBox([self.env, self.n_workers]),
@@ -184,6 +192,7 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             self.workers,
             self.runs,
             w.HBox([self.run_choice, self.cancel_button]),
+            w.HBox([self.warm_config, self.warm_button]),
             self.script,
         ]
         self._show_script()
@@ -292,6 +301,30 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         self._set_status(f"asked run {seat['run_id']} ({seat['user']}) to stop")
         return seat
 
+    def warm(self) -> Future[dict[str, Any]]:
+        """Build the env of the config file named in the box on every worker, in the background.
+
+        As ``kit cluster warm`` does: the class's first runs find it built.
+        The panel says "warming…", then what was built on how many workers
+        in how long (or why it could not: a config error names its key).
+        """
+        self._set_status(f"warming the env of {self.warm_config.value.strip() or '?'}…")
+        self.warm_button.disabled = True  # until this one is built (or said why not)
+        warmed = self.control.warm(self.warm_config.value)
+        warmed.add_done_callback(lambda done: on_kernel_thread(lambda: self._warmed(done)))
+        return warmed
+
+    def _warmed(self, warmed: Future[dict[str, Any]]) -> None:
+        self.warm_button.disabled = self.session is None
+        error = warmed.exception()
+        if error is not None:
+            self._show_error(error)
+            return
+        said = warmed.result()
+        self._set_status(
+            f"built {said['env']} on {said['workers']} workers in {said['seconds']:.1f} s"
+        )
+
     def refresh(self) -> None:
         """Redraw the workers table and the runs list now."""
         asked = self.control.ask()
@@ -332,6 +365,7 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         self.start_button.disabled = session is not None
         self.stop_button.disabled = session is None
         self.scale_button.disabled = self.adapt_button.disabled = not self.control.scalable
+        self.warm_button.disabled = session is None or session.client is None
         if session is None:
             self.status.value = "<b>stopped</b>"
             return

@@ -72,3 +72,29 @@ def test_the_teachers_panel_lists_the_class_runs_and_cancels_one(
         finally:
             panel.stop()
             kit.cluster.shutdown()
+
+
+def test_the_teachers_panel_warms_a_configs_env_on_every_worker(tmp_path: Path) -> None:
+    with dask_cluster(tmp_path, 2, threads=1) as address:
+        panel = ClusterPanel({"env": "remote", "address": address}, refresh_seconds=0.2)
+        assert panel.warm_button.disabled  # nothing to build on yet
+        panel.start_button.click()
+        session = panel.ready.result(timeout=60) if panel.ready else None
+        try:
+            assert session is not None and session.client is not None
+            panel.warm_config.value = str(tmp_path / "workshop.yaml")  # a typo'd name, say
+            with pytest.raises(kit.ConfigError):
+                panel.warm().result(timeout=60)
+            until(lambda: "workshop.yaml" in panel.status.value, "the panel to name the file")
+            assert not panel.warm_button.disabled  # the teacher may try again
+            panel.warm_config.value = "kit/examples/quickstart.yaml"
+            said = panel.warm().result(timeout=120)
+            until(lambda: "built kit-env:" in panel.status.value, "the panel to say it is built")
+            assert said["workers"] == 2 and f"on 2 workers in {said['seconds']:.1f} s" in (
+                html.unescape(panel.status.value)
+            )
+            envs = kit.cluster.class_runs(session.client)["envs"]
+            assert list(envs) == [said["env"]]  # built, held by no run: ready for the class
+        finally:
+            panel.stop()
+            kit.cluster.shutdown()
