@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kit.widgets.workshop import blanks
+from tests.servers import dask_cluster
 
 nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
@@ -111,6 +112,38 @@ def test_04_workshop_ships_blanks_that_stop_run_all_clearly(
     assert "ExerciseNotDone: Exercise 1 has 3 blanks left" in message
     assert "line 5: return ...  # your code here" in message  # as numbered in the cell
     assert "Traceback" not in message.split("ExerciseNotDone")[-1]
+
+
+def test_02_runs_on_the_class_cluster_when_one_is_set(
+    spoken_corpus: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A class: the decoding check goes to the teacher's cluster, whose workers run in another
+    # folder (a relative corpus path would not be theirs), not to a private one per attendee.
+    from distributed import Client
+
+    import kit
+
+    home, elsewhere = tmp_path / "alice", tmp_path / "class"
+    home.mkdir(), elsewhere.mkdir()
+    spoken_corpus(home)
+    book = nbformat.read(NOTEBOOKS / "02_decoding_check.ipynb", as_version=4)
+    first_run = next(i for i, c in enumerate(book.cells) if "whisper = panel.wait(" in c.source)
+    book.cells = book.cells[: first_run + 1]
+    book.cells.append(
+        nbformat.v4.new_code_cell(
+            "print(sorted({s.parallel.env for s in kit.cluster.sessions()}), whisper.stats.ok)"
+        )
+    )
+    with dask_cluster(elsewhere, 2, threads=1) as address:
+        monkeypatch.setenv("KIT_CLASS_CLUSTER", address)
+        client = nbclient.NotebookClient(
+            book, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(home)}}
+        )
+        client.execute()
+        assert text_of(book).strip().splitlines()[-1] == "['remote'] 10"
+        with Client(address) as teacher:
+            envs = kit.cluster.class_runs(teacher)["envs"]
+        assert [name for name in envs if ".DecodeProvider:" in name], envs  # built there
 
 
 def test_05_rl_cartpole(site: Path) -> None:

@@ -64,6 +64,7 @@ __all__ = [
     "Hint",
     "blanks",
     "cluster",
+    "in_class",
     "load_ipython_extension",
     "my_folder",
     "solutions_mode",
@@ -121,6 +122,38 @@ def cluster() -> dict[str, Any]:
     if not isinstance(section, dict):
         raise ValueError(f"{path}: expected a `parallel:` section (env, address, security)")
     return {str(k): v for k, v in section.items()}
+
+
+def in_class(cfg: Any) -> Any:
+    """Return ``cfg`` to run on the class cluster when ``KIT_CLASS_CLUSTER`` names one.
+
+    Its ``parallel`` section becomes :func:`cluster`'s, so a notebook whose
+    config starts a cluster of its own (the decoding check's) runs on the
+    class's instead of starting one per attendee. Without a class cluster,
+    ``cfg`` is returned as it is. The class's workers read the files the
+    config names (a corpus): give them as absolute paths the workers can read.
+
+    Examples
+    --------
+    >>> import os, kit
+    >>> cfg = kit.load_config({"parallel": {"env": "local", "n_workers": 4}})
+    >>> in_class(cfg) is cfg  # no class cluster set
+    True
+    >>> os.environ[CLASS_CLUSTER_ENV] = "tcp://10.0.0.5:8786"
+    >>> there = in_class(cfg).parallel
+    >>> there.env, there.address
+    ('remote', 'tcp://10.0.0.5:8786')
+    >>> del os.environ[CLASS_CLUSTER_ENV]
+    """
+    if not os.environ.get(CLASS_CLUSTER_ENV, "").strip():
+        return cfg
+    from omegaconf import OmegaConf
+
+    from kit.config import load_config
+
+    edited = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(edited, dict)
+    return load_config({**{str(k): v for k, v in edited.items()}, "parallel": cluster()})
 
 
 def solutions_mode() -> bool:
