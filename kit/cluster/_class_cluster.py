@@ -75,13 +75,12 @@ def class_cluster(
     127.0.0.1. Listening on another ``host`` lets any machine that reaches it
     run code there: the teaching page says when to use TLS or dask-gateway.
     """
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
-    from kit.cluster._nanny import KitNanny
     from kit.cluster._teacher import claim
 
     try:
-        cluster = _local_cluster(LocalCluster, KitNanny, workers, threads, host, port, memory_limit)
+        cluster = _local_cluster(workers, threads, host, port, memory_limit)
     except (OSError, RuntimeError) as exc:  # the port taken, say
         cause: BaseException = exc
         while cause.__cause__ is not None or cause.__context__ is not None:
@@ -144,14 +143,15 @@ def wait_for_the_end() -> None:
             signal.signal(sig, handler)
 
 
-def _local_cluster(
-    cls: Any, nanny: Any, workers: int, threads: int, host: str, port: int, memory_limit: str
-) -> Any:
+def _local_cluster(workers: int, threads: int, host: str, port: int, memory_limit: str) -> Any:
     """Return a LocalCluster of Kit's nannies, plain TCP, with Kit's allowed failures."""
-    from kit.cluster._builders import ALLOWED_FAILURES
+    from distributed import LocalCluster
 
-    return cls(
-        worker_class=nanny,
+    from kit.cluster._builders import ALLOWED_FAILURES
+    from kit.cluster._nanny import KitNanny
+
+    return LocalCluster(  # type: ignore[no-untyped-call]
+        worker_class=KitNanny,
         n_workers=workers,
         threads_per_worker=threads,
         processes=True,
