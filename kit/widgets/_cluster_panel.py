@@ -19,6 +19,7 @@ import kit
 from kit.cluster import BOARD_COLUMNS, RUN_COLUMNS, board_rows, env_rows, run_rows, runs_headline
 from kit.config import PARALLEL_ENVS, ParallelConfig
 from kit.views import rows_table
+from kit.widgets._class_controls import ClassControls
 from kit.widgets._cluster_control import ClusterControl
 from kit.widgets._kernel import on_kernel_thread
 from kit.widgets._style import TABLE_STYLE, error_html
@@ -114,12 +115,6 @@ def job_script_html(parallel: ParallelConfig) -> str:
     )
 
 
-def run_choices(listing: dict[str, Any]) -> list[tuple[str, str]]:
-    """Return the runs on the cluster as a dropdown's (label, run id) options, oldest first."""
-    rows = run_rows(listing)
-    return [(f"{r['run']} · {r['user']} · {r['runner']} · {r['items']}", r["run"]) for r in rows]
-
-
 class ClusterPanel(w.VBox):  # type: ignore[misc]
     """Start, stop, scale and watch a cluster; it drives Kit's own session objects.
 
@@ -167,22 +162,13 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         self.workers = w.HTML()
         #: Every run on the cluster (other notebooks' too) and the envs on its workers.
         self.runs = w.HTML()
-        self.run_choice = w.Dropdown(options=[], description="run", layout=w.Layout(width="360px"))
-        self.cancel_button = w.Button(description="Cancel run", icon="ban", disabled=True)
-        #: A config file whose env the Warm button builds on every worker (the workshop's).
-        self.warm_config = w.Text(
-            placeholder="config file, e.g. workshop.yaml",
-            description="config",
-            layout=w.Layout(width="360px"),
-        )
-        self.warm_button = w.Button(description="Warm", icon="fire", disabled=True)
+        #: The teacher's buttons: cancel a run on the cluster, warm a config's env.
+        self.teacher = ClassControls(self.control, self._set_status, self._show_error)
         self.script = w.HTML()
         self.start_button.on_click(lambda _: self._guarded(self.start))
         self.stop_button.on_click(lambda _: self._guarded(self.stop))
         self.scale_button.on_click(lambda _: self._guarded(self.scale))
         self.adapt_button.on_click(lambda _: self._guarded(self.adapt))
-        self.cancel_button.on_click(lambda _: self._guarded(self.cancel_run))
-        self.warm_button.on_click(lambda _: self._guarded(self.warm))
         self.env.observe(lambda _: self._guarded(self._show_script), names="value")
         self.children = [
             w.HBox([self.env, self.n_workers]),
@@ -191,8 +177,7 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
             self.status,
             self.workers,
             self.runs,
-            w.HBox([self.run_choice, self.cancel_button]),
-            w.HBox([self.warm_config, self.warm_button]),
+            self.teacher,
             self.script,
         ]
         self._show_script()
@@ -278,8 +263,7 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         """Close the session (and the cluster, if Kit started it)."""
         self.control.stop()
         self.workers.value = self.runs.value = ""
-        self.run_choice.options = []
-        self._set_status()
+        self._set_status()  # and the teacher's controls, off: no cluster
 
     def scale(self) -> None:
         """Scale the cluster to the number of workers chosen."""
@@ -290,40 +274,6 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         """Let the cluster scale itself between the adaptive min and max."""
         self.control.adapt(self.adapt_min.value, self.adapt_max.value)
         self._set_status(f"adaptive: {self.adapt_min.value} to {self.adapt_max.value} workers")
-
-    def cancel_run(self) -> dict[str, Any]:
-        """Ask the run chosen in the runs list to stop, as ``kit cluster cancel`` does.
-
-        It ends as cancelled at its next report, its completed items kept, and
-        its notebook is told who cancelled it; other runs go on.
-        """
-        seat = self.control.cancel_run(self.run_choice.value)
-        self._set_status(f"asked run {seat['run_id']} ({seat['user']}) to stop")
-        return seat
-
-    def warm(self) -> Future[dict[str, Any]]:
-        """Build the env of the config file named in the box on every worker, in the background.
-
-        As ``kit cluster warm`` does: the class's first runs find it built.
-        The panel says "warming…", then what was built on how many workers
-        in how long (or why it could not: a config error names its key).
-        """
-        self._set_status(f"warming the env of {self.warm_config.value.strip() or '?'}…")
-        self.warm_button.disabled = True  # until this one is built (or said why not)
-        warmed = self.control.warm(self.warm_config.value)
-        warmed.add_done_callback(lambda done: on_kernel_thread(lambda: self._warmed(done)))
-        return warmed
-
-    def _warmed(self, warmed: Future[dict[str, Any]]) -> None:
-        self.warm_button.disabled = self.session is None
-        error = warmed.exception()
-        if error is not None:
-            self._show_error(error)
-            return
-        said = warmed.result()
-        self._set_status(
-            f"built {said['env']} on {said['workers']} workers in {said['seconds']:.1f} s"
-        )
 
     def refresh(self) -> None:
         """Redraw the workers table and the runs list now."""
@@ -345,14 +295,7 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         if self.control.scaled(len(info.get("workers", {}))):
             self._set_status()  # "scaling to N workers" would read as still going on
         self.runs.value = class_runs_html(listing)
-        options = run_choices(listing)
-        if list(self.run_choice.options) != options:
-            chosen = self.run_choice.value
-            self.run_choice.options = options
-            runs = [value for _, value in options]
-            # The run chosen stays chosen; else the oldest, so "Cancel run" never names nothing.
-            self.run_choice.value = chosen if chosen in runs else (runs[0] if runs else None)
-        self.cancel_button.disabled = not options
+        self.teacher.show_runs(listing)
 
     def _closed_elsewhere(self, session: kit.Session) -> None:
         # On the kernel's thread, as every change the panel shows: the watcher only says so.
@@ -365,7 +308,7 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         self.start_button.disabled = session is not None
         self.stop_button.disabled = session is None
         self.scale_button.disabled = self.adapt_button.disabled = not self.control.scalable
-        self.warm_button.disabled = session is None or session.client is None
+        self.teacher.connected(session is not None and session.client is not None)
         if session is None:
             self.status.value = "<b>stopped</b>"
             return

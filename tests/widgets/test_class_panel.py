@@ -53,14 +53,15 @@ def test_the_teachers_panel_lists_the_class_runs_and_cancels_one(
             # Both wait on their last item; each holds half of the 4 threads.
             assert re.search(r"alice\s+\S+\s+tests\.workloads\.Affine\s+\d+/12\s+0\s+2", page), page
             assert "bob" in page and "held by 1 run" in page
-            choices = dict((label.split(" · ")[1], run) for label, run in panel.run_choice.options)
-            assert set(choices) == {"alice", "bob"} and not panel.cancel_button.disabled
-            panel.run_choice.value = choices["alice"]
-            panel.cancel_button.click()  # not the teacher yet: refused, nothing cancelled
+            options = panel.teacher.run_choice.options
+            choices = dict((label.split(" · ")[1], run) for label, run in options)
+            assert set(choices) == {"alice", "bob"} and not panel.teacher.cancel_button.disabled
+            panel.teacher.run_choice.value = choices["alice"]
+            panel.teacher.cancel_button.click()  # not the teacher yet: refused, nothing cancelled
             assert f"run {choices['alice']} is alice's (" in html.unescape(panel.status.value)
             assert len(client.run_on_scheduler(list_runs)["runs"]) == 2
             claim(client)
-            panel.cancel_button.click()
+            panel.teacher.cancel_button.click()
             assert f"asked run {choices['alice']} (alice) to stop" in panel.status.value
             (report,) = reports(alice)
             assert (report["status"], report["failed"]) == ("cancelled", 0)
@@ -68,7 +69,7 @@ def test_the_teachers_panel_lists_the_class_runs_and_cancels_one(
             (report,) = reports(bob)
             assert (report["status"], report["ok"]) == ("completed", 12)
             until(lambda: "0 runs on" in (panel.refresh() or panel.runs.value), "the list to empty")
-            assert panel.cancel_button.disabled
+            assert panel.teacher.cancel_button.disabled
         finally:
             panel.stop()
             kit.cluster.shutdown()
@@ -77,18 +78,18 @@ def test_the_teachers_panel_lists_the_class_runs_and_cancels_one(
 def test_the_teachers_panel_warms_a_configs_env_on_every_worker(tmp_path: Path) -> None:
     with dask_cluster(tmp_path, 2, threads=1) as address:
         panel = ClusterPanel({"env": "remote", "address": address}, refresh_seconds=0.2)
-        assert panel.warm_button.disabled  # nothing to build on yet
+        assert panel.teacher.warm_button.disabled  # nothing to build on yet
         panel.start_button.click()
         session = panel.ready.result(timeout=60) if panel.ready else None
         try:
             assert session is not None and session.client is not None
-            panel.warm_config.value = str(tmp_path / "workshop.yaml")  # a typo'd name, say
+            panel.teacher.warm_config.value = str(tmp_path / "workshop.yaml")  # a typo'd name, say
             with pytest.raises(kit.ConfigError):
-                panel.warm().result(timeout=60)
+                panel.teacher.warm().result(timeout=60)
             until(lambda: "workshop.yaml" in panel.status.value, "the panel to name the file")
-            assert not panel.warm_button.disabled  # the teacher may try again
-            panel.warm_config.value = "kit/examples/quickstart.yaml"
-            said = panel.warm().result(timeout=120)
+            assert not panel.teacher.warm_button.disabled  # the teacher may try again
+            panel.teacher.warm_config.value = "kit/examples/quickstart.yaml"
+            said = panel.teacher.warm().result(timeout=120)
             until(lambda: "built kit-env:" in panel.status.value, "the panel to say it is built")
             assert said["workers"] == 2 and f"on 2 workers in {said['seconds']:.1f} s" in (
                 html.unescape(panel.status.value)
