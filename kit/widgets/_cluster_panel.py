@@ -252,12 +252,14 @@ class ClusterPanel(w.VBox):  # type: ignore[misc]
         return ready
 
     def _started(self, ready: Future[kit.Session]) -> None:
-        self.start_button.disabled = False
         error = ready.exception()
         if error is not None:
+            self.start_button.disabled = False
             self._show_error(error)
         else:
             self.show(ready.result())
+            # Shown already (a run started it meanwhile, say): Start stays off all the same.
+            self.start_button.disabled = self.session is not None
 
     def stop(self) -> None:
         """Close the session (and the cluster, if Kit started it)."""
