@@ -219,7 +219,7 @@ def warm(session: Any, cfg: Any) -> dict[str, Any]:
     >>> warmed = warm(session, cfg)
     >>> warmed["workers"], warmed["env"].startswith("kit-env:kit.examples.quickstart.ModelProvider")
     (1, True)
-    >>> kit.cluster.shutdown()
+    >>> session.close()
     """
     from kit.provider import build_provider
 
