@@ -11,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from kit.config import config_hash
 from kit.config._errors import error, import_class, missing
+from kit.config._schema import ItemsConfig, check_section
 from kit.provider import build_provider
 from kit.result import Index
 from kit.runner import Runner
@@ -57,7 +58,9 @@ def items_of(cfg: DictConfig) -> Sequence[Index]:
     """
     if "items" not in cfg:
         raise missing("items", "`items: {start: 0, stop: 100}` or `items: {file: ids.txt}`")
-    items = cfg["items"]  # not cfg.items: DictConfig has an items() method
+    # Typed by the schema load_config checked it with: a quoted '1' (a sweep's choice('1'))
+    # reads as the 1 it was accepted as, not as text range() refuses.
+    items = check_section(cfg, "items", ItemsConfig)
     if items.get("file"):
         path = Path(items.file)
         if not path.is_file():
@@ -87,13 +90,4 @@ def items_of(cfg: DictConfig) -> Sequence[Index]:
             full_key="items.stop",
             fix="e.g. `items.stop=100`",
         )
-    bounds = {"start": items.get("start", 0), "stop": items.stop, "step": items.get("step", 1)}
-    for (name, value), example in zip(bounds.items(), (0, 100, 1), strict=True):
-        # A quoted number ('1', from a sweep's choice('1') say) or a float is no bound.
-        if type(value) is not int:
-            raise error(
-                f"must be a whole number, got {value!r} ({type(value).__name__})",
-                full_key=f"items.{name}",
-                fix=f"e.g. `items.{name}={example}` (unquoted)",
-            )
-    return range(bounds["start"], bounds["stop"], bounds["step"])
+    return range(items.start, items.stop, items.step)
