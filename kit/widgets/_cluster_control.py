@@ -13,14 +13,40 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 
 import kit
 from kit.cluster import cancel, class_runs, warm
 from kit.config import ParallelConfig, load_config, parallel_section
 
+T = TypeVar("T")
+
 #: What the watcher reports, each on the watcher's thread: the session, then what it asked.
 Report = Callable[[kit.Session, dict[str, Any], dict[str, Any]], None]
+
+
+def in_background(call: Callable[[], T], name: str) -> Future[T]:
+    """Run ``call`` on a daemon thread named ``name``; return its future at once.
+
+    What takes seconds (a cluster starting, an env building) leaves the
+    caller's thread (a notebook's kernel) free; the future holds the value or
+    what stopped it.
+
+    Examples
+    --------
+    >>> in_background(lambda: 6 * 7, "answer").result(timeout=10)
+    42
+    """
+    done: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(call())
+        except Exception as exc:
+            done.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return done
 
 
 class ClusterControl:
@@ -76,17 +102,8 @@ class ClusterControl:
         kernel) stays free, and the future holds the session or what stopped it.
         """
         self.parallel = parallel
-        ready: Future[kit.Session] = Future()
-        self.ready = ready
-
-        def start() -> None:
-            try:
-                ready.set_result(kit.get_session(parallel))
-            except Exception as exc:
-                ready.set_exception(exc)
-
-        threading.Thread(target=start, name="kit-cluster-start", daemon=True).start()
-        return ready
+        self.ready = in_background(lambda: kit.get_session(parallel), "kit-cluster-start")
+        return self.ready
 
     def show(self, session: kit.Session) -> bool:
         """Take ``session`` as the cluster runs use; False if it was already."""
@@ -139,23 +156,16 @@ class ClusterControl:
         :func:`kit.cluster.warm` says, or why it could not (no cluster, a
         config error naming its key or file).
         """
-        warmed: Future[dict[str, Any]] = Future()
         session = self.session
-        if session is None or session.client is None:
-            warmed.set_exception(RuntimeError("start the cluster first: warming builds on it"))
-            return warmed
-        if not config_file.strip():
-            warmed.set_exception(ValueError("name the config file whose env to build"))
-            return warmed
 
-        def build() -> None:
-            try:
-                warmed.set_result(warm(session, load_config(config_file.strip())))
-            except Exception as exc:
-                warmed.set_exception(exc)
+        def build() -> dict[str, Any]:
+            if session is None or session.client is None:
+                raise RuntimeError("start the cluster first: warming builds on it")
+            if not config_file.strip():
+                raise ValueError("name the config file whose env to build")
+            return warm(session, load_config(config_file.strip()))
 
-        threading.Thread(target=build, name="kit-cluster-warm", daemon=True).start()
-        return warmed
+        return in_background(build, "kit-cluster-warm")
 
     def ask(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """Return the scheduler's workers and the runs on the cluster now (None: no cluster)."""
