@@ -89,10 +89,12 @@ class CheckView:
             self.box.value = f"<i class='kit-check-step'>checking: {html.escape(text)}…</i>"
 
     def _show(self, done: Future[CheckResult]) -> None:
-        self.button.disabled = False
+        # The button comes back last: whoever waits on it (a person, a test)
+        # then reads the verdict, never the last step.
         error = done.exception()
         if error is not None:
             self.box.value = ""
             self.show_error(error)
-            return
-        self.box.value = check_html(done.result())
+        else:
+            self.box.value = check_html(done.result())
+        self.button.disabled = False

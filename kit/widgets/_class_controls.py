@@ -115,15 +115,17 @@ class ClassControls(w.VBox):  # type: ignore[misc]
             self.cancel_button.disabled = True
 
     def _warmed(self, warmed: Future[dict[str, Any]]) -> None:
-        self._warming = False
-        session = self.control.session
-        self.warm_button.disabled = session is None or session.client is None
         error = warmed.exception()
         if error is not None:
             self._failed(error)
-            return
-        said = warmed.result()
-        self._say(f"built {said['env']} on {said['workers']} workers in {said['seconds']:.1f} s")
+        else:
+            said = warmed.result()
+            built = f"built {said['env']} on {said['workers']} workers"
+            self._say(f"{built} in {said['seconds']:.1f} s")
+        # The button comes back last, once the outcome is shown.
+        self._warming = False
+        session = self.control.session
+        self.warm_button.disabled = session is None or session.client is None
 
     def _guarded(self, action: Callable[[], Any]) -> None:
         try:
