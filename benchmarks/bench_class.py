@@ -85,10 +85,13 @@ class MemoryPeak:
             self.peak = max(self.peak, total)
 
 
-def attendee(parallel: dict[str, Any], items: int, log_dir: Path, times: int = 1) -> Any:
+def attendee(
+    parallel: dict[str, Any], items: int, log_dir: Path, times: int = 1, user: str | None = None
+) -> Any:
     command = [sys.executable, str(HERE / "class_attendee.py"), json.dumps(parallel)]
     command += [str(items), str(log_dir), str(times)]
-    return subprocess.Popen(command, env=ENV, cwd=log_dir, stdout=subprocess.PIPE, text=True)
+    environ = ENV if user is None else dict(ENV, JUPYTERHUB_USER=user)
+    return subprocess.Popen(command, env=environ, cwd=log_dir, stdout=subprocess.PIPE, text=True)
 
 
 def runs_of(proc: Any) -> list[dict[str, Any]]:
@@ -129,7 +132,7 @@ def how_it_went(
 
 
 def late_small_run(address: str, log_dir: Path) -> dict[str, Any]:
-    """A connected notebook's 16-item run alone, then while another's 3,200-item run goes on.
+    """An attendee's 16-item run alone, then while another attendee's 3,200-item run goes on.
 
     Each side runs it :data:`ROUNDS` times after a first run (which connects,
     and alone builds the env); meanwhile the teacher's listing is asked every
@@ -140,15 +143,15 @@ def late_small_run(address: str, log_dir: Path) -> dict[str, Any]:
     from kit.cluster._shared import list_runs
 
     parallel = {"env": "remote", "address": address}
-    alone = runs_of(attendee(parallel, 16, log_dir, times=ROUNDS + 1))
-    big = attendee(parallel, 3_200, log_dir)
+    alone = runs_of(attendee(parallel, 16, log_dir, times=ROUNDS + 1, user="bob"))
+    big = attendee(parallel, 3_200, log_dir, user="alice")
     listing: list[float] = []
     ages: list[float] = []  # how old each run's line was when the listing said it
     with Client(address) as client:
         while not client.run_on_scheduler(list_runs)["runs"]:
             time.sleep(0.05)
         time.sleep(1.0)  # running, its chunks out
-        late_proc = attendee(parallel, 16, log_dir, times=ROUNDS + 1)
+        late_proc = attendee(parallel, 16, log_dir, times=ROUNDS + 1, user="bob")
         while late_proc.poll() is None:
             began = time.perf_counter()
             said = client.run_on_scheduler(list_runs)

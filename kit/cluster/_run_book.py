@@ -4,9 +4,11 @@ One :class:`RunBook` lives in the scheduler's Kit ledger (see
 :mod:`kit.cluster._shared`). Each run on the cluster has a seat in it while
 it runs: who started it (user and host), its runner and env, how far it is,
 how many chunks it has out. The book gives each run its share of the
-cluster's worker threads (:func:`fair_shares`: equal by default, a run's
-``max_slots`` caps it, what a capped run leaves goes to the others), and
-holds a teacher's cancel request until the run reads it.
+cluster's worker threads (attendees first, then each one's runs; the one
+with clearly the least work left may take what it can use for a short burst:
+:mod:`kit.cluster._shares`; a run's ``max_slots`` caps it, what a capped run
+leaves goes to the others), and holds a teacher's cancel request until the
+run reads it.
 """
 
 from __future__ import annotations
@@ -135,17 +137,17 @@ class RunBook:
     >>> book.join(Seat("r1", "c1", "alice", "lab", "Decode", "env", total=100), threads=8, now=0.0)
     8
     >>> book.join(Seat("r2", "c2", "bob", "lab", "Decode", "env", total=16), threads=8, now=1.0)
-    4
-    >>> book.report("r1", done=50, failed=0, chunks_out=8, threads=8, now=2.0).share
-    4
+    8
+    >>> book.report("r1", done=50, failed=0, chunks_out=8, threads=8, now=1.1).share
+    1
     >>> book.cancel("r2", by="teacher").user
     'bob'
     >>> book.report("r2", done=3, failed=0, chunks_out=2, threads=8, now=3.0).cancel_by
     'teacher'
     >>> book.leave("r2", threads=8)
-    >>> book.share_of("r1", threads=8)
+    >>> book.share_of("r1", threads=8, now=4.0)
     8
-    >>> [seat["share"] for seat in book.listing(threads=4)]  # a worker of four threads left
+    >>> [seat["share"] for seat in book.listing(threads=4, now=5.0)]  # four threads left
     [4]
     """
 
@@ -175,8 +177,8 @@ class RunBook:
         seat.started = seat.seen = now
         self.seats[seat.run_id] = seat
         self.per_client[seat.client] = self.per_client.get(seat.client, 0) + 1
-        self.shares.add(seat.user, seat.run_id, seat.max_slots)
-        return self._share_of(seat, threads)
+        self.shares.add(seat.user, seat.run_id, seat.max_slots, _left(seat))
+        return self._share_of(seat, threads, now)
 
     def report(
         self,
@@ -198,7 +200,8 @@ class RunBook:
             return None
         seat.done, seat.failed, seat.chunks_out, seat.seen = done, failed, chunks_out, now
         seat.first_error = first_error or seat.first_error
-        self._share_of(seat, threads)
+        self.shares.progress(seat.user, run_id, _left(seat))
+        self._share_of(seat, threads, now)
         return seat
 
     def leave(self, run_id: str, *, threads: int) -> None:
@@ -218,7 +221,7 @@ class RunBook:
         self.per_client.pop(client, None)
         return gone
 
-    def listing(self, threads: int) -> list[dict[str, Any]]:
+    def listing(self, threads: int, now: float) -> list[dict[str, Any]]:
         """Return every seat as plain data, its share of ``threads`` as of now.
 
         A seat's share was last worked out when some run reported; workers
@@ -226,7 +229,7 @@ class RunBook:
         rather than show a share for a thread count it no longer has.
         """
         for seat in self.seats.values():
-            self._share_of(seat, threads)
+            self._share_of(seat, threads, now)
         return [seat.as_dict() for seat in self.seats.values()]
 
     def find(self, run_id: str) -> Seat:
@@ -251,13 +254,18 @@ class RunBook:
         seat.cancel_by = by
         return seat
 
-    def share_of(self, run_id: str, threads: int) -> int:
-        """Return run ``run_id``'s share of ``threads`` now (what its next report is told)."""
-        return self._share_of(self.seats[run_id], threads)
+    def share_of(self, run_id: str, threads: int, now: float) -> int:
+        """Return run ``run_id``'s share of ``threads`` at ``now`` (its next report is told it)."""
+        return self._share_of(self.seats[run_id], threads, now)
 
-    def _share_of(self, seat: Seat, threads: int) -> int:
+    def _share_of(self, seat: Seat, threads: int, now: float) -> int:
         # Each attendee (a seat's user) first, then each of their runs: one attendee's many
         # runs take one attendee's share. Only what changed is worked out again.
-        for run_id, share in self.shares.of(seat.user, threads).items():
+        for run_id, share in self.shares.of(seat.user, threads, now).items():
             self.seats[run_id].share = share
         return seat.share
+
+
+def _left(seat: Seat) -> int:
+    """Return the items ``seat``'s run has still to do."""
+    return max(0, seat.total - seat.done)

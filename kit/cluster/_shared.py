@@ -276,7 +276,7 @@ def list_runs(dask_scheduler: Any = None) -> dict[str, Any]:
     memory = env_memory(dask_scheduler)
     return {
         "threads": threads,
-        "runs": ledger.runs.listing(threads),
+        "runs": ledger.runs.listing(threads, time.time()),
         "attendees": {
             user: dict(seen, checks=dict(seen["checks"])) for user, seen in ledger.attendees.items()
         },

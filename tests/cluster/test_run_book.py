@@ -8,11 +8,24 @@ from hypothesis import strategies as st
 
 from kit.cluster import _shares
 from kit.cluster._run_book import RunBook, Seat
-from kit.cluster._shares import SEATS_PER_CLIENT, Shares, fair_shares, shares_by_owner
+from kit.cluster._shares import (
+    SEATS_PER_CLIENT,
+    Shares,
+    burst_shares,
+    fair_shares,
+    shares_by_owner,
+    split_runs,
+)
 
 
-def seat(run_id: str, client: str = "c", max_slots: int | None = None, user: str = "alice") -> Seat:
-    return Seat(run_id, client, user, "lab", "Decode", "kit-env:m.P:1", 100, max_slots)
+def seat(
+    run_id: str,
+    client: str = "c",
+    max_slots: int | None = None,
+    user: str = "alice",
+    total: int = 100,
+) -> Seat:
+    return Seat(run_id, client, user, "lab", "Decode", "kit-env:m.P:1", total, max_slots)
 
 
 def test_a_run_alone_takes_the_whole_cluster() -> None:
@@ -50,9 +63,9 @@ def test_a_run_joining_halves_the_first_ones_share_and_leaving_gives_it_back() -
     book = RunBook()
     assert book.join(seat("r1"), threads=8, now=0.0) == 8
     assert book.join(seat("r2"), threads=8, now=1.0) == 4
-    assert book.share_of("r1", threads=8) == 4
+    assert book.share_of("r1", threads=8, now=1.0) == 4
     book.leave("r2", threads=8)
-    assert book.share_of("r1", threads=8) == 8
+    assert book.share_of("r1", threads=8, now=1.0) == 8
 
 
 def test_a_listing_shares_the_threads_there_are_now_not_those_at_the_last_report() -> None:
@@ -60,7 +73,7 @@ def test_a_listing_shares_the_threads_there_are_now_not_those_at_the_last_report
     book = RunBook()
     book.join(seat("r1"), threads=2, now=0.0)
     book.join(seat("r2"), threads=2, now=0.0)
-    assert [s["share"] for s in book.listing(threads=4)] == [2, 2]
+    assert [s["share"] for s in book.listing(threads=4, now=0.0)] == [2, 2]
 
 
 def test_a_client_that_goes_away_leaves_its_runs_seats() -> None:
@@ -68,7 +81,7 @@ def test_a_client_that_goes_away_leaves_its_runs_seats() -> None:
     book.join(seat("r1", client="alice"), threads=4, now=0.0)
     book.join(seat("r2", client="bob"), threads=4, now=0.0)
     assert book.drop_client("alice", threads=4) == ["r1"]
-    assert list(book.seats) == ["r2"] and book.share_of("r2", threads=4) == 4
+    assert list(book.seats) == ["r2"] and book.share_of("r2", threads=4, now=0.0) == 4
 
 
 def test_a_cancel_names_the_run_by_its_first_characters_and_says_which_runs_there_are() -> None:
@@ -124,35 +137,96 @@ def test_one_attendees_many_runs_take_one_attendees_share() -> None:
     book = RunBook()
     for i in range(50):
         book.join(seat(f"a{i}", client="alice-kernel"), threads=8, now=0.0)
-    assert book.join(seat("b", client="bob-kernel", user="bob"), threads=8, now=1.0) == 4
-    assert sum(s.share for s in book.seats.values() if s.user == "alice") >= 4
+    book.join(seat("b", client="bob-kernel", user="bob", total=9000), threads=8, now=1.0)
+    # Alice's fifty have less left together: her burst first, then half each (not 1 of 51).
+    assert book.share_of("b", threads=8, now=1.0) == 1
+    assert book.share_of("b", threads=8, now=4.0) == 4
+    book.report("b", done=8000, failed=0, chunks_out=4, threads=8, now=4.5)
+    book.join(seat("a50", client="alice-kernel"), threads=8, now=5.0)
+    assert book.share_of("b", threads=8, now=5.0) == 8  # Bob's 1,000 left is the least: his burst
 
 
 @given(
     st.integers(1, 256),
-    st.lists(
-        st.tuples(st.sampled_from("abcde"), st.one_of(st.none(), st.integers(1, 16))),
+    st.dictionaries(
+        st.sampled_from("abcdefgh"),
+        st.tuples(st.one_of(st.none(), st.integers(1, 64)), st.integers(0, 400)),
         min_size=1,
-        max_size=30,
+    ),
+    st.sets(st.sampled_from("abcdefgh")),
+)
+def test_only_the_owner_with_clearly_least_left_passes_its_fair_share_and_only_with_burst_left(
+    threads: int, owners: dict[str, tuple[int | None, int]], bursting: set[str]
+) -> None:
+    caps = {owner: cap for owner, (cap, _) in owners.items()}
+    left = {owner: items for owner, (_, items) in owners.items()}
+    shares, burster, extra = burst_shares(threads, caps, left, bursting.__contains__)
+    usable = {o: min(threads if c is None else c, max(1, left[o])) for o, c in caps.items()}
+    fair = fair_shares(threads, usable)
+    assert all(1 <= shares[o] <= usable[o] for o in owners)  # never more than it can use
+    above = [o for o in owners if shares[o] > fair[o]]
+    assert above == ([] if burster is None else [burster])
+    if burster is None:
+        assert shares == fair and extra == 0
+    else:
+        assert burster in bursting and shares[burster] == usable[burster]
+        assert extra == usable[burster] - fair[burster] and len(owners) < threads
+        assert all(left[burster] < left[other] for other in owners if other != burster)
+        # The others share the rest, one slot each at least.
+        others = {o: usable[o] for o in owners if o != burster}
+        rest = fair_shares(threads - usable[burster], others)
+        assert all(shares[o] == rest[o] for o in others)
+
+
+@given(
+    st.integers(1, 64),
+    st.dictionaries(
+        st.sampled_from("abcdef"),
+        st.tuples(st.one_of(st.none(), st.integers(1, 16)), st.integers(0, 400)),
+        min_size=1,
     ),
 )
-def test_owners_share_first_and_no_owner_passes_an_equal_split_while_others_want_more(
-    threads: int, runs: list[tuple[str, int | None]]
+def test_an_owners_runs_split_its_share_its_shortest_first_each_run_a_slot_at_least(
+    share: int, runs: dict[str, tuple[int | None, int]]
 ) -> None:
-    caps = {f"r{i}": cap for i, (_, cap) in enumerate(runs)}
-    owners = {f"r{i}": owner for i, (owner, _) in enumerate(runs)}
-    shares = shares_by_owner(threads, caps, owners)
-    assert all(share >= 1 for share in shares.values())
-    assert all(cap is None or shares[run] <= cap for run, cap in caps.items())
-    took: dict[str, int] = {}
-    for run, share in shares.items():
-        took[owners[run]] = took.get(owners[run], 0) + share
-    if threads >= len(caps) * len(took):  # every owner's share covers 1 slot a run
-        assert sum(took.values()) <= threads
-        equal = threads // len(took)
-        uncapped = [o for o in took if any(caps[r] is None for r in caps if owners[r] == o)]
-        # An owner who could take more never has less than an equal split, less one.
-        assert all(took[o] >= min(equal, threads) - 1 for o in uncapped)
+    caps = {run: cap for run, (cap, _) in runs.items()}
+    left = {run: items for run, (_, items) in runs.items()}
+    split = split_runs(share, caps, left)
+    assert all(split[run] >= 1 and (caps[run] is None or split[run] <= caps[run]) for run in runs)
+    # Past its share only by the one slot each other run keeps.
+    assert sum(split.values()) <= max(share, len(runs)) + len(runs) - 1
+
+
+def test_a_late_small_run_takes_the_cluster_while_its_burst_lasts() -> None:
+    # On an equal half of the slots, the late run took twice its time alone.
+    book = RunBook()
+    book.join(seat("big", client="alice-kernel", total=3200), threads=8, now=0.0)
+    book.report("big", done=640, failed=0, chunks_out=8, threads=8, now=5.0)
+    late = seat("late", client="bob-kernel", user="bob", total=16)
+    assert book.join(late, threads=8, now=6.0) == 8
+    assert book.share_of("big", threads=8, now=6.0) == 1
+    # Taking 4 slots beyond its share, 1 s of the cluster lasts 2.5 s (0.1 s a second back).
+    assert book.share_of("big", threads=8, now=8.4) == 1
+    assert book.share_of("big", threads=8, now=8.6) == 4
+    assert book.share_of("late", threads=8, now=8.6) == 4
+    book.leave("late", threads=8)
+    assert book.share_of("big", threads=8, now=8.7) == 8
+
+
+def test_a_stream_of_short_runs_takes_a_tenth_of_the_cluster_beyond_its_share_on_average() -> None:
+    # Bob starts a 16-item run every 0.2 s for a minute while Alice's large run goes on.
+    book, alice, now, step = RunBook(), [], 0.0, 0.05
+    book.join(seat("big", client="alice-kernel", total=10**6), threads=8, now=now)
+    for number in range(300):
+        book.join(seat(f"b{number}", client="bob-kernel", user="bob", total=16), threads=8, now=now)
+        for _ in range(4):
+            alice.append(book.share_of("big", threads=8, now=now))
+            now += step
+        book.leave(f"b{number}", threads=8)
+    assert alice[:2] == [1, 1]  # the first checks did burst
+    # Bob's extra slots over the minute: his second at the start, a tenth of one a second.
+    extra = sum(4 - share for share in alice) * step
+    assert extra / 8 <= 1.0 + 60 * 0.1 + 0.1
 
 
 @given(
@@ -163,26 +237,27 @@ def test_owners_share_first_and_no_owner_passes_an_equal_split_while_others_want
             st.integers(0, 5),
             st.one_of(st.none(), st.integers(1, 4)),
             st.sampled_from([4, 8, 13]),
+            st.integers(0, 60),
         ),
         max_size=40,
     )
 )
 def test_shares_kept_lazily_always_agree_with_sharing_out_afresh(
-    steps: list[tuple[bool, str, int, int | None, int]],
+    steps: list[tuple[bool, str, int, int | None, int, int]],
 ) -> None:
-    kept, caps, owners = Shares(), {}, {}
+    kept, caps, owners, left = Shares(), {}, {}, {}
     seen: dict[str, int] = {}
-    for add, owner, number, cap, threads in steps:
+    for add, owner, number, cap, threads, items in steps:
         run = f"{owner}{number}"
         if add and run not in caps:
-            kept.add(owner, run, cap)
-            caps[run], owners[run] = cap, owner
+            kept.add(owner, run, cap, items)
+            caps[run], owners[run], left[run] = cap, owner, items
         elif not add and run in caps:
             kept.remove(owner, run)
-            del caps[run], owners[run]
+            del caps[run], owners[run], left[run]
         for name in set(owners.values()):
-            seen.update(kept.of(name, threads))
-        fresh = shares_by_owner(threads, caps, owners)
+            seen.update(kept.of(name, threads, now=0.0))  # no time passes: every burst is whole
+        fresh = shares_by_owner(threads, caps, owners, left, set(owners.values()))
         assert {run: seen[run] for run in caps} == fresh
 
 
@@ -205,15 +280,18 @@ def test_a_report_shares_out_anew_only_when_seats_or_threads_changed(
     for i in range(20_000):
         owner = f"c{i // SEATS_PER_CLIENT}"  # each client an attendee, at its bound
         book.join(seat(f"r{i}", client=owner, user=owner), threads=512, now=0.0)
+    # The last client's 32 runs have the least left: its burst, spent in about a second.
     for i in range(20_000):  # every run has heard its share once
-        book.report(f"r{i}", done=0, failed=0, chunks_out=1, threads=512, now=1.0)
+        book.report(f"r{i}", done=0, failed=0, chunks_out=1, threads=512, now=2.0)
     calls = []
     real = _shares.fair_shares
     monkeypatch.setattr(_shares, "fair_shares", lambda *a: calls.append(1) or real(*a))
     for i in range(100):
-        book.report(f"r{i}", done=1, failed=0, chunks_out=1, threads=512, now=2.0)
+        book.report(f"r{i}", done=1, failed=0, chunks_out=1, threads=512, now=3.0)
     assert calls == []  # nothing changed: nothing worked out again
-    book.leave("r0", threads=512)  # one of c0's runs: c0's split alone changes
-    book.report("r1", done=2, failed=0, chunks_out=1, threads=512, now=3.0)
-    book.report("r100", done=2, failed=0, chunks_out=1, threads=512, now=3.0)
-    assert calls == [1]
+    # One of c0's runs leaves: the attendees are shared out once (fewer of them than threads,
+    # so work left counts: one entry an attendee, not a seat), then c0's own runs.
+    book.leave("r0", threads=512)
+    book.report("r1", done=2, failed=0, chunks_out=1, threads=512, now=4.0)
+    book.report("r100", done=2, failed=0, chunks_out=1, threads=512, now=4.0)
+    assert calls == [1, 1]
