@@ -8,8 +8,8 @@ private ``LocalCluster`` of 2 workers; the class's way, all of them run on one
 model builds, peak memory of every process together (resident set sizes,
 sampled every 0.2 s), each attendee's time to its first result and to its end,
 Jain's fairness index of the attendees' throughputs, and items failed or not
-run. Then on the class's cluster: a 16-item run by a connected notebook alone,
-and again while another notebook's 3,200-item run holds the cluster, idle and
+run. Then on the class's cluster: a 16-item run by a connected attendee alone,
+and again while another attendee's 3,200-item run holds the cluster, idle and
 with two CPU hogs (stress-ng), with the teacher's listing timed meanwhile.
 Last, sixty attendee processes, each its own user, start at once on a warm
 class cluster.
@@ -282,9 +282,9 @@ def main() -> int:
         " slot, not a CPU, and the private clusters have 20 slots to the class cluster's 8;"
         " their time goes to starting 30 processes and building 20 models on 2 cores.",
         "",
-        f"A connected notebook's 16-item run (50 ms items) on the class cluster, median of {ROUNDS}"
+        f"An attendee's 16-item run (50 ms items) on the class cluster, median of {ROUNDS}"
         f" runs after a first one: alone {_spread(late['alone_seconds'])}, while another"
-        f" notebook's 3,200-item run goes on {_spread(late['late_seconds'])}:"
+        f" attendee's 3,200-item run goes on {_spread(late['late_seconds'])}:"
         f" **{late['late_over_alone']:.2f}x**."
         + (
             f" With two CPU hogs (`stress-ng --cpu 2`) on the machine: alone"

@@ -140,6 +140,15 @@ CLAIMS: dict[str, list[str]] = {
         "tests/cluster/test_shared_envs.py::"
         "test_an_attendees_own_provider_never_runs_in_another_attendees_run",
     ],
+    "The attendee whose runs have clearly the fewest items left (no tie) takes all": [
+        "tests/cluster/test_run_book.py::"
+        "test_only_the_owner_with_clearly_least_left_passes_its_fair_share_and_only_with_burst_left",
+        "tests/cluster/test_run_book.py::"
+        "test_a_late_small_run_takes_the_cluster_while_its_burst_lasts",
+        "tests/cluster/test_run_book.py::"
+        "test_a_stream_of_short_runs_takes_a_tenth_of_the_cluster_beyond_its_share_on_average",
+        "benchmarks/bench_class.py",
+    ],
     "Seating a run and its reports work out again only the shares a change touches": [
         "tests/cluster/test_run_book.py::"
         "test_a_report_shares_out_anew_only_when_seats_or_threads_changed",
