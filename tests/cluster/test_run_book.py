@@ -146,15 +146,18 @@ def test_one_attendees_many_runs_take_one_attendees_share() -> None:
     assert book.share_of("b", threads=8, now=5.0) == 8  # Bob's 1,000 left is the least: his burst
 
 
-@given(
-    st.integers(1, 256),
-    st.dictionaries(
-        st.sampled_from("abcdefgh"),
-        st.tuples(st.one_of(st.none(), st.integers(1, 64)), st.integers(0, 400)),
+def caps_and_left(
+    names: str, most_cap: int
+) -> st.SearchStrategy[dict[str, tuple[int | None, int]]]:
+    """Owners (or runs) named from ``names``, each with a cap (or None) and its items left."""
+    return st.dictionaries(
+        st.sampled_from(names),
+        st.tuples(st.one_of(st.none(), st.integers(1, most_cap)), st.integers(0, 400)),
         min_size=1,
-    ),
-    st.sets(st.sampled_from("abcdefgh")),
-)
+    )
+
+
+@given(st.integers(1, 256), caps_and_left("abcdefgh", 64), st.sets(st.sampled_from("abcdefgh")))
 def test_only_the_owner_with_clearly_least_left_passes_its_fair_share_and_only_with_burst_left(
     threads: int, owners: dict[str, tuple[int | None, int]], bursting: set[str]
 ) -> None:
@@ -178,14 +181,7 @@ def test_only_the_owner_with_clearly_least_left_passes_its_fair_share_and_only_w
         assert all(shares[o] == rest[o] for o in others)
 
 
-@given(
-    st.integers(1, 64),
-    st.dictionaries(
-        st.sampled_from("abcdef"),
-        st.tuples(st.one_of(st.none(), st.integers(1, 16)), st.integers(0, 400)),
-        min_size=1,
-    ),
-)
+@given(st.integers(1, 64), caps_and_left("abcdef", 16))
 def test_an_owners_runs_split_its_share_its_shortest_first_each_run_a_slot_at_least(
     share: int, runs: dict[str, tuple[int | None, int]]
 ) -> None:
