@@ -251,7 +251,7 @@ class Shares:
             lambda owner: self.bursts.may_burst(owner, now),
         )
         self.threads = threads
-        self.bursts.start(burster, extra / threads, now)
+        self.bursts.start(burster, extra / threads if threads else 0.0, now)
         self.burst_ends = self.bursts.ends_at(now)
 
     def _cap(self, owner: str) -> int | str | None:

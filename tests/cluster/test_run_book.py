@@ -76,6 +76,14 @@ def test_a_listing_shares_the_threads_there_are_now_not_those_at_the_last_report
     assert [s["share"] for s in book.listing(threads=4, now=0.0)] == [2, 2]
 
 
+def test_a_cluster_without_workers_gives_each_run_one_slot_to_wait_with() -> None:
+    # Every worker gone (a scale-down, say): runs keep one chunk out, waiting on the scheduler.
+    book = RunBook()
+    book.join(seat("r1"), threads=0, now=0.0)
+    assert book.join(seat("r2", user="bob", total=16), threads=0, now=1.0) == 1
+    assert [s["share"] for s in book.listing(threads=0, now=2.0)] == [1, 1]
+
+
 def test_a_client_that_goes_away_leaves_its_runs_seats() -> None:
     book = RunBook()
     book.join(seat("r1", client="alice"), threads=4, now=0.0)
