@@ -94,7 +94,7 @@ def burst_shares(
     ({'big': 5, 'late': 3}, None, 0)
     """
     usable = {
-        owner: min(threads if cap is None else cap, max(1, left[owner]))
+        owner: min(threads, threads if cap is None else cap, max(1, left[owner]))
         for owner, cap in caps.items()
     }
     fair = fair_shares(threads, usable)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kit.cluster import _shares
@@ -172,7 +172,7 @@ def test_only_the_owner_with_clearly_least_left_passes_its_fair_share_and_only_w
     caps = {owner: cap for owner, (cap, _) in owners.items()}
     left = {owner: items for owner, (_, items) in owners.items()}
     shares, burster, extra = burst_shares(threads, caps, left, bursting.__contains__)
-    usable = {o: min(threads if c is None else c, max(1, left[o])) for o, c in caps.items()}
+    usable = {o: min(threads, c or threads, max(1, left[o])) for o, c in caps.items()}
     fair = fair_shares(threads, usable)
     assert all(1 <= shares[o] <= usable[o] for o in owners)  # never more than it can use
     above = [o for o in owners if shares[o] > fair[o]]
@@ -189,6 +189,7 @@ def test_only_the_owner_with_clearly_least_left_passes_its_fair_share_and_only_w
         assert all(shares[o] == rest[o] for o in others)
 
 
+@example(share=3, runs={"a": (None, 5), "b": (4, 4)})  # a cap over the share took the cap
 @given(st.integers(1, 64), caps_and_left("abcdef", 16))
 def test_an_owners_runs_split_its_share_its_shortest_first_each_run_a_slot_at_least(
     share: int, runs: dict[str, tuple[int | None, int]]
@@ -197,6 +198,7 @@ def test_an_owners_runs_split_its_share_its_shortest_first_each_run_a_slot_at_le
     left = {run: items for run, (_, items) in runs.items()}
     split = split_runs(share, caps, left)
     assert all(split[run] >= 1 and (caps[run] is None or split[run] <= caps[run]) for run in runs)
+    assert all(split[run] <= max(1, share) for run in runs)  # no run past its owner's share
     # Past its share only by the one slot each other run keeps.
     assert sum(split.values()) <= max(share, len(runs)) + len(runs) - 1
 
