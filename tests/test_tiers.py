@@ -55,7 +55,7 @@ def test_a_test_using_a_browser_a_server_or_the_spoken_corpus_is_slow_unmarked()
     assert [test for test in UNMARKED_SLOW if not exists(test)] == []
 
 
-def test_the_slurms_tests_share_one_unit_a_long_test_is_its_own_and_both_go_out_first() -> None:
+def test_long_tests_go_out_first_then_the_slurms_as_one_unit_then_the_slowest_files() -> None:
     from tests.conftest import scope_of
 
     flows = "tests/widgets/test_flows_in_browser.py"
@@ -73,7 +73,20 @@ def test_the_slurms_tests_share_one_unit_a_long_test_is_its_own_and_both_go_out_
     assert scope_of(quick) == "tests/examples/test_asr.py"
     assert scope_of(names_slurm) == "tests/widgets/test_panels.py"
     # The order the units go out in, as the collection sorts them.
-    files = ["tests/examples/test_asr.py", "tests/widgets/test_panels.py", flows]
+    order = units_in_order("tests/examples/test_asr.py", "tests/widgets/test_panels.py", flows)
+    assert order[0] == notebook_02, order[:3]
+    assert set(order[1 : 1 + len(slurm_users)]) == {"slurm"}, order[:6]
+    # Then by expected time, a slow test counting for many quick ones: the hub's two tests
+    # (minutes) go out before the store's nineteen (seconds).
+    hub, store = "tests/widgets/test_class_on_jupyterhub.py", "tests/test_store.py"
+    order = units_in_order(store, hub)
+    assert order.count(store) > order.count(hub) and order[0] == hub, order
+
+
+def units_in_order(*files: str) -> list[str]:
+    """The unit of each test of ``files``, in the order the collection sorts them."""
+    from tests.conftest import scope_of
+
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files],
         cwd=ROOT,
@@ -81,6 +94,4 @@ def test_the_slurms_tests_share_one_unit_a_long_test_is_its_own_and_both_go_out_
         text=True,
         timeout=300,
     )
-    order = [scope_of(line) for line in done.stdout.splitlines() if "::" in line]
-    assert order[0] == notebook_02, order[:3]
-    assert set(order[1 : 1 + len(slurm_users)]) == {"slurm"}, order[:6]
+    return [scope_of(line) for line in done.stdout.splitlines() if "::" in line]
