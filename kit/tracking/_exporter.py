@@ -34,8 +34,6 @@ FINISH_WAIT = 120.0
 #: The same for a tracker across the network (an MLflow server): one that is slow or gone
 #: never holds a run (or a sweep's next trial) back for long.
 REMOTE_FINISH_WAIT = 10.0
-#: Seconds a run's end waits for its exporter before it asks whether the tracker is gone.
-GONE_AFTER = 0.5
 
 
 @dataclass
@@ -238,27 +236,22 @@ class Exporter:
     def wait(self) -> None:
         """Say the run's folder is complete (its report written); wait until its end is written.
 
-        Waits at most :attr:`finish_wait` seconds, and no longer than it takes
-        to see the tracker is gone (:meth:`unreachable`): a server that went
-        away mid-run holds the run's end back a moment, not the whole wait.
+        Waits at most :attr:`finish_wait` seconds.
         """
         self._folder_complete.set()
-        if self._thread is None:
-            return
-        began = time.perf_counter()
-        self._thread.join(min(GONE_AFTER, self.finish_wait))
-        gone = self.unreachable() if self._thread.is_alive() else None
-        if gone is None:
-            self._thread.join(max(0.0, self.finish_wait - (time.perf_counter() - began)))
-        self.end_seconds = time.perf_counter() - began
-        if self._thread.is_alive():
-            why = gone or f"was still being written {self.finish_wait:.0f} s after the run ended"
-            warnings.warn(
-                f"kit: {self.tracker} {why} ({self.fix}); the run's own folder is complete, "
-                f"and the tracker may miss its end: {self.again}",
-                TrackingWarning,
-                stacklevel=2,
-            )
+        if self._thread is not None:
+            began = time.perf_counter()
+            self._thread.join(self.finish_wait)
+            self.end_seconds = time.perf_counter() - began
+            if self._thread.is_alive():
+                warnings.warn(
+                    f"kit: {self.tracker} was still being written {self.finish_wait:.0f} s "
+                    f"after the run ended ({self.fix}); the run's own folder is complete, and "
+                    "the tracker "
+                    f"may miss its end: {self.again}",
+                    TrackingWarning,
+                    stacklevel=2,
+                )
 
     # ------------------------------------------------------- on the exporter's thread
     def _work(self) -> None:
@@ -342,11 +335,3 @@ class Exporter:
 
     def abandon(self) -> None:
         """Release what the tracker holds after a failure."""
-
-    def unreachable(self) -> str | None:
-        """Say why the tracker cannot be reached now (the end of a sentence), or None.
-
-        Asked when the run's end has waited :data:`GONE_AFTER` seconds for the
-        exporter: a tracker found gone is not waited for any longer.
-        """
-        return None

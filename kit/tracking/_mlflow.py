@@ -409,14 +409,6 @@ class MLflowExporter(Exporter):
         self._client: Any = None
         self._params: dict[str, str] = {}
 
-    def unreachable(self) -> str | None:
-        """Say the server is gone when it does not answer now (a store on disk never is)."""
-        try:
-            probe(self.tracking_uri)
-        except TrackerUnreachable as gone:
-            return f"did not answer at the run's end: {gone}"
-        return None
-
     def open(self, started: RunStarted) -> None:
         """Begin (or go on in) the MLflow run; log the params."""
         self._client = client_for(self.tracking_uri)

@@ -246,8 +246,6 @@ def test_a_server_killed_mid_run_holds_the_run_back_seconds_at_most_and_it_is_se
     assert str(result.status) == "completed" and result.stats.ok == 24
     said = [str(w.message) for w in caught if issubclass(w.category, TrackingWarning)]
     assert any(f"send it again with `kit export-tracking {folder}`" in m for m in said), said
-    # Found gone at the run's end: not waited for the whole REMOTE_FINISH_WAIT.
-    assert any("MLflow did not answer at the run's end: the MLflow server" in m for m in said)
     from kit.cli import main
 
     # The server is back (on another port): the run is sent again through it.
