@@ -255,20 +255,18 @@ class Shares:
         self.burst_ends = self.bursts.ends_at(now)
 
     def _cap(self, owner: str) -> int | str | None:
-        runs = self.runs.get(owner)
-        if not runs:
-            return "absent"
-        limits = list(runs.values())
-        return None if None in limits else sum(c or 0 for c in limits)
+        return self.owner_cap.get(owner, "absent")
 
     def _changed(self, owner: str, before: int | str | None) -> None:
         self.split_for.pop(owner, None)  # the owner's own runs changed: their split did
-        if owner in self.runs:
-            self.owner_cap[owner] = _limit(self.runs[owner])
+        runs = self.runs.get(owner)
+        if runs:
+            self.owner_cap[owner] = _limit(runs)
         else:
             self.owner_cap.pop(owner, None)
+        cap = self._cap(owner)
         # Who shares, or how much one may take, changed; or work left may decide the split.
-        if self._cap(owner) != before or len(self.runs) < self.threads:
+        if cap != before or len(self.runs) < self.threads:
             self.owner_share = None
 
 
