@@ -24,11 +24,37 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kit._base.errors import ConfigError
 from kit._base.extras import install
 
 #: The sources ``data`` (or each of ``data.sets``) may name; ``manifest`` is the default.
 SOURCES = ("kaldi", "lhotse", "hf", "manifest")
 RATE = 16000
+
+
+def _text_lines(path: Path) -> list[tuple[int, str]]:
+    r"""Return ``(line number, line)`` of a UTF-8 text file; bad bytes are named by line.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "text"
+    >>> _ = path.write_bytes(b"u1 hi\nu2 caf\xe9\n")
+    >>> _text_lines(path)
+    Traceback (most recent call last):
+    ...
+    kit.ConfigError: .../text, line 2: not UTF-8 (byte 0xe9 at column 7); save it as UTF-8
+    """
+    lines = []
+    for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
+        try:
+            lines.append((number, raw.decode("utf-8")))
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{path}, line {number}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column "
+                f"{exc.start + 1}); save it as UTF-8"
+            ) from None
+    return lines
 
 
 def read_manifest(path: str | Path) -> list[dict[str, Any]]:
@@ -53,16 +79,16 @@ def read_manifest(path: str | Path) -> list[dict[str, Any]]:
             "`python -m kit.examples.asr.corpus runs/asr-data` or point it at your own"
         )
     entries = []
-    for number, line in enumerate(manifest.read_text().splitlines(), start=1):
+    for number, line in _text_lines(manifest):
         if not line.strip():
             continue
         try:
             entry = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{manifest}, line {number}: not valid JSON ({exc.msg})") from None
+            raise ConfigError(f"{manifest}, line {number}: not valid JSON ({exc.msg})") from None
         missing = [key for key in ("id", "audio", "text") if key not in entry]
         if missing:
-            raise ValueError(
+            raise ConfigError(
                 f"{manifest}, line {number}: missing {', '.join(missing)}; "
                 'each line needs {"id": ..., "audio": "path.wav", "text": ...}'
             )
@@ -76,7 +102,7 @@ def read_wav(path: str) -> tuple[bytes, float]:
     """Return the 16-bit PCM frames of a 16 kHz mono WAV file and its duration in seconds."""
     with wave.open(path) as wav:
         if wav.getframerate() != 16000 or wav.getnchannels() != 1 or wav.getsampwidth() != 2:
-            raise ValueError(
+            raise ConfigError(
                 f"{path}: need 16 kHz 16-bit mono WAV, got {wav.getframerate()} Hz, "
                 f"{wav.getnchannels()} channel(s), {8 * wav.getsampwidth()}-bit; convert with "
                 "`sox in.wav -r 16000 -c 1 -b 16 out.wav`"
@@ -101,7 +127,7 @@ def audio_pcm(audio: Any) -> tuple[bytes, float]:
     if isinstance(audio, dict) and "array" in audio:
         rate = audio.get("sampling_rate", 16000)
         if rate != 16000:
-            raise ValueError(f"audio at {rate} Hz: resample it to 16 kHz (datasets: cast_column)")
+            raise ConfigError(f"audio at {rate} Hz: resample it to 16 kHz (datasets: cast_column)")
         import numpy as np
 
         # Decoders (soundfile, lhotse, datasets) read 16-bit PCM as n / 32768: its inverse
@@ -114,8 +140,11 @@ def audio_pcm(audio: Any) -> tuple[bytes, float]:
 
 def _wav_problem(path: Path) -> str | None:
     """Return what keeps ``path`` from being decoded (missing, another format), or None."""
-    if not path.is_file():
+    if not path.exists():
         return f"no such file: {path}"
+    if not path.is_file():
+        # Known from its metadata: a FIFO is never opened (reading it would hang).
+        return f"{path} is not a regular file (a FIFO or a device, say); give a WAV file"
     try:
         with wave.open(str(path)) as wav:
             rate, channels, width = wav.getframerate(), wav.getnchannels(), wav.getsampwidth()
@@ -170,16 +199,16 @@ def _kaldi_lines(path: Path, fields: int) -> list[tuple[int, list[str]]]:
     """Return ``(line number, fields)`` of a Kaldi table: a key, then up to ``fields - 1`` more."""
     rows = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in _text_lines(path):
         if not line.strip():
             continue
         parts = line.split(maxsplit=fields - 1)
         if fields > 1 and len(parts) < fields and path.name != "text":
-            raise ValueError(
+            raise ConfigError(
                 f"{path}, line {number}: expected {fields} fields, got {len(parts)}: {line!r}"
             )
         if parts[0] in seen:
-            raise ValueError(
+            raise ConfigError(
                 f"{path}, line {number}: {parts[0]} appears again (first on line "
                 f"{seen[parts[0]]}); each key once"
             )
@@ -223,7 +252,7 @@ def read_kaldi_dir(folder: str | Path) -> list[dict[str, Any]]:
     scp = root / "wav.scp"
     for number, (rec, where) in _kaldi_lines(scp, 2):
         if where.rstrip().endswith("|") or where.lstrip().startswith("|"):
-            raise ValueError(
+            raise ConfigError(
                 f"{scp}, line {number}: recording {rec} is a command ({where.strip()!r}); Kit "
                 "does not run commands a data directory holds: write the audio to WAV files "
                 "first and list their paths"
@@ -237,17 +266,17 @@ def read_kaldi_dir(folder: str | Path) -> list[dict[str, Any]]:
             try:
                 begin, finish = float(start), float(end)
             except ValueError:
-                raise ValueError(
+                raise ConfigError(
                     f"{root / 'segments'}, line {number}: utterance {utt}: start and end must "
                     f"be seconds, got {start!r} and {end!r}"
                 ) from None
             if rec not in recordings:
-                raise ValueError(
+                raise ConfigError(
                     f"{root / 'segments'}, line {number}: utterance {utt} is in recording "
                     f"{rec}, which wav.scp does not list"
                 )
             if not 0 <= begin < finish:
-                raise ValueError(
+                raise ConfigError(
                     f"{root / 'segments'}, line {number}: utterance {utt} runs from {begin} "
                     f"to {finish} s; it must start at 0 or later and end after it starts"
                 )
@@ -261,14 +290,14 @@ def read_kaldi_dir(folder: str | Path) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"id": utt, "text": words[0].strip() if words else ""}
         if segments:
             if utt not in segments:
-                raise ValueError(
+                raise ConfigError(
                     f"{root / 'text'}, line {number}: utterance {utt} has no line in segments"
                 )
             rec, entry["start"], entry["end"] = segments[utt]
         elif utt in recordings:
             rec = utt
         else:
-            raise ValueError(
+            raise ConfigError(
                 f"{root / 'text'}, line {number}: utterance {utt} has no audio: wav.scp has no "
                 "recording of that id (and there is no segments file)"
             )
@@ -276,7 +305,7 @@ def read_kaldi_dir(folder: str | Path) -> list[dict[str, Any]]:
         if rec not in checked:
             problem = _wav_problem(path)
             if problem is not None:
-                raise ValueError(f"{scp}, line {scp_line}: recording {rec}: {problem}")
+                raise ConfigError(f"{scp}, line {scp_line}: recording {rec}: {problem}")
             checked[rec] = None
         entry["audio"] = str(path)
         if utt in speakers:
@@ -285,11 +314,66 @@ def read_kaldi_dir(folder: str | Path) -> list[dict[str, Any]]:
     return entries
 
 
+#: The audio sources Lhotse may read for Kit: a local file, or bytes in the manifest.
+_READABLE_SOURCES = ("file", "memory")
+
+
+def _source_problem(stored: Any) -> str | None:
+    """Return why a cut (as its manifest stores it) cannot be read as data, or None.
+
+    Every audio source anywhere in it counts (a mixed cut's tracks, a
+    transform's impulse response, a custom field's recording): Lhotse would
+    run a ``command`` source, or a ``url`` one starting ``pipe:``, as a shell
+    command, and fetch any other URL. A data file is data: only local
+    regular files and bytes stored in the manifest are read.
+
+    Examples
+    --------
+    >>> _source_problem({"recording": {"sources": [{"type": "url", "source": "pipe:rm x"}]}})
+    "its audio is a url source ('pipe:rm x'); Kit reads a manifest's audio from local files ..."
+    >>> _source_problem({"recording": {"sources": [{"type": "file", "source": "/dev/null"}]}})
+    'its audio /dev/null is not a regular file (a FIFO or a device, say); Kit reads audio ...'
+    """
+    if isinstance(stored, Mapping):
+        for source in stored.get("sources") or []:
+            kind = source.get("type") if isinstance(source, Mapping) else None
+            where = source.get("source") if isinstance(source, Mapping) else source
+            if kind not in _READABLE_SOURCES:
+                return (
+                    f"its audio is a {kind} source ({where!r:.80}); Kit reads a manifest's "
+                    "audio from local files only, never running or fetching what a data file "
+                    "names: write the audio to files first and list their paths"
+                )
+            if kind == "file":
+                path = Path(str(where))
+                if not path.exists():
+                    return f"its audio is missing: no such file {where}"
+                if not path.is_file():
+                    # Checked from its metadata: a FIFO is never opened (it would hang).
+                    return (
+                        f"its audio {where} is not a regular file (a FIFO or a device, say); "
+                        "Kit reads audio from regular files only"
+                    )
+        children: Any = [value for key, value in stored.items() if key != "sources"]
+    elif isinstance(stored, (list, tuple)):
+        children = stored
+    else:
+        return None
+    for child in children:
+        problem = _source_problem(child)
+        if problem is not None:
+            return problem
+    return None
+
+
 class LhotseCuts(Sequence[dict[str, Any]]):
     """The cuts of a Lhotse CutSet manifest as entries; a cut's audio is loaded when asked for.
 
     Every cut is checked when the manifest is read: one channel at 16 kHz,
-    audio files that exist, a supervision to score against.
+    a supervision to score against, and audio read from local files that
+    exist (or bytes the manifest holds): a URL, a ``pipe:`` or a command is
+    refused, wherever in the cut it is (a mixed cut's tracks too), since
+    Lhotse would fetch or run it.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -305,22 +389,18 @@ class LhotseCuts(Sequence[dict[str, Any]]):
         for position, cut in enumerate(self.cuts):
             where = f"{manifest}, cut {position} ({cut.id})"
             if cut.sampling_rate != RATE or cut.num_channels != 1:
-                raise ValueError(
+                raise ConfigError(
                     f"{where}: {cut.sampling_rate} Hz, {cut.num_channels} channel(s); the "
                     "recognizers take 16 kHz mono: write the cuts with "
                     "`cuts.resample(16000).to_file(...)` (and one channel)"
                 )
             if not cut.supervisions:
-                raise ValueError(f"{where}: no supervision, so no text to score against")
-            recording = getattr(cut, "recording", None)
-            for source in getattr(recording, "sources", []):
-                if source.type == "file" and not Path(source.source).is_file():
-                    raise ValueError(f"{where}: its audio is missing: no such file {source.source}")
-                if source.type == "command":
-                    raise ValueError(
-                        f"{where}: its audio is a command ({source.source!r}); Kit does not run "
-                        "commands a manifest holds: write the audio to files first"
-                    )
+                raise ConfigError(f"{where}: no supervision, so no text to score against")
+            problem = _source_problem(cut.to_dict())
+            if problem is not None:
+                raise ConfigError(
+                    f"{where}: {problem}", full_key="data.lhotse", source=str(manifest)
+                )
 
     def __len__(self) -> int:
         return len(self.cuts)
@@ -379,7 +459,7 @@ def _source(data: Mapping[str, Any], where: str) -> Any:
     """Return the utterances of the one source (kaldi, lhotse, hf, manifest) ``data`` gives."""
     given = [name for name in ("kaldi", "lhotse", "hf") if data.get(name)]
     if len(given) > 1:
-        raise ValueError(f"{where}: give one of {' or '.join(given)}, not several")
+        raise ConfigError(f"{where}: give one of {' or '.join(given)}, not several")
     if given == ["kaldi"]:
         return read_kaldi_dir(data["kaldi"])
     if given == ["lhotse"]:
@@ -395,7 +475,7 @@ def _source(data: Mapping[str, Any], where: str) -> Any:
         loaded = datasets.load_from_disk(hf["path"])
         return loaded[hf["split"]] if hf.get("split") else loaded
     if not data.get("manifest"):
-        raise ValueError(f"{where}: give kaldi, lhotse, hf or manifest")
+        raise ConfigError(f"{where}: give kaldi, lhotse, hf or manifest")
     return read_manifest(data["manifest"])
 
 
@@ -407,12 +487,12 @@ def load_dataset_entries(data: Mapping[str, Any]) -> Any:
     >>> load_dataset_entries({"sets": {}})
     Traceback (most recent call last):
     ...
-    ValueError: data.sets is empty: give {NAME: {kaldi: DIR}} (or manifest, hf) per test set
+    kit.ConfigError: data.sets is empty: give {NAME: {kaldi: DIR}} (or manifest, hf) per test set
     """
     sets = data.get("sets")
     if sets is not None:
         if not isinstance(sets, Mapping) or not sets:
-            raise ValueError(
+            raise ConfigError(
                 "data.sets is empty: give {NAME: {kaldi: DIR}} (or manifest, hf) per test set"
             )
         return Sets({str(name): _source(each, f"data.sets.{name}") for name, each in sets.items()})

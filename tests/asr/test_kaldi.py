@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import wave
 from pathlib import Path
@@ -137,6 +138,19 @@ def test_bad_kaldi_data_is_refused_naming_the_file_the_line_and_the_utterance(
     assert refused("seg", wav_scp=f"r1 {clip}\n", segments="u1 r9 0 0.1\n", text="u1 hi\n") == (
         f"{d / 'seg' / 'segments'}, line 1: utterance u1 is in recording r9, which wav.scp "
         "does not list"
+    )
+    fifo = tmp_path / "fifo.wav"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer for ever
+    assert refused("fifo", wav_scp=f"r1 {fifo}\n", text="r1 hi\n") == (
+        f"{d / 'fifo' / 'wav.scp'}, line 1: recording r1: {fifo} is not a regular file (a FIFO "
+        "or a device, say); give a WAV file"
+    )
+    latin = write(tmp_path / "latin", wav_scp=f"r1 {clip}\n")
+    (latin / "text").write_bytes("r1 café\n".encode("latin-1"))
+    with pytest.raises(kit.ConfigError) as info:
+        read_kaldi_dir(latin)
+    assert str(info.value) == (
+        f"{latin / 'text'}, line 1: not UTF-8 (byte 0xe9 at column 7); save it as UTF-8"
     )
     assert refused("notext", wav_scp=f"r1 {clip}\n").startswith(
         f"data.kaldi: {d / 'notext'} has no text; a Kaldi data directory needs wav.scp"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+import kit
 from kit.asr.data import LhotseCuts, read_manifest
+from kit.cli import EXIT_USAGE, main
+from kit.examples.asr import CONFIG_PATH
 from tests.asr.test_kaldi import PICKS, decode
 from tests.speech import write_wav
 
@@ -70,3 +74,69 @@ def test_a_cut_the_recognizers_cannot_take_is_refused_naming_it(tmp_path: Path) 
         LhotseCuts(manifest)  # the rate is in the manifest: checked before the file
     with pytest.raises(FileNotFoundError, match=r"data.lhotse: no such file: "):
         LhotseCuts(tmp_path / "nope.jsonl.gz")
+
+
+def pipe_recording(marker: Path, audio: Path, kind: str = "url") -> lhotse.Recording:
+    """A recording lhotse reads by running a shell command that leaves ``marker`` behind."""
+    command = f"touch {marker}; cat {audio}"
+    source = f"pipe:{command}" if kind == "url" else command
+    return lhotse.Recording(
+        id="piped",
+        sources=[lhotse.AudioSource(type=kind, channels=[0], source=source)],
+        sampling_rate=16000,
+        num_samples=1600,
+        duration=0.1,
+    )
+
+
+def mono(cut_id: str, recording: lhotse.Recording) -> lhotse.MonoCut:
+    supervision = lhotse.SupervisionSegment(
+        id=cut_id, recording_id=recording.id, start=0.0, duration=0.1, text="hello"
+    )
+    return lhotse.MonoCut(
+        id=cut_id,
+        start=0.0,
+        duration=0.1,
+        channel=0,
+        recording=recording,
+        supervisions=[supervision],
+    )
+
+
+@pytest.mark.parametrize("kind", ["url", "command", "mixed"])
+def test_a_cut_whose_audio_runs_a_command_is_refused_and_the_command_never_runs(
+    kind: str, tmp_path: Path
+) -> None:
+    marker, clip = tmp_path / "ran", write_wav(tmp_path / "clip.wav")
+    plain = mono("plain", lhotse.Recording.from_file(clip, recording_id="plain"))
+    piped = mono("piped", pipe_recording(marker, clip, "command" if kind == "command" else "url"))
+    # A mixed cut reads every track's recording: the command hides in its second track.
+    cut = plain.mix(piped) if kind == "mixed" else piped
+    manifest = tmp_path / "cuts.jsonl.gz"
+    lhotse.CutSet.from_cuts([plain.with_id("first"), cut.with_id("second")]).to_file(manifest)
+    with pytest.raises(kit.ConfigError) as info:
+        LhotseCuts(manifest)
+    assert str(info.value).startswith(f"{manifest}, cut 1 (second): its audio is a ")
+    assert str(info.value).endswith(
+        "; Kit reads a manifest's audio from local files only, never running or fetching what "
+        "a data file names: write the audio to files first and list their paths"
+    )
+    code = main(["run", str(CONFIG_PATH), f"data.lhotse={manifest}", "parallel.env=inline"])
+    assert code == EXIT_USAGE
+    assert not marker.exists()
+
+
+def test_a_cut_reading_a_fifo_is_refused_without_opening_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.wav"
+    os.mkfifo(fifo)  # reading it would wait for a writer for ever
+    recording = lhotse.Recording(
+        id="fifo",
+        sources=[lhotse.AudioSource(type="file", channels=[0], source=str(fifo))],
+        sampling_rate=16000,
+        num_samples=1600,
+        duration=0.1,
+    )
+    manifest = tmp_path / "cuts.jsonl.gz"
+    lhotse.CutSet.from_cuts([mono("f", recording)]).to_file(manifest)
+    with pytest.raises(kit.ConfigError, match=r"fifo\.wav is not a regular file"):
+        LhotseCuts(manifest)
