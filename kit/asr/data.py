@@ -100,6 +100,11 @@ def read_manifest(path: str | Path) -> list[dict[str, Any]]:
 
 def read_wav(path: str) -> tuple[bytes, float]:
     """Return the 16-bit PCM frames of a 16 kHz mono WAV file and its duration in seconds."""
+    if Path(path).exists() and not Path(path).is_file():
+        # A FIFO would be opened and waited on for ever: refused from its metadata.
+        raise ConfigError(
+            f"{path} is not a regular file (a FIFO or a device, say); give a WAV file"
+        )
     with wave.open(path) as wav:
         if wav.getframerate() != 16000 or wav.getnchannels() != 1 or wav.getsampwidth() != 2:
             raise ConfigError(

@@ -173,3 +173,21 @@ def test_named_test_sets_run_as_one_and_score_per_set(
     assert set(metrics["by_set"]) == {"clean", "other"}
     assert sum(row["words"] for row in metrics["by_set"].values()) == metrics["overall"]["words"]
     assert metrics["overall"]["words"] == result.summary["words"]
+
+
+def test_a_manifest_naming_a_fifo_fails_that_item_without_waiting_on_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.wav"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer for ever
+    write_wav(tmp_path / "ok.wav")
+    manifest = tmp_path / "test.jsonl"
+    manifest.write_text(
+        json.dumps({"id": "ok", "audio": "ok.wav", "text": "hi"})
+        + "\n"
+        + json.dumps({"id": "fifo", "audio": "fifo.wav", "text": "hi"})
+        + "\n"
+    )
+    cfg = kit.load_config(CONFIG_PATH, [f"data.manifest={manifest}", "decoder.engine=pocketsphinx"])
+    result = DecodeRunner(DecodeProvider(cfg), output_dir=tmp_path / "out").run(2)
+    assert result.records[0] is not None
+    assert [error.index for error in result.errors] == [1]
+    assert "fifo.wav is not a regular file" in str(result.errors[0])
