@@ -39,6 +39,7 @@ EXIT_NO_TRIALS = 4
 EXIT_GATE = 5
 EXIT_CHECK = 6
 EXIT_REFUSED = 7
+EXIT_NOTHING = 8
 #: What each exit code means, as ``kit --help`` (and the manual's CLI page) lists them.
 EXIT_CODES = {
     EXIT_OK: "success (for a run: every item ran; for a sweep: every trial completed with "
@@ -54,6 +55,9 @@ EXIT_CODES = {
     "ways it ran them, or items of the set cannot run)",
     EXIT_REFUSED: "refused on a shared cluster (`kit cluster cancel` of another's run without "
     "the teacher's token; `kit cluster claim` of a class someone else claimed)",
+    EXIT_NOTHING: "nothing to judge or send: a gate on a run with no scored utterance (every "
+    "item failed, or no reference has a word), or `kit export-tracking` that did not send "
+    "every run it was asked to",
 }
 
 
@@ -223,13 +227,17 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _gate_summary(summary: dict[str, Any], gates: dict[str, float]) -> int:
-    """Print each gate's verdict on the run's summary; return EXIT_GATE if one failed."""
+    """Print each gate's verdict on the run's summary; return EXIT_GATE if one failed.
+
+    A gate with nothing to judge (no scored utterance) fails with EXIT_NOTHING.
+    """
     code = EXIT_OK
     for metric, limit in gates.items():
         value = summary.get(metric)
-        if not isinstance(value, (int, float)):
-            _say(f"gate max-{metric} {limit:.2%}: the run's summary has no {metric}, FAILED")
-            code = EXIT_GATE
+        counted = summary.get("words" if metric == "wer" else "chars")
+        if not isinstance(value, (int, float)) or counted == 0:
+            _say(f"gate max-{metric} {limit:.2%}: nothing scored (no {metric} to judge), FAILED")
+            code = EXIT_NOTHING
         elif value > limit:
             _say(f"gate max-{metric} {limit:.2%}: {value:.2%}, FAILED")
             code = EXIT_GATE
@@ -592,8 +600,10 @@ def _score(args: argparse.Namespace) -> int:
             _say(scores.alignments(args.align))
         for name, check in scores.gate.items():
             verdict = "passed" if check["passed"] else "FAILED"
-            value = "none" if check["value"] is None else f"{check['value']:.2%}"
+            value = "nothing scored" if check["value"] is None else f"{check['value']:.2%}"
             _say(f"gate {name.replace('_', '-')} {check['limit']:.2%}: {value}, {verdict}")
+    if any(check["value"] is None for scores in every for check in scores.gate.values()):
+        return EXIT_NOTHING
     return EXIT_OK if all(scores.passed for scores in every) else EXIT_GATE
 
 
@@ -649,9 +659,17 @@ def _export_tracking(args: argparse.Namespace) -> int:
     tracking = Tracking.of(section) if args.mlflow or args.tensorboard else None
     folder = Path(args.output_dir)
     where = tracking_of(folder, tracking)
-    for line in send_folder(folder, where):
-        _say(f"sent {line}")
+    sent = send_folder(folder, where)
+    for line, ok in sent:
+        _say(f"sent {line}" if ok else line)
+    if not sent:
+        _say(f"kit: {folder} holds no run that started: nothing was sent", file=sys.stderr)
+        return EXIT_NOTHING
     _say_viewers(where, folder, sweep=SweepDir(folder).holds_sweep())
+    unsent = sum(not ok for _, ok in sent)
+    if unsent:
+        _say(f"kit: {unsent} of {len(sent)} run(s) not sent", file=sys.stderr)
+        return EXIT_NOTHING
     return EXIT_OK
 
 

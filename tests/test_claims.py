@@ -19,6 +19,14 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "a run that scored nothing passes no gate": [
+        "tests/asr/test_rescore.py::"
+        "test_a_gate_on_a_run_that_scored_nothing_fails_with_its_own_code",
+    ],
+    "exits with code 8 when a run did not reach its": [
+        "tests/tracking/test_mlflow.py::"
+        "test_a_server_that_is_down_is_said_at_once_naming_it_and_no_trial_waits_for_it",
+    ],
     "Every field of every record is compared: text exactly": [
         "kit/check/_differences.py",
         "tests/check/test_parity.py::test_an_interpolation_resolved_otherwise_is_named_config",

@@ -291,7 +291,9 @@ def score_run(
     ]
     scores.worst_aligned = [alignment for _, (_, _, alignment) in ranked[: len(scores.worst)]]
     for metric, limit in (gates or {}).items():
-        value = scores.overall.get(metric)
+        # No reference word (or character) scored: no rate to judge, never a pass.
+        counted = scores.overall.get("words" if metric == "wer" else "chars")
+        value = scores.overall.get(metric) if counted else None
         scores.gate[f"max_{metric}"] = {
             "limit": limit,
             "value": value,

@@ -47,8 +47,11 @@ def stored_config(folder: Path) -> DictConfig | None:
     return load_config(path)
 
 
-def send_run(folder: Path, exporters: list[Exporter]) -> str:
-    """Hand a finished run's last session to ``exporters``; return what was sent, in a line.
+def send_run(folder: Path, exporters: list[Exporter]) -> tuple[str, bool]:
+    """Hand a finished run's last session to ``exporters``; return a line, and whether all took it.
+
+    A tracker that fails says why in a :class:`~kit.errors.TrackingWarning`;
+    the line then says the run was not sent.
 
     Raises
     ------
@@ -66,7 +69,12 @@ def send_run(folder: Path, exporters: list[Exporter]) -> str:
     for event in session:
         group(event)
     end = session[-1]
-    return f"{folder}: {end.status}, {end.done} items ({end.failed} failed)"
+    failed = [exporter.tracker for exporter in exporters if not exporter.sent]
+    if not exporters:  # a sweep's tracker left out one found down: said in its warning
+        failed = ["its tracker"]
+    if failed:
+        return f"{folder}: not sent to {' and '.join(failed)} (the warning says why)", False
+    return f"{folder}: {end.status}, {end.done} items ({end.failed} failed)", True
 
 
 def tracking_of(folder: Path, given: Tracking | None) -> Tracking:
@@ -97,8 +105,11 @@ def _first_trial(folder: Path) -> Path | None:
     return None
 
 
-def send_folder(folder: Path, tracking: Tracking | None = None) -> list[str]:
-    """Send the finished run or sweep in ``folder`` to its trackers; return a line per run sent.
+def send_folder(folder: Path, tracking: Tracking | None = None) -> list[tuple[str, bool]]:
+    """Send the finished run or sweep in ``folder`` to its trackers; return a line per run.
+
+    Each line comes with whether the run reached every tracker: a run that
+    did not (its tracker failed, or it never ended) says why in its line.
 
     ``tracking`` (default: the ``tracking`` section of the config stored
     with the run, or with a sweep's first trial) says where. A run goes on in
@@ -118,8 +129,10 @@ def send_folder(folder: Path, tracking: Tracking | None = None) -> list[str]:
     >>> runs = pathlib.Path(tempfile.mkdtemp())
     >>> _ = kit.sweep(kit._sweeps.sweep.EXAMPLE, ["items.stop=2,3"], output_dir=runs / "s")
     >>> store = f"sqlite:///{runs}/mlflow.db"
-    >>> send_folder(runs / "s", Tracking(mlflow=store))
-    ['.../s/trial-000: completed, 2 items (0 failed)', '.../s/trial-001: completed, 3 items ...']
+    >>> for line, sent in send_folder(runs / "s", Tracking(mlflow=store)):
+    ...     print(line, sent)
+    /.../s/trial-000: completed, 2 items (0 failed) True
+    /.../s/trial-001: completed, 3 items (0 failed) True
     """
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is no folder; check the path")
@@ -131,7 +144,7 @@ def send_folder(folder: Path, tracking: Tracking | None = None) -> list[str]:
     return _send_sweep(folder, where)
 
 
-def _send_sweep(folder: Path, tracking: Tracking) -> list[str]:
+def _send_sweep(folder: Path, tracking: Tracking) -> list[tuple[str, bool]]:
     from kit.detached._sweep import DetachedSweep
     from kit.tracking._sweep import SweepTracker
 
@@ -139,15 +152,19 @@ def _send_sweep(folder: Path, tracking: Tracking) -> list[str]:
     record = sweep.record()
     tracker = SweepTracker(tracking, folder, list(record.get("overrides", [])))
     tracker.start()
-    sent = []
+    sent: list[tuple[str, bool]] = []
     for trial in sweep.trials:
         if not RunDir(trial.output_dir).holds_run() or trial.output_dir.is_symlink():
             continue  # never started: nothing to send
         config = stored_config(trial.output_dir)
         try:
-            sent.append(send_run(trial.output_dir, tracker.exporters(trial, config)))
+            line, ok = send_run(trial.output_dir, tracker.exporters(trial, config))
+            if ok and tracker.uri is not None and tracker.parent_id() is None:
+                # The sweep's MLflow run could not be made: its trials went elsewhere only.
+                line, ok = f"{trial.output_dir}: not sent to MLflow (the warning says why)", False
+            sent.append((line, ok))
         except KitError as exc:
-            sent.append(f"{trial.output_dir}: not sent ({exc})")
+            sent.append((f"{trial.output_dir}: not sent ({exc})", False))
     search = record.get("search") or {}
     metric = search.get("metric") or record.get("metric")
     direction = search.get("direction") or record.get("direction") or "minimize"

@@ -207,6 +207,8 @@ class Exporter:
         self._queue: queue.SimpleQueue[Event] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._failed = False
+        #: Whether the run's end reached the tracker (set on the exporter's thread).
+        self.sent = False
         self._dirty = False
         self._folder_complete = threading.Event()
         #: CPU seconds the exporter's thread used, and seconds the run's end waited for it.
@@ -298,6 +300,7 @@ class Exporter:
             self.close(event, self.totals.running())
             self._folder_complete.wait(FINISH_WAIT)
             self.upload(event)
+            self.sent = True
 
     def fail(self, exc: BaseException) -> None:
         """Warn once that the tracker failed, and write nothing more to it."""

@@ -11,8 +11,9 @@ import pytest
 
 import kit
 from kit.asr import DecodeProvider, DecodeRunner
-from kit.cli import EXIT_GATE, EXIT_USAGE, main
+from kit.cli import EXIT_GATE, EXIT_NOTHING, EXIT_USAGE, main
 from kit.examples.asr import CONFIG_PATH
+from tests.speech import write_wav
 
 pytest.importorskip("pocketsphinx")
 
@@ -209,4 +210,36 @@ def test_kit_score_and_kit_export_take_a_sweeps_folder_trial_by_trial_and_skip_p
         "trial-001",
         "trial-001/hyp.scp",
         "trial-001/ref.scp",
+    ]
+
+
+def test_a_gate_on_a_run_that_scored_nothing_fails_with_its_own_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_wav(tmp_path / "silence.wav")
+    lines = [
+        {"id": "gone", "audio": "missing.wav", "text": "hello there"},
+        {"id": "quiet", "audio": "silence.wav", "text": ""},  # no word to score
+    ]
+    manifest = tmp_path / "test.jsonl"
+    manifest.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    common = ["run", str(CONFIG_PATH), f"data.manifest={manifest}", "decoder.engine=pocketsphinx"]
+    common += ["parallel.env=inline"]
+    failed, empty = tmp_path / "failed", tmp_path / "empty"
+    # Every item failed: that comes first, as in any run that lost items.
+    assert main([*common, "items.stop=1", f"output_dir={failed}", "--max-wer", "1%"]) == 1
+    assert main(["score", str(failed), "--max-wer", "1%"]) == EXIT_NOTHING
+    printed = capsys.readouterr().out.splitlines()
+    assert "1 item(s) have no hypothesis (failed or not run): not scored" in printed
+    assert printed[-1] == "gate max-wer 1.00%: nothing scored, FAILED"
+    # The one item ran, but its reference has no word: no rate to judge either.
+    only = ["items.start=1", "items.stop=2", f"output_dir={empty}", "--max-wer", "1%"]
+    assert main([*common, *only]) == EXIT_NOTHING
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "gate max-wer 1.00%: nothing scored (no wer to judge), FAILED"
+    )
+    assert main(["score", str(empty), "--max-wer", "1%", "--max-cer", "1%"]) == EXIT_NOTHING
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        "gate max-wer 1.00%: nothing scored, FAILED",
+        "gate max-cer 1.00%: nothing scored, FAILED",
     ]

@@ -177,7 +177,7 @@ def test_a_sweep_is_a_parent_run_with_a_nested_run_per_trial_also_through_a_serv
 
 
 def test_a_server_that_is_down_is_said_at_once_naming_it_and_no_trial_waits_for_it(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tests.servers import free_port
 
@@ -196,7 +196,7 @@ def test_a_server_that_is_down_is_said_at_once_naming_it_and_no_trial_waits_for_
 
     # The trackers were down; the folder has it all: sent again, as it happened.
     store = f"sqlite:///{tmp_path}/runs/mlflow.db"
-    from kit.cli import main
+    from kit.cli import EXIT_NOTHING, main
 
     assert main(["export-tracking", str(folder), "--mlflow", store]) == 0
     client = client_of(tmp_path)
@@ -225,6 +225,14 @@ def test_a_server_that_is_down_is_said_at_once_naming_it_and_no_trial_waits_for_
     experiment = client.get_experiment_by_name("kit")
     assert experiment is not None
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+
+    # Sent where nothing answers: no run reached it, and the exit code says so.
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert main(["export-tracking", str(folder), "--mlflow", down]) == EXIT_NOTHING
+    out, err = capsys.readouterr()
+    assert out.count(" (the warning says why)\n") == 3
+    assert err.endswith("kit: 3 of 3 run(s) not sent\n")
 
 
 @pytest.mark.filterwarnings("ignore::kit.tracking.TrackingWarning")
