@@ -12,7 +12,7 @@ TORCH ?= torch==2.13.0
 
 .PHONY: demo quickstart lab check test test-dist system-deps lint typecheck unit docs notebook-outputs screenshots bench dist clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py kit/asr/_align.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet '$(TORCH)'
@@ -113,8 +113,12 @@ screenshots: $(STAMP)
 # System packages (SLURM, munge, openssl) via apt, and a single-node SLURM (as root).
 # The hub test's proxy, configurable-http-proxy, from the npm registry into the venv.
 HUB_PROXY := $(VENV)/node/node_modules/.bin/configurable-http-proxy
+# A machine that got gcc only from system-deps.sh builds the compiled alignment
+# (kit/asr/_align.c) then.
 system-deps: $(STAMP)
 	bash .ci/system-deps.sh
+	ls kit/asr/_align.*.so >/dev/null 2>&1 || ! command -v gcc >/dev/null || \
+	  $(BIN)/python -m pip install --quiet --no-deps -e .
 	test -x $(HUB_PROXY) || ! command -v npm >/dev/null || \
 	  npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@5
 

@@ -13,6 +13,8 @@ if [ "$MODE" != demo ]; then
     PACKAGES+=(slurm-wlm munge openssl chromium fonts-dejavu-core)
     # sctk: NIST's sclite, which the decoding tests check Kit's error counts against.
     PACKAGES+=(sctk)
+    # gcc: builds kit/asr/_align.c, the compiled alignment the tests require in CI.
+    PACKAGES+=(gcc libc6-dev)
     # alsa-utils: eight spoken channel names (real speech) the decoding tests read where
     # the package installs them; nothing of them is copied into the repository.
     PACKAGES+=(alsa-utils)

@@ -14,9 +14,17 @@ Debian's ``sclite`` on thousands of pairs.
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
+
+_compiled: ModuleType | None
+try:
+    from kit.asr import _align as _compiled
+except ImportError:  # built without a C compiler: the same programme in Python
+    _compiled = None
 
 #: sclite's weights: what a substitution, an insertion and a deletion cost.
 SUB, INS, DEL = 4, 3, 3
@@ -116,24 +124,136 @@ class Alignment:
 def align(ref: Sequence[str], hyp: Sequence[str]) -> Alignment:
     """Align two token sequences (words, or characters) with sclite's weights and ties.
 
+    Characters may be given as strings. Memory grows with the longer
+    sequence, not with their product (a 4,000-word utterance's characters
+    take megabytes): see :func:`ops`.
+
     Examples
     --------
     >>> align(["a", "b"], ["b", "c"]).counts()  # sclite: a deletion and an insertion
     {'correct': 1, 'substitutions': 0, 'deletions': 1, 'insertions': 1}
     >>> align([], ["x"]).counts()["insertions"], align(["x"], []).counts()["deletions"]
     (1, 1)
+    >>> align("cat", "cut").counts()["substitutions"]
+    1
     """
-    n, m = len(ref), len(hyp)
-    # cost[i][j]: the cheapest alignment of ref[:i] with hyp[:j]; move[i][j]: its last
-    # step (0 diagonal, 1 deletion, 2 insertion). The loop is the hot path of scoring:
-    # plain locals, no indexing it can avoid.
-    cost = [[j * INS for j in range(m + 1)]]
-    move = [bytearray([2]) * (m + 1)]
-    for i, word in enumerate(ref, start=1):
-        above = cost[-1]
+    steps: list[tuple[str, str | None, str | None]] = []
+    i = j = 0
+    for op in ops(ref, hyp).decode("ascii"):
+        if op in "CS":
+            steps.append((op, ref[i], hyp[j]))
+            i, j = i + 1, j + 1
+        elif op == "D":
+            steps.append((op, ref[i], None))
+            i += 1
+        else:
+            steps.append((op, None, hyp[j]))
+            j += 1
+    return Alignment(tuple(steps))
+
+
+#: Cells (reference tokens times hypothesis tokens) whose moves are kept at once: a byte
+#: each. Larger problems are aligned in blocks of rows in the same memory (the same moves,
+#: about twice the arithmetic).
+BLOCK_CELLS = 1 << 24
+
+
+def ops(ref: Sequence[str], hyp: Sequence[str], block: int = BLOCK_CELLS) -> bytes:
+    """Return sclite's alignment of two token sequences as steps: C, S, D and I, one byte each.
+
+    The counts need only these (``ops(...).count(b"S")``); :func:`align`
+    pairs them with the tokens. Compiled (``kit/asr/_align.c``) where the
+    package was built with a C compiler, else the same programme in Python
+    (:func:`python_ops`); ``tests/asr/test_align.py`` checks they agree.
+
+    Examples
+    --------
+    >>> ops("the cat sat".split(), "the bat sat down".split())
+    b'CSCI'
+    >>> ops("kitten", "sitting")
+    b'SCCCSCI'
+    """
+    left, right = _token_ids(ref, hyp)
+    if _compiled is not None:
+        return bytes(_compiled.ops(left, right, block))
+    return python_ops(left, right, block)
+
+
+def _token_ids(ref: Sequence[str], hyp: Sequence[str]) -> tuple[bytes, bytes]:
+    """Return both sequences as buffers of 32-bit ids, equal ids for equal tokens."""
+    if isinstance(ref, str) and isinstance(hyp, str):
+        # A character's id is its code point: no table to build.
+        return ref.encode("utf-32-le"), hyp.encode("utf-32-le")
+    ids: dict[str, int] = {}
+    return (
+        array("i", [ids.setdefault(token, len(ids)) for token in ref]).tobytes(),
+        array("i", [ids.setdefault(token, len(ids)) for token in hyp]).tobytes(),
+    )
+
+
+def python_ops(ref: bytes, hyp: bytes, block: int = BLOCK_CELLS) -> bytes:
+    """:func:`ops` in Python, on two buffers of 32-bit token ids (what ``_align.c`` does).
+
+    The costs are kept a row at a time and the moves of at most ``block``
+    cells: a larger problem is done in blocks of rows, the first pass
+    keeping the cost row where each block starts, the way back recomputing
+    one block's moves at a time from there.
+
+    Examples
+    --------
+    >>> ids = lambda *tokens: array("i", tokens).tobytes()
+    >>> python_ops(ids(1, 2), ids(2, 3)), python_ops(ids(1, 2), ids(2, 3), block=1)
+    (b'DCI', b'DCI')
+    """
+    left, right = array("i"), array("i")
+    left.frombytes(ref)
+    right.frombytes(hyp)
+    n, m = len(left), len(right)
+    height = min(n, max(1, block // (m + 1)))
+    tops = list(range(0, n, height)) if n else []
+    cost = [j * INS for j in range(m + 1)]
+    marks = {0: list(cost)}
+    for top in tops[:-1]:
+        cost = _rows(left, right, top, top + height, cost, None)
+        marks[top + height] = list(cost)
+    steps = bytearray()
+    i, j = n, m
+    for top in reversed(tops):
+        moves: list[bytearray] = []
+        _rows(left, right, top, min(top + height, n), marks[top], moves)
+        while i > top:
+            step = moves[i - top - 1][j] if j else 1
+            if step == 0:
+                i, j = i - 1, j - 1
+                steps.append(67 if left[i] == right[j] else 83)  # C, S
+            elif step == 1:
+                i -= 1
+                steps.append(68)  # D
+            else:
+                j -= 1
+                steps.append(73)  # I
+    steps.extend(b"I" * j)
+    steps.reverse()
+    return bytes(steps)
+
+
+def _rows(
+    ref: array[int],
+    hyp: array[int],
+    top: int,
+    bottom: int,
+    above: list[int],
+    moves: list[bytearray] | None,
+) -> list[int]:
+    """Return the cost row ``bottom`` from row ``top``'s (``above``); append rows' moves."""
+    # The hot path of scoring without the compiled kernel: plain locals, no indexing it can
+    # avoid. move: 0 diagonal, 1 deletion, 2 insertion.
+    m = len(hyp)
+    for i in range(top + 1, bottom + 1):
+        word = ref[i - 1]
         left = i * DEL
-        row, moves = [left], bytearray(m + 1)
-        moves[0] = 1
+        row, taken = [left], bytearray(m + 1)
+        taken[0] = 1
         for j, heard in enumerate(hyp, start=1):
             diagonal = above[j - 1] if word == heard else above[j - 1] + SUB
             deleted, inserted = above[j] + DEL, left + INS
@@ -141,23 +261,11 @@ def align(ref: Sequence[str], hyp: Sequence[str]) -> Alignment:
             if diagonal <= deleted and diagonal <= inserted:
                 left = diagonal
             elif deleted < inserted:
-                left, moves[j] = deleted, 1
+                left, taken[j] = deleted, 1
             else:
-                left, moves[j] = inserted, 2
+                left, taken[j] = inserted, 2
             row.append(left)
-        cost.append(row)
-        move.append(moves)
-    steps: list[tuple[str, str | None, str | None]] = []
-    i, j = n, m
-    while i or j:
-        step = move[i][j]
-        if step == 0:
-            i, j = i - 1, j - 1
-            steps.append(("C" if ref[i] == hyp[j] else "S", ref[i], hyp[j]))
-        elif step == 1:
-            i -= 1
-            steps.append(("D", ref[i], None))
-        else:
-            j -= 1
-            steps.append(("I", None, hyp[j]))
-    return Alignment(tuple(reversed(steps)))
+        above = row
+        if moves is not None:
+            moves.append(taken)
+    return above

@@ -23,7 +23,7 @@ from functools import cache
 from typing import Any
 
 from kit._base.extras import install
-from kit.asr.align import Alignment, align
+from kit.asr.align import Alignment, align, ops
 
 _ERRORS = ("substitutions", "deletions", "insertions")
 
@@ -168,10 +168,11 @@ def scored(
         "words": len(ref_norm.split()),
     }
     if chars:
-        letters = align(list(ref_norm.replace(" ", "")), list(hyp_norm.replace(" ", "")))
-        counted = letters.counts()
+        # Only the counts of characters are kept: their steps, not an Alignment of them.
+        letters = ops(ref_norm.replace(" ", ""), hyp_norm.replace(" ", ""))
+        counted = dict(zip(_ERRORS, (letters.count(op) for op in (b"S", b"D", b"I")), strict=True))
         found.update({f"char_{key}": counted[key] for key in _ERRORS})
-        found["char_errors"] = sum(counted[key] for key in _ERRORS)
+        found["char_errors"] = sum(counted.values())
         found["chars"] = len(ref_norm.replace(" ", ""))
     return found, alignment
 

@@ -31,6 +31,8 @@ def test_the_wheel_holds_kit_and_its_data_and_no_other_top_level_name(venvs: Ven
     assert packages == {"kit"}  # no top-level `widgets` for a widgets.py to shadow
     for data in ("kit/py.typed", "kit/examples/quickstart.yaml", "kit/examples/asr/decode.yaml"):
         assert data in names, data
+    # sclite's alignment, compiled (the build machine has a C compiler).
+    assert [n for n in names if n.startswith("kit/asr/_align.") and n.endswith(".so")], names
     shipped = [name for name in names if name.endswith(".ipynb")]
     assert len(shipped) == len(list((ROOT / "notebooks").glob("*.ipynb"))), shipped
 
