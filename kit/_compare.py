@@ -48,6 +48,13 @@ class Comparison:
     items: int
     resamples: int
     minimize: bool
+    #: ``"bootstrap"`` (valid once, at the end) or ``"anytime"`` (valid at every look).
+    method: str = "bootstrap"
+
+    @property
+    def decided(self) -> bool:
+        """Whether the interval leaves out zero: one run is better (meaningful when ``anytime``)."""
+        return self.low > 0 or self.high < 0
 
     @property
     def interval(self) -> str:
@@ -66,6 +73,14 @@ class Comparison:
 
     def __str__(self) -> str:
         better = "lower" if self.minimize else "higher"
+        if self.method == "anytime":
+            verdict = "not decided"
+            if self.decided:
+                verdict = "b lower" if self.high < 0 else "b higher"
+            return (
+                f"{self.metric}: {self.a:.4g} -> {self.b:.4g}, difference {self.interval} "
+                f"({self.confidence:.0%} anytime-valid, {self.items} items); {verdict}"
+            )
         return (
             f"{self.metric}: {self.a:.4g} -> {self.b:.4g}, difference {self.interval} "
             f"({self.confidence:.0%} paired bootstrap, "
@@ -108,6 +123,9 @@ def compare(
     confidence: float = 0.95,
     seed: int = 0,
     warn_few: bool = True,
+    anytime: bool = False,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    population: int | None = None,
 ) -> Comparison:
     """Return how ``b`` differs from ``a`` on ``metric``, with a paired bootstrap interval.
 
@@ -135,6 +153,20 @@ def compare(
     (-0.075, True)
     >>> found.p_better
     1.0
+
+    With ``anytime=True`` the interval is a confidence sequence
+    (:class:`kit._anytime.ConfidenceSequence`): valid at every look while
+    items arrive, so a comparison may stop the moment it excludes zero. It
+    takes a per-item metric within ``bounds`` (default 0 to 1), paired items
+    in the order they ran (which must be a random order of the set, as
+    ``stop: decided`` sweeps run them), and with ``population`` (the set's
+    size) it narrows to the set's exact difference at its last item.
+
+    >>> found = compare(a, b, "wer", anytime=True, population=40)
+    >>> print(found)
+    wer: 0.25 -> 0.175, difference -0.075 [-0.075, -0.075] (95% anytime-valid, 40 items); b lower
+    >>> found.decided
+    True
     """
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
@@ -152,6 +184,8 @@ def compare(
             RuntimeWarning,
             stacklevel=2,
         )
+    if anytime:
+        return _anytime(left, right, metric, summarize, minimize, confidence, bounds, population)
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -198,6 +232,58 @@ def compare(
         items=len(left),
         resamples=resamples,
         minimize=minimize,
+    )
+
+
+def _anytime(
+    left: list[Any],
+    right: list[Any],
+    metric: str,
+    summarize: Summarize | None,
+    minimize: bool,
+    confidence: float,
+    bounds: tuple[float, float],
+    population: int | None,
+) -> Comparison:
+    """Compare over the paired items in the order they ran, with a confidence sequence."""
+    from kit._anytime import ConfidenceSequence
+
+    if summarize is not None:
+        raise ValueError(
+            "anytime=True compares a per-item metric (each record's metrics[metric]); a "
+            "corpus metric from summarize has no per-item terms to bet on: record the "
+            "metric per item, or compare with the bootstrap (anytime=False)"
+        )
+    low, high = bounds
+    x = [_item_metric(r, metric, "a", i) for i, r in enumerate(left)]
+    y = [_item_metric(r, metric, "b", i) for i, r in enumerate(right)]
+    for run, values in (("a", x), ("b", y)):
+        for position, value in enumerate(values):
+            if not low <= value <= high:
+                raise ValueError(
+                    f"run {run}'s record at paired position {position} has metrics"
+                    f"[{metric!r}] = {value}, outside bounds={bounds}: an anytime interval "
+                    "needs bounded per-item values; give the bounds they lie within"
+                )
+    sequence = ConfidenceSequence(
+        low - high, high - low, alpha=1 - confidence, population=population
+    )
+    sequence.update([b - a for a, b in zip(x, y, strict=True)])
+    lower, upper = sequence.interval
+    mean_a, mean_b = sum(x) / len(x), sum(y) / len(y)
+    return Comparison(
+        metric=metric,
+        a=mean_a,
+        b=mean_b,
+        difference=mean_b - mean_a,
+        low=lower,
+        high=upper,
+        confidence=confidence,
+        p_better=float("nan"),
+        items=len(x),
+        resamples=0,
+        minimize=minimize,
+        method="anytime",
     )
 
 

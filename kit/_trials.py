@@ -146,10 +146,13 @@ class SweepResult:
         *,
         statuses: dict[int, TrialState] | None = None,
         study: Any = None,
+        notes: dict[int, str] | None = None,
     ) -> None:
         self.trials = list(trials)
         self.results = list(results)
         self.errors = dict(errors)
+        #: Why a trial stopped early (pruned, or decided), as the rows' ``note`` says it.
+        self.notes = dict(notes or {})
         #: The trials' runner's ``summarize``, for comparing trials on a corpus metric.
         self.summarize = summarize
         #: Trials whose state is not their run's status alone: pruned (stopped by a
@@ -197,6 +200,8 @@ class SweepResult:
                 row["failed"] = result.stats.failed
                 row["wall_seconds"] = round(result.stats.wall_seconds, 3)
                 row["items_per_second"] = round(result.stats.items_per_second, 2)
+                if trial.number in self.notes:
+                    row["note"] = self.notes[trial.number]
             out.append(row)
         return out
 

@@ -269,6 +269,8 @@ def _sweep_request(args: argparse.Namespace) -> SweepRequest:
         search=args.search,
         trials=args.trials,
         prune=args.prune,
+        stop=args.stop,
+        margin=args.margin,
     )
     request.check()
     return request
@@ -698,6 +700,19 @@ def _sweep_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--trials", type=_positive, help="with --search: how many trials to run (1 or more)"
+    )
+    parser.add_argument(
+        "--stop",
+        choices=("decided",),
+        help="with --metric (per item, 0 to 1): stop each trial once its difference from the "
+        "first is decided by an interval valid at every look",
+    )
+    parser.add_argument(
+        "--margin",
+        type=_fraction,
+        default=0.0,
+        metavar="X",
+        help="with --stop decided: a difference below X is none worth running on for (default 0)",
     )
     parser.add_argument(
         "--prune",

@@ -19,6 +19,25 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "an interval on the mean per-item difference that holds at every look at once": [
+        "tests/test_anytime.py",
+    ],
+    "the chance that any trial of the sweep is ever decided wrongly is at most 5%": [
+        "tests/test_anytime.py::"
+        "test_a_thousand_null_sweeps_looked_at_after_every_chunk_decide_wrongly_rarely",
+    ],
+    "Every trial runs the set's items in one": [
+        "tests/test_sweep_decided.py::test_every_trial_runs_the_items_in_one_shared_random_order",
+    ],
+    "A trial in which an item failed is not decided": [
+        "kit/_sweeps/decided.py",
+    ],
+    "over 1,000 null sweeps of 5 trials": [
+        "tests/test_anytime.py::"
+        "test_a_thousand_null_sweeps_looked_at_after_every_chunk_decide_wrongly_rarely",
+        "tests/test_anytime.py::"
+        "test_a_difference_of_five_points_is_decided_within_a_third_of_five_hundred_items",
+    ],
     "a run that scored nothing passes no gate": [
         "tests/asr/test_rescore.py::"
         "test_a_gate_on_a_run_that_scored_nothing_fails_with_its_own_code",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import signal
 import sys
 import threading
@@ -739,3 +740,18 @@ class ConfigScored(Quadratic):
 
     def summarize(self, records: list[Any]) -> dict[str, Any]:
         return {"score": float(self.provider.config.x)}
+
+
+class Errs(Runner):
+    """A per-item error in [0, 1]: the item's own difficulty, less the run's ``gain``, plus noise.
+
+    Trials of one sweep share each item's difficulty (as systems share an
+    utterance's) and differ by ``gain``: a stop-when-decided sweep's workload.
+    """
+
+    @staticmethod
+    def forward(idx: int, model: Model, config: DictConfig) -> dict[str, Any]:
+        difficulty = random.Random(idx).betavariate(2, 5)
+        noise = random.Random(f"{idx}-{config.noise}").gauss(0, 0.15)
+        err = min(1.0, max(0.0, difficulty - float(config.gain) + noise))
+        return {"idx": idx, "metrics": {"err": err}}

@@ -81,6 +81,8 @@ class SweepState:
     errors: dict[int, BaseException] = field(default_factory=dict)
     #: A trial's status where it is not its run's (pruned, say).
     statuses: dict[int, TrialState] = field(default_factory=dict)
+    #: Why a trial was stopped early (pruned, or its comparison decided), as said.
+    notes: dict[int, str] = field(default_factory=dict)
 
 
 class SweepDriver:
@@ -264,6 +266,8 @@ class SweepDriver:
                     self.state.statuses[trial.number] = status
             if exc is not None and not isinstance(exc, TrialPruned):
                 self.state.errors[trial.number] = exc
+            if isinstance(exc, TrialPruned):
+                self.state.notes[trial.number] = str(exc)
         self._set(trial, status, exc)
         if self.on_trial is not None:
             try:

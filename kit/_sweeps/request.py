@@ -57,6 +57,8 @@ class SweepRequest:
     search: str | None = None
     trials: int | None = None
     prune: str | None = None
+    stop: str | None = None
+    margin: float = 0.0
 
     @property
     def searching(self) -> bool:
@@ -75,6 +77,11 @@ class SweepRequest:
         for flag, given in (("--trials", self.trials), ("--prune", self.prune)):
             if given is not None:
                 raise KitError(f"{flag} goes with --search optuna; a grid runs every trial")
+        if self.stop is not None and self.metric is None:
+            raise KitError(
+                "--stop decided compares each trial with the first on a per-item metric: "
+                "give --metric NAME (e.g. --metric wer)"
+            )
 
     def submit(self, on_trial: TrialCallback | None = None) -> SweepHandle:
         """Start the sweep in this process; return its :class:`~kit._sweeps.sweep.SweepHandle`."""
@@ -108,6 +115,8 @@ class SweepRequest:
             on_trial=on_trial,
             metric=self.metric,
             minimize=self.minimize,
+            stop=self.stop,
+            margin=self.margin,
         )
 
 
@@ -121,7 +130,8 @@ def trial_line(trial: Trial, result: RunResult | None, error: BaseException | No
     stats = result.stats
     summary = ", ".join(f"{k}={v}" for k, v in result.summary.items())
     status = PRUNED if isinstance(error, TrialPruned) else result.status
+    why = f" ({error})" if isinstance(error, TrialPruned) else ""
     return (
-        f"{trial.name} {where}: {status}, {stats.ok} ok, {stats.failed} failed"
+        f"{trial.name} {where}: {status}{why}, {stats.ok} ok, {stats.failed} failed"
         f" in {stats.wall_seconds:.1f} s" + (f"; {summary}" if summary else "")
     )

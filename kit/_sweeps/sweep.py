@@ -263,8 +263,15 @@ class SweepHandle:
             trials = list(self._plan.trials)
             results = [self._state.results.get(t.number) for t in trials]
             errors, statuses = dict(self._state.errors), dict(self._state.statuses)
+            notes = dict(self._state.notes)
         return SweepResult(
-            trials, results, errors, self.summarize, statuses=statuses, study=self.study
+            trials,
+            results,
+            errors,
+            self.summarize,
+            statuses=statuses,
+            study=self.study,
+            notes=notes,
         )
 
     def cancel(self, timeout: float = 0.0) -> None:
@@ -330,6 +337,10 @@ def submit_sweep(
     minimize: bool = True,
     build: BuildTrial | None = None,
     tracking: Tracking | Mapping[str, Any] | None = None,
+    stop: str | None = None,
+    margin: float = 0.0,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    seed: int = 0,
 ) -> SweepHandle:
     """Start a grid sweep of ``config`` over ``overrides`` in the background; return its handle.
 
@@ -351,6 +362,11 @@ def submit_sweep(
     ``tracking`` (default: the config's ``tracking`` section) exports the
     sweep as it goes: an MLflow parent run with a run nested per trial, and
     a TensorBoard HParams experiment (see :class:`kit.tracking.Tracking`).
+    ``stop="decided"`` runs every trial's items in one random order (drawn
+    from ``seed``) and stops each trial after the first once its difference
+    from the first on the per-item ``metric`` (within ``bounds``) is decided
+    beyond ``margin``, or within it, by an interval valid at every look
+    (:mod:`kit._sweeps.decided`); its completed items are kept.
 
     Raises
     ------
@@ -369,16 +385,27 @@ def submit_sweep(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    if stop not in (None, "decided"):
+        raise ValueError(f"stop={stop!r}: the one rule is 'decided' (or None: run every item)")
+    if stop is not None and metric is None:
+        raise ValueError("stop='decided' compares trials on a per-item metric: give metric=")
     prepared = prepare_grid(config, overrides, output_dir, build)
     assert prepared.plan is not None  # a grid's
     if metric is not None:
         prepared.record["metric"] = metric
         prepared.record["direction"] = "minimize" if minimize else "maximize"
+    plan, build_trial = prepared.plan, prepared.build
+    if stop is not None:
+        from kit._sweeps.decided import DecidedPlan, decided_build
+
+        assert metric is not None  # checked above
+        plan = DecidedPlan(plan, metric, bounds, margin)
+        build_trial = decided_build(build_trial, seed)
     prepared.folder.mkdir(parents=True, exist_ok=True)
     return SweepHandle(
         prepared.folder,
-        prepared.plan,
-        prepared.build,
+        plan,
+        build_trial,
         concurrency,
         prepared.record,
         on_trial,
