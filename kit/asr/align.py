@@ -22,7 +22,7 @@ from types import ModuleType
 
 _compiled: ModuleType | None
 try:
-    from kit.asr import _align as _compiled
+    import kit.asr._align as _compiled
 except ImportError:  # built without a C compiler: the same programme in Python
     _compiled = None
 

@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kit._base.errors import ConfigError
 from kit._base.extras import install
+from kit.config._errors import error
 
 #: The sources ``data`` (or each of ``data.sets``) may name; ``manifest`` is the default.
 SOURCES = ("kaldi", "lhotse", "hf", "manifest")
@@ -50,7 +50,7 @@ def _text_lines(path: Path) -> list[tuple[int, str]]:
         try:
             lines.append((number, raw.decode("utf-8")))
         except UnicodeDecodeError as exc:
-            raise ConfigError(
+            raise error(
                 f"{path}, line {number}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column "
                 f"{exc.start + 1}); save it as UTF-8"
             ) from None
@@ -85,10 +85,10 @@ def read_manifest(path: str | Path) -> list[dict[str, Any]]:
         try:
             entry = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"{manifest}, line {number}: not valid JSON ({exc.msg})") from None
+            raise error(f"{manifest}, line {number}: not valid JSON ({exc.msg})") from None
         missing = [key for key in ("id", "audio", "text") if key not in entry]
         if missing:
-            raise ConfigError(
+            raise error(
                 f"{manifest}, line {number}: missing {', '.join(missing)}; "
                 'each line needs {"id": ..., "audio": "path.wav", "text": ...}'
             )
@@ -102,12 +102,10 @@ def read_wav(path: str) -> tuple[bytes, float]:
     """Return the 16-bit PCM frames of a 16 kHz mono WAV file and its duration in seconds."""
     if Path(path).exists() and not Path(path).is_file():
         # A FIFO would be opened and waited on for ever: refused from its metadata.
-        raise ConfigError(
-            f"{path} is not a regular file (a FIFO or a device, say); give a WAV file"
-        )
+        raise error(f"{path} is not a regular file (a FIFO or a device, say); give a WAV file")
     with wave.open(path) as wav:
         if wav.getframerate() != 16000 or wav.getnchannels() != 1 or wav.getsampwidth() != 2:
-            raise ConfigError(
+            raise error(
                 f"{path}: need 16 kHz 16-bit mono WAV, got {wav.getframerate()} Hz, "
                 f"{wav.getnchannels()} channel(s), {8 * wav.getsampwidth()}-bit; convert with "
                 "`sox in.wav -r 16000 -c 1 -b 16 out.wav`"
@@ -132,7 +130,7 @@ def audio_pcm(audio: Any) -> tuple[bytes, float]:
     if isinstance(audio, dict) and "array" in audio:
         rate = audio.get("sampling_rate", 16000)
         if rate != 16000:
-            raise ConfigError(f"audio at {rate} Hz: resample it to 16 kHz (datasets: cast_column)")
+            raise error(f"audio at {rate} Hz: resample it to 16 kHz (datasets: cast_column)")
         import numpy as np
 
         # Decoders (soundfile, lhotse, datasets) read 16-bit PCM as n / 32768: its inverse
@@ -209,11 +207,11 @@ def _kaldi_lines(path: Path, fields: int) -> list[tuple[int, list[str]]]:
             continue
         parts = line.split(maxsplit=fields - 1)
         if fields > 1 and len(parts) < fields and path.name != "text":
-            raise ConfigError(
+            raise error(
                 f"{path}, line {number}: expected {fields} fields, got {len(parts)}: {line!r}"
             )
         if parts[0] in seen:
-            raise ConfigError(
+            raise error(
                 f"{path}, line {number}: {parts[0]} appears again (first on line "
                 f"{seen[parts[0]]}); each key once"
             )
@@ -257,7 +255,7 @@ def read_kaldi_dir(folder: str | Path) -> list[dict[str, Any]]:
     scp = root / "wav.scp"
     for number, (rec, where) in _kaldi_lines(scp, 2):
         if where.rstrip().endswith("|") or where.lstrip().startswith("|"):
-            raise ConfigError(
+            raise error(
                 f"{scp}, line {number}: recording {rec} is a command ({where.strip()!r}); Kit "
                 "does not run commands a data directory holds: write the audio to WAV files "
                 "first and list their paths"
@@ -271,17 +269,17 @@ def read_kaldi_dir(folder: str | Path) -> list[dict[str, Any]]:
             try:
                 begin, finish = float(start), float(end)
             except ValueError:
-                raise ConfigError(
+                raise error(
                     f"{root / 'segments'}, line {number}: utterance {utt}: start and end must "
                     f"be seconds, got {start!r} and {end!r}"
                 ) from None
             if rec not in recordings:
-                raise ConfigError(
+                raise error(
                     f"{root / 'segments'}, line {number}: utterance {utt} is in recording "
                     f"{rec}, which wav.scp does not list"
                 )
             if not 0 <= begin < finish:
-                raise ConfigError(
+                raise error(
                     f"{root / 'segments'}, line {number}: utterance {utt} runs from {begin} "
                     f"to {finish} s; it must start at 0 or later and end after it starts"
                 )
@@ -295,14 +293,14 @@ def read_kaldi_dir(folder: str | Path) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"id": utt, "text": words[0].strip() if words else ""}
         if segments:
             if utt not in segments:
-                raise ConfigError(
+                raise error(
                     f"{root / 'text'}, line {number}: utterance {utt} has no line in segments"
                 )
             rec, entry["start"], entry["end"] = segments[utt]
         elif utt in recordings:
             rec = utt
         else:
-            raise ConfigError(
+            raise error(
                 f"{root / 'text'}, line {number}: utterance {utt} has no audio: wav.scp has no "
                 "recording of that id (and there is no segments file)"
             )
@@ -310,7 +308,7 @@ def read_kaldi_dir(folder: str | Path) -> list[dict[str, Any]]:
         if rec not in checked:
             problem = _wav_problem(path)
             if problem is not None:
-                raise ConfigError(f"{scp}, line {scp_line}: recording {rec}: {problem}")
+                raise error(f"{scp}, line {scp_line}: recording {rec}: {problem}")
             checked[rec] = None
         entry["audio"] = str(path)
         if utt in speakers:
@@ -394,18 +392,16 @@ class LhotseCuts(Sequence[dict[str, Any]]):
         for position, cut in enumerate(self.cuts):
             where = f"{manifest}, cut {position} ({cut.id})"
             if cut.sampling_rate != RATE or cut.num_channels != 1:
-                raise ConfigError(
+                raise error(
                     f"{where}: {cut.sampling_rate} Hz, {cut.num_channels} channel(s); the "
                     "recognizers take 16 kHz mono: write the cuts with "
                     "`cuts.resample(16000).to_file(...)` (and one channel)"
                 )
             if not cut.supervisions:
-                raise ConfigError(f"{where}: no supervision, so no text to score against")
+                raise error(f"{where}: no supervision, so no text to score against")
             problem = _source_problem(cut.to_dict())
             if problem is not None:
-                raise ConfigError(
-                    f"{where}: {problem}", full_key="data.lhotse", source=str(manifest)
-                )
+                raise error(f"{where}: {problem}")
 
     def __len__(self) -> int:
         return len(self.cuts)
@@ -464,7 +460,7 @@ def _source(data: Mapping[str, Any], where: str) -> Any:
     """Return the utterances of the one source (kaldi, lhotse, hf, manifest) ``data`` gives."""
     given = [name for name in ("kaldi", "lhotse", "hf") if data.get(name)]
     if len(given) > 1:
-        raise ConfigError(f"{where}: give one of {' or '.join(given)}, not several")
+        raise error(f"{where}: give one of {' or '.join(given)}, not several")
     if given == ["kaldi"]:
         return read_kaldi_dir(data["kaldi"])
     if given == ["lhotse"]:
@@ -480,7 +476,7 @@ def _source(data: Mapping[str, Any], where: str) -> Any:
         loaded = datasets.load_from_disk(hf["path"])
         return loaded[hf["split"]] if hf.get("split") else loaded
     if not data.get("manifest"):
-        raise ConfigError(f"{where}: give kaldi, lhotse, hf or manifest")
+        raise error(f"{where}: give kaldi, lhotse, hf or manifest")
     return read_manifest(data["manifest"])
 
 
@@ -497,7 +493,7 @@ def load_dataset_entries(data: Mapping[str, Any]) -> Any:
     sets = data.get("sets")
     if sets is not None:
         if not isinstance(sets, Mapping) or not sets:
-            raise ConfigError(
+            raise error(
                 "data.sets is empty: give {NAME: {kaldi: DIR}} (or manifest, hf) per test set"
             )
         return Sets({str(name): _source(each, f"data.sets.{name}") for name, each in sets.items()})

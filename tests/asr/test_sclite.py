@@ -191,3 +191,30 @@ def test_exporting_what_is_no_decoding_run_says_what_to_give(
     with pytest.raises(ValueError, match=r"item 1: utterance id 'u0' appears twice"):
         record = {"id": "u0", "ref": "a", "hyp": "a", **score("a", "a")}
         lines([record, record], "scp")
+
+
+def test_a_hundred_thousand_random_pairs_count_as_sclite_counts_them(tmp_path: Path) -> None:
+    # The compiled alignment on many more pairs than the test above, texts as they are
+    # (no normaliser): words, and characters with -e utf-8, for every utterance.
+    rng = random.Random(58)
+    vocabulary = [*WORDS[:12], "café", "naïve", "東京", "大学"]
+    ref_lines, hyp_lines, ours = [], [], {}
+    for i in range(100_000):
+        ref = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 8)))
+        hyp = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 8)))
+        uid = f"s-u{i:06d}"
+        ref_lines.append(f"{ref} ({uid})\n")
+        hyp_lines.append(f"{hyp} ({uid})\n")
+        found = score(ref, hyp, "none")
+        ours[uid] = (found, len(ref.split()), len(ref.replace(" ", "")))
+    ref_trn, hyp_trn = tmp_path / "ref.trn", tmp_path / "hyp.trn"
+    ref_trn.write_text("".join(ref_lines), encoding="utf-8")
+    hyp_trn.write_text("".join(hyp_lines), encoding="utf-8")
+    words = per_utterance(ref_trn, hyp_trn)
+    chars = per_utterance(ref_trn, hyp_trn, "-c", "-e", "utf-8")
+    assert len(words) == len(chars) == len(ours)
+    for uid, (found, n_words, n_chars) in ours.items():
+        s, d, i = found["substitutions"], found["deletions"], found["insertions"]
+        assert words[uid] == (n_words - s - d, s, d, i), uid
+        s, d, i = found["char_substitutions"], found["char_deletions"], found["char_insertions"]
+        assert chars[uid] == (n_chars - s - d, s, d, i), uid

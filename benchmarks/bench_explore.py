@@ -1,0 +1,340 @@
+"""Exploring faster: stop a trial when its comparison is decided, and score as sclite does, fast.
+
+1. Stop when decided. Per-item differences of two trials, looked at after
+   every chunk of 10 items of a 500-item set, 1,000 times each way: tied
+   trials (the trial's per-item scores are the baseline's, shuffled: the
+   same set, so any decision is false) and a trial worse by 0.05 (per-item
+   sd 0.15). Kit's confidence sequence (``kit._anytime``, as ``stop:
+   decided`` uses it) beside Optuna's ``WilcoxonPruner`` (``p_threshold``
+   0.1, as ``kit sweep --prune wilcoxon`` sets it) fed the same items:
+   how often each decides (prunes) a tied trial, and after how many items
+   it decides the worse one. Also the driver's CPU per look (one chunk).
+2. Scoring. A test-clean-sized set (2,620 utterances, corpus sentences with
+   a recognizer's kinds of errors) scored by Kit (words with alignments and
+   characters, in process, no normaliser), Debian's sclite (words, and
+   characters with ``-c``; whole processes), kaldialign and jiwer, each
+   with its own counts; and Kit on 100,000 utterances.
+
+Results are printed and written to benchmarks/results/explore.json.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kit._anytime import ConfidenceSequence
+from kit.asr.wer import score
+from kit.examples.asr.corpus import SENTENCES
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import describe, write_results
+from bench_score import garbled, sclite_command, sclite_counts
+
+RESULTS = Path(__file__).resolve().parent / "results"
+WORK = Path("runs/bench-explore")
+RUNS, ITEMS, CHUNK = 1000, 500, 10
+DIFFERENCE, SPREAD = 0.05, 0.15
+UTTERANCES, MANY = 2620, 100_000
+
+
+# ----------------------------------------------------------------- stop when decided
+def baseline_scores(rng: np.random.Generator) -> np.ndarray:
+    """Per-item errors in [0, 1] of a baseline, one row a run."""
+    return rng.beta(2, 8, size=(RUNS, ITEMS))
+
+
+def kit_decisions(baseline: np.ndarray, trial: np.ndarray) -> np.ndarray:
+    """Items Kit's sequence had seen when it decided each run (ITEMS + 1: never)."""
+    cs = ConfidenceSequence(-1.0, 1.0, population=ITEMS, batch=len(baseline))
+    decided = np.full(len(baseline), ITEMS + 1)
+    for start in range(0, ITEMS, CHUNK):
+        cs.update((trial - baseline)[:, start : start + CHUNK])
+        low, high = cs.intervals.T
+        now = ((low > 0) | (high < 0)) & (decided > ITEMS) & (start + CHUNK < ITEMS)
+        decided[now] = start + CHUNK
+    return decided
+
+
+def wilcoxon_decisions(baseline: np.ndarray, trial: np.ndarray) -> np.ndarray:
+    """Items Optuna's WilcoxonPruner had seen when it pruned the trial (ITEMS + 1: never)."""
+    import warnings
+
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    pruned = np.full(len(baseline), ITEMS + 1)
+    for run in range(len(baseline)):
+        study = optuna.create_study(
+            direction="minimize",
+            pruner=optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=2),
+        )
+        best = study.ask()
+        for step, value in enumerate(baseline[run]):
+            best.report(float(value), step)
+        study.tell(best, float(baseline[run].mean()))
+        other = study.ask()
+        for start in range(0, ITEMS, CHUNK):
+            for step in range(start, start + CHUNK):
+                other.report(float(trial[run, step]), step)
+            if start + CHUNK < ITEMS and other.should_prune():
+                pruned[run] = start + CHUNK
+                break
+        study.tell(other, state=optuna.trial.TrialState.PRUNED)
+    return pruned
+
+
+def driver_cpu_per_look() -> float:
+    """CPU seconds one look takes: a chunk of 10 differences into a 500-item sequence."""
+    rng = np.random.default_rng(3)
+    values = np.clip(rng.normal(0.0, SPREAD, ITEMS), -1, 1)
+    spent = []
+    for _ in range(20):
+        cs = ConfidenceSequence(-1.0, 1.0, population=ITEMS)
+        began = time.process_time()
+        for start in range(0, ITEMS, CHUNK):
+            cs.update(values[start : start + CHUNK])
+            cs.interval  # noqa: B018 (a look)
+        spent.append((time.process_time() - began) / (ITEMS // CHUNK))
+    return statistics.median(spent)
+
+
+def stop_when_decided() -> dict[str, Any]:
+    rng = np.random.default_rng(58)
+    base = baseline_scores(rng)
+    tied = rng.permuted(base, axis=1)  # the same scores, item by item unrelated
+    worse = np.clip(base + rng.normal(DIFFERENCE, SPREAD, base.shape), 0, 1)
+    found: dict[str, Any] = {}
+    for name, decide in (("kit", kit_decisions), ("wilcoxon", wilcoxon_decisions)):
+        began = time.perf_counter()
+        null = decide(base, tied)
+        alternative = decide(base, worse)
+        found[name] = {
+            "false_decisions": float((null <= ITEMS).mean()),
+            "decided": float((alternative <= ITEMS).mean()),
+            "median_items": float(np.median(alternative)),
+            "p90_items": float(np.percentile(alternative, 90)),
+            "seconds": time.perf_counter() - began,
+        }
+    found["kit"]["cpu_per_look_ms"] = driver_cpu_per_look() * 1000
+    return found
+
+
+# ----------------------------------------------------------------- scoring
+def pairs(n: int, seed: int = 11) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        ref = " ".join(rng.choice(SENTENCES) for _ in range(2))  # about 20 words
+        out.append((ref, garbled(ref, rng)))
+    return out
+
+
+def kit_counts(texts: list[tuple[str, str]]) -> tuple[float, dict[str, int]]:
+    began = time.process_time()
+    records = [score(ref, hyp, "none") for ref, hyp in texts]
+    seconds = time.process_time() - began
+    keys = ("substitutions", "deletions", "insertions")
+    counts = {key: sum(r[key] for r in records) for key in keys}
+    counts.update({f"char_{key}": sum(r[f"char_{key}"] for r in records) for key in keys})
+    return seconds, counts
+
+
+def sclite_runs(texts: list[tuple[str, str]]) -> dict[str, Any]:
+    if shutil.which("sclite") is None and shutil.which("sctk") is None:
+        return {}
+    WORK.mkdir(parents=True, exist_ok=True)
+    ref, hyp = WORK / "ref.trn", WORK / "hyp.trn"
+    ref.write_text("".join(f"{r} (spk-u{i:06d})\n" for i, (r, _) in enumerate(texts)))
+    hyp.write_text("".join(f"{h} (spk-u{i:06d})\n" for i, (_, h) in enumerate(texts)))
+    command = [*sclite_command(), "-r", str(ref), "trn", "-h", str(hyp), "trn", "-i", "rm"]
+    found: dict[str, Any] = {}
+    for name, extra in (("words", []), ("chars", ["-c", "-e", "utf-8"])):
+        began = time.perf_counter()
+        report = subprocess.run(
+            [*command, *extra, "-o", "rsum", "stdout"], capture_output=True, text=True, check=True
+        ).stdout
+        found[name] = {"seconds": time.perf_counter() - began, **sclite_counts(report)}
+    return found
+
+
+def kaldialign_counts(texts: list[tuple[str, str]]) -> dict[str, Any]:
+    try:
+        import kaldialign
+    except ImportError:
+        return {}
+    began = time.process_time()
+    words = [kaldialign.edit_distance(r.split(), h.split()) for r, h in texts]
+    chars = [
+        kaldialign.edit_distance(list(r.replace(" ", "")), list(h.replace(" ", "")))
+        for r, h in texts
+    ]
+    seconds = time.process_time() - began
+    return {
+        "seconds": seconds,
+        **{key: sum(w[key[:3]] for w in words) for key in ("substitutions", "deletions")},
+        "insertions": sum(w["ins"] for w in words),
+        "char_substitutions": sum(c["sub"] for c in chars),
+        "char_deletions": sum(c["del"] for c in chars),
+        "char_insertions": sum(c["ins"] for c in chars),
+    }
+
+
+def jiwer_counts(texts: list[tuple[str, str]]) -> dict[str, Any]:
+    import jiwer
+
+    refs, hyps = [r for r, _ in texts], [h for _, h in texts]
+    began = time.process_time()
+    words = jiwer.process_words(refs, hyps)
+    chars = jiwer.process_characters(
+        [r.replace(" ", "") for r in refs], [h.replace(" ", "") for h in hyps]
+    )
+    seconds = time.process_time() - began
+    return {
+        "seconds": seconds,
+        "substitutions": words.substitutions,
+        "deletions": words.deletions,
+        "insertions": words.insertions,
+        "char_substitutions": chars.substitutions,
+        "char_deletions": chars.deletions,
+        "char_insertions": chars.insertions,
+    }
+
+
+def scoring() -> dict[str, Any]:
+    texts = pairs(UTTERANCES)
+    seconds, counts = kit_counts(texts)
+    many_seconds, _ = kit_counts(pairs(MANY, seed=12))
+    return {
+        "kit": {"seconds": seconds, **counts},
+        "kit_many_seconds": many_seconds,
+        "sclite": sclite_runs(texts),
+        "kaldialign": kaldialign_counts(texts),
+        "jiwer": jiwer_counts(texts),
+        "words": sum(len(r.split()) for r, _ in texts),
+        "chars": sum(len(r.replace(" ", "")) for r, _ in texts),
+    }
+
+
+def main() -> int:
+    machine = describe(("numpy", "optuna", "jiwer", "kaldialign"))
+    stopping = stop_when_decided()
+    scored = scoring()
+    kit, wilcoxon = stopping["kit"], stopping["wilcoxon"]
+    sclite = scored["sclite"]
+    same_words = bool(sclite) and all(
+        scored["kit"][key] == sclite["words"][key]
+        for key in ("substitutions", "deletions", "insertions")
+    )
+    same_chars = bool(sclite) and all(
+        scored["kit"][f"char_{key}"] == sclite["chars"][key]
+        for key in ("substitutions", "deletions", "insertions")
+    )
+    results: dict[str, Any] = {"machine": machine, "stopping": stopping, "scoring": scored}
+    lines = [
+        "Command: `make bench` (or `python benchmarks/bench_explore.py`).",
+        "",
+        f"Stop when decided: {RUNS:,} runs each way of a {ITEMS}-item set, a look after every "
+        f"chunk of {CHUNK} items.",
+        "",
+        "| | tied trial decided (false) | worse trial decided | items to decide: median | p90 |",
+        "|---|---|---|---|---|",
+        *[
+            f"| {label} | {found['false_decisions']:.1%} | {found['decided']:.1%} | "
+            f"{found['median_items']:.0f} | {found['p90_items']:.0f} |"
+            for label, found in (
+                ("Kit's confidence sequence (95%)", kit),
+                ("Optuna's WilcoxonPruner (p 0.1)", wilcoxon),
+            )
+        ],
+        "",
+        f"A look (a chunk of {CHUNK} into the sequence) takes "
+        f"{kit['cpu_per_look_ms']:.3f} ms of the driver's CPU (median of 20 runs of 50 looks).",
+        "",
+        f"Scoring {UTTERANCES:,} utterances ({scored['words']:,} words, {scored['chars']:,} "
+        "characters), words and characters:",
+        "",
+        "| | seconds | S | D | I | char S | char D | char I |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| Kit (in process, CPU, words aligned) | {scored['kit']['seconds']:.3f} | "
+        + " | ".join(
+            str(scored["kit"][k])
+            for k in (
+                "substitutions",
+                "deletions",
+                "insertions",
+                "char_substitutions",
+                "char_deletions",
+                "char_insertions",
+            )
+        )
+        + " |",
+    ]
+    if sclite:
+        lines.append(
+            f"| sclite (two processes, wall) | "
+            f"{sclite['words']['seconds'] + sclite['chars']['seconds']:.3f} | "
+            + " | ".join(
+                str(sclite[part][k])
+                for part in ("words", "chars")
+                for k in ("substitutions", "deletions", "insertions")
+            )
+            + " |"
+        )
+    for name in ("kaldialign", "jiwer"):
+        found = scored[name]
+        if found:
+            lines.append(
+                f"| {name} (in process, CPU) | {found['seconds']:.3f} | "
+                + " | ".join(
+                    str(found[k])
+                    for k in (
+                        "substitutions",
+                        "deletions",
+                        "insertions",
+                        "char_substitutions",
+                        "char_deletions",
+                        "char_insertions",
+                    )
+                )
+                + " |"
+            )
+    lines += [
+        "",
+        f"Kit on {MANY:,} utterances: {scored['kit_many_seconds']:.2f} s of CPU.",
+        "",
+    ]
+    checks = {
+        "a tied trial is decided in at most 5% of runs": kit["false_decisions"] <= 0.05,
+        "a 0.05 difference is decided at a median of at most 150 items": kit["median_items"] <= 150,
+        "... and a 90th percentile of at most 200": kit["p90_items"] <= 200,
+        "a look costs at most 0.1 ms of the driver's CPU": kit["cpu_per_look_ms"] <= 0.1,
+        "Kit's word counts equal sclite's": same_words,
+        "Kit's character counts equal sclite -c -e utf-8's": same_chars,
+        "2,620 utterances, words and characters, in at most 0.2 s of CPU": scored["kit"]["seconds"]
+        <= 0.2,
+        "100,000 utterances in at most 10 s of CPU": scored["kit_many_seconds"] <= 10,
+    }
+    write_results(
+        RESULTS,
+        "explore",
+        results,
+        lines,
+        checks,
+        title="Exploring faster benchmark",
+        packages=("numpy", "optuna", "jiwer", "kaldialign"),
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
