@@ -93,8 +93,8 @@ def wilcoxon_decisions(baseline: np.ndarray, trial: np.ndarray) -> np.ndarray:
     return pruned
 
 
-def driver_cpu_per_look() -> float:
-    """CPU seconds one look takes: a chunk of 10 differences into a 500-item sequence."""
+def driver_cpu_per_look() -> tuple[float, float, float]:
+    """CPU seconds a look takes (a chunk of 10 into a 500-item sequence): median, min, max."""
     rng = np.random.default_rng(3)
     values = np.clip(rng.normal(0.0, SPREAD, ITEMS), -1, 1)
     spent = []
@@ -105,7 +105,7 @@ def driver_cpu_per_look() -> float:
             cs.update(values[start : start + CHUNK])
             cs.interval  # noqa: B018 (a look)
         spent.append((time.process_time() - began) / (ITEMS // CHUNK))
-    return statistics.median(spent)
+    return statistics.median(spent), min(spent), max(spent)
 
 
 def stop_when_decided() -> dict[str, Any]:
@@ -125,7 +125,9 @@ def stop_when_decided() -> dict[str, Any]:
             "p90_items": float(np.percentile(alternative, 90)),
             "seconds": time.perf_counter() - began,
         }
-    found["kit"]["cpu_per_look_ms"] = driver_cpu_per_look() * 1000
+    median, least, most = driver_cpu_per_look()
+    found["kit"]["cpu_per_look_ms"] = median * 1000
+    found["kit"]["cpu_per_look_spread_ms"] = [least * 1000, most * 1000]
     return found
 
 
@@ -258,7 +260,8 @@ def main() -> int:
         ],
         "",
         f"A look (a chunk of {CHUNK} into the sequence) takes "
-        f"{kit['cpu_per_look_ms']:.3f} ms of the driver's CPU (median of 20 runs of 50 looks).",
+        f"{kit['cpu_per_look_ms']:.3f} ms of the driver's CPU (median of 20 runs of 50 looks; "
+        f"{kit['cpu_per_look_spread_ms'][0]:.3f} to {kit['cpu_per_look_spread_ms'][1]:.3f}).",
         "",
         f"Scoring {UTTERANCES:,} utterances ({scored['words']:,} words, {scored['chars']:,} "
         "characters), words and characters:",

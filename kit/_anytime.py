@@ -95,8 +95,9 @@ class ConfidenceSequence:
         self.count = 0
         rows = 1 if batch is None else batch
         self._m = np.linspace(0.0, 1.0, grid + 1)
-        self._log_up = np.zeros((rows, grid + 1))
-        self._log_down = np.zeros((rows, grid + 1))
+        # Each gambler's log capital (up, down), per sequence and candidate.
+        self._log = np.zeros((2, rows, grid + 1))
+        self._sides = np.array([1.0, -1.0]).reshape(2, 1, 1, 1)  # up bets +, down bets -
         self._out = np.zeros((rows, grid + 1), dtype=bool)  # candidates ruled out for good
         self._sum = np.zeros(rows)  # of the scaled observations
         self._mean = np.full(rows, 0.5)  # regularised running mean and variance (the bets)
@@ -114,7 +115,7 @@ class ConfidenceSequence:
         z = z.reshape(1, -1) if self.batch is None else z.reshape(self.batch, -1)
         if z.size == 0:
             return
-        if np.isnan(z).any() or z.min() < self.low or z.max() > self.high:
+        if not (self.low <= z.min() and z.max() <= self.high):  # NaN fails both
             raise ValueError(
                 f"an observation lies outside the bounds [{self.low}, {self.high}] (or is "
                 "not a number); the sequence is valid only for bounded observations"
@@ -130,17 +131,15 @@ class ConfidenceSequence:
         # The bets, each from the observations before it (predictable): the plug-in
         # sqrt(2 log(2 / alpha) / (var t log(1 + t))), var and mean regularised by one
         # fake observation (mean 1/2, variance 1/4).
-        bets = np.empty_like(z)
-        before = np.empty_like(z)  # the sum of the scaled observations before each
-        total, mean, var_sum = self._sum, self._mean, self._var_sum
-        for i in range(k):
-            t = self.count + i + 1
-            var = var_sum / t  # of the t - 1 observations before, and the fake one
-            bets[:, i] = np.sqrt(2 * threshold / (var * t * math.log(1 + t)))
-            before[:, i] = total
-            total = total + z[:, i]
-            mean = (0.5 + total) / (t + 1)
-            var_sum = var_sum + (z[:, i] - mean) ** 2
+        t = self.count + np.arange(1, k + 1)  # each observation's number
+        sums = self._sum[:, None] + np.cumsum(z, axis=1)  # after each observation
+        before = sums - z  # the sum of the scaled observations before each
+        means = (0.5 + sums) / (t + 1)
+        var_sums = self._var_sum[:, None] + np.cumsum((z - means) ** 2, axis=1)
+        var_before = np.concatenate([self._var_sum[:, None], var_sums[:, :-1]], axis=1)
+        var = var_before / t  # of the t - 1 observations before, and the fake one
+        bets = np.sqrt(2 * threshold / (var * t * np.log1p(t)))
+        total, mean, var_sum = sums[:, -1], means[:, -1], var_sums[:, -1]
         # Only candidates some sequence still keeps are worked on: a candidate out stays
         # out, and the band kept narrows as observations come.
         live = np.flatnonzero(~self._out.all(axis=0))
@@ -154,22 +153,22 @@ class ConfidenceSequence:
             remaining = (self.population * m[None, None, :] - before[:, :, None]) / left
         impossible = ((remaining < 0) | (remaining > 1)).any(axis=1)
         clipped = np.clip(remaining, 1e-12, 1 - 1e-12)
-        up = np.minimum(bets[:, :, None], TRUNCATION / clipped)
-        down = np.minimum(bets[:, :, None], TRUNCATION / (1 - clipped))
-        gap = z[:, :, None] - remaining
+        # The two gamblers side by side (axis 0): one bets the mean is above m, with at
+        # most TRUNCATION / m, the other below it, with at most TRUNCATION / (1 - m).
+        bet = np.minimum(bets[None, :, :, None], TRUNCATION / np.stack([clipped, 1 - clipped]))
+        # Impossible candidates too, with the clipped mean: their factors stay positive.
+        bet *= (z[:, :, None] - clipped) * self._sides
+        bet += 1
         # Each gambler's capital after each observation of the chunk, as running products
         # against what is left to reach 2 / alpha: one logarithm a chunk, not one an
         # item, and a candidate out after any observation, not only at the chunk's end
-        # (so the sequence does not depend on how observations are chunked).
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            rise = np.cumprod(1 + up * gap, axis=1)
-            fall = np.cumprod(1 - down * gap, axis=1)
-            reach_up = np.exp(threshold - self._log_up[:, live])[:, None, :]
-            reach_down = np.exp(threshold - self._log_down[:, live])[:, None, :]
-            out = impossible | (rise >= reach_up).any(axis=1) | (fall >= reach_down).any(axis=1)
-            self._out[:, live] |= out
-            self._log_up[:, live] += np.log(rise[:, -1])
-            self._log_down[:, live] += np.log(fall[:, -1])
+        # (so the sequence does not depend on how observations are chunked). Every factor
+        # is at least 1 - TRUNCATION > 0; what is left to reach is capped below where exp
+        # overflows.
+        capital = np.cumprod(bet, axis=2)
+        reach = np.exp(np.minimum(threshold - self._log[:, :, live], 700.0))
+        self._out[:, live] |= impossible | (capital >= reach[:, :, None, :]).any(axis=(0, 2))
+        self._log[:, :, live] += np.log(capital[:, :, -1])
         self._sum, self._mean, self._var_sum = total, mean, var_sum
         self.count += k
         self._tighten()
@@ -180,22 +179,24 @@ class ConfidenceSequence:
         step = 1 / (self._m.size - 1)
         kept = ~self._out
         any_kept = kept.any(axis=1)
-        first = kept.argmax(axis=1)
-        last = self._m.size - 1 - kept[:, ::-1].argmax(axis=1)
         # The grid's neighbours bound what lies between its points; a sequence with no
         # candidate left (the exact mean between two points, at the end) keeps [0, 1].
-        low = np.where(any_kept, np.maximum(0.0, self._m[first] - step), 0.0)
-        high = np.where(any_kept, np.minimum(1.0, self._m[last] + step), 1.0)
+        low = np.where(any_kept, self._m[kept.argmax(axis=1)] - step, 0.0)
+        high = np.where(
+            any_kept, self._m[self._m.size - 1 - kept[:, ::-1].argmax(axis=1)] + step, 1.0
+        )
+        bounds = self._bounds
+        np.maximum(bounds[0], low, out=low)
+        np.minimum(bounds[1], high, out=high)
         if self.population is not None:
             # What the items seen already force, whatever the rest are.
-            low = np.maximum(low, self._sum / self.population)
-            high = np.minimum(high, 1 - (self.count - self._sum) / self.population)
-        low = np.maximum(self._bounds[0], low)
-        high = np.minimum(self._bounds[1], high)
+            np.maximum(low, self._sum / self.population, out=low)
+            np.minimum(high, 1 - (self.count - self._sum) / self.population, out=high)
         # Rounding can cross the bounds at the last item: they are the same number then.
         crossed = low > high
-        middle = (low + high) / 2
-        self._bounds = np.stack([np.where(crossed, middle, low), np.where(crossed, middle, high)])
+        if crossed.any():
+            low[crossed] = high[crossed] = (low[crossed] + high[crossed]) / 2
+        bounds[0], bounds[1] = low, high
 
     @property
     def intervals(self) -> Any:

@@ -14,6 +14,9 @@ from kit._sweeps.sweep import submit_sweep
 from kit.cli import main
 
 ITEMS = 500
+#: Seconds an item takes in the tests that stop trials: a chunk of 10 outlasts the inline
+#: engine's commit window, so each chunk is announced as it ends (as decoding's are).
+SLEEP = 0.006
 
 
 def scored_config(tmp_path: Path, **values: Any) -> dict[str, Any]:
@@ -25,6 +28,7 @@ def scored_config(tmp_path: Path, **values: Any) -> dict[str, Any]:
         "log_dir": str(tmp_path),
         "gain": 0.0,
         "noise": 0,
+        "sleep": 0.0,
         "parallel": {"env": "inline"},
         **values,
     }
@@ -34,7 +38,7 @@ def test_a_clearly_better_trial_stops_early_and_a_tied_one_runs_on(tmp_path: Pat
     # gain=0.1: errs 0.1 less on every item than trial-000; noise=1 alone: another draw
     # of the same system (on a finite set, a tie to within noise).
     handle = submit_sweep(
-        scored_config(tmp_path),
+        scored_config(tmp_path, sleep=SLEEP),
         ["gain=0.0,0.1", "noise=0,1"],
         output_dir=tmp_path / "sweep",
         metric="err",
@@ -92,7 +96,7 @@ def test_kit_sweep_stop_decided_says_what_was_decided(
     import yaml
 
     config = tmp_path / "scored.yaml"
-    config.write_text(yaml.safe_dump(scored_config(tmp_path)))
+    config.write_text(yaml.safe_dump(scored_config(tmp_path, sleep=SLEEP)))
     command = ["sweep", str(config), "gain=0.0,0.1", "--metric", "err", "--stop", "decided"]
     code = main([*command, "--concurrency", "1", "-o", str(tmp_path / "sweep")])
     printed = capsys.readouterr().out

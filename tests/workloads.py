@@ -751,6 +751,9 @@ class Errs(Runner):
 
     @staticmethod
     def forward(idx: int, model: Model, config: DictConfig) -> dict[str, Any]:
+        # An item takes time, as decoding does: the inline engine commits (and announces)
+        # chunks of quicker items in batches, by when a decided trial has nothing to save.
+        time.sleep(float(config.get("sleep", 0)))
         difficulty = random.Random(idx).betavariate(2, 5)
         noise = random.Random(f"{idx}-{config.noise}").gauss(0, 0.15)
         err = min(1.0, max(0.0, difficulty - float(config.gain) + noise))
