@@ -227,6 +227,15 @@ def scoring() -> dict[str, Any]:
     }
 
 
+ERRORS = ("substitutions", "deletions", "insertions")
+
+
+def count_row(label: str, found: dict[str, Any]) -> str:
+    """A row of the scoring table: seconds, then word and character S, D, I."""
+    counts = [found[key] for key in ERRORS] + [found[f"char_{key}"] for key in ERRORS]
+    return f"| {label} | {found['seconds']:.3f} | " + " | ".join(map(str, counts)) + " |"
+
+
 def main() -> int:
     machine = describe(("numpy", "optuna", "jiwer", "kaldialign"))
     stopping = stop_when_decided()
@@ -268,49 +277,18 @@ def main() -> int:
         "",
         "| | seconds | S | D | I | char S | char D | char I |",
         "|---|---|---|---|---|---|---|---|",
-        f"| Kit (in process, CPU, words aligned) | {scored['kit']['seconds']:.3f} | "
-        + " | ".join(
-            str(scored["kit"][k])
-            for k in (
-                "substitutions",
-                "deletions",
-                "insertions",
-                "char_substitutions",
-                "char_deletions",
-                "char_insertions",
-            )
-        )
-        + " |",
+        count_row("Kit (in process, CPU, words aligned)", scored["kit"]),
     ]
     if sclite:
-        lines.append(
-            f"| sclite (two processes, wall) | "
-            f"{sclite['words']['seconds'] + sclite['chars']['seconds']:.3f} | "
-            + " | ".join(
-                str(sclite[part][k])
-                for part in ("words", "chars")
-                for k in ("substitutions", "deletions", "insertions")
-            )
-            + " |"
-        )
+        both = {
+            "seconds": sclite["words"]["seconds"] + sclite["chars"]["seconds"],
+            **{key: sclite["words"][key] for key in ERRORS},
+            **{f"char_{key}": sclite["chars"][key] for key in ERRORS},
+        }
+        lines.append(count_row("sclite (two processes, wall)", both))
     for name in ("kaldialign", "jiwer"):
-        found = scored[name]
-        if found:
-            lines.append(
-                f"| {name} (in process, CPU) | {found['seconds']:.3f} | "
-                + " | ".join(
-                    str(found[k])
-                    for k in (
-                        "substitutions",
-                        "deletions",
-                        "insertions",
-                        "char_substitutions",
-                        "char_deletions",
-                        "char_insertions",
-                    )
-                )
-                + " |"
-            )
+        if scored[name]:
+            lines.append(count_row(f"{name} (in process, CPU)", scored[name]))
     lines += [
         "",
         f"Kit on {MANY:,} utterances: {scored['kit_many_seconds']:.2f} s of CPU.",
