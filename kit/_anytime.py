@@ -18,8 +18,8 @@ below ``m``; ``m`` leaves the sequence once either's capital reaches
 ``2 / alpha``. Bets are the predictable plug-in ones (each from the
 observations before it), truncated at three quarters of what keeps the
 capital positive (the paper's other choice, one half, decided a 0.05
-difference at a median of 144 items of 500 where this decides at 105;
-both are valid). With a known population the sequence shrinks to the
+difference at a median of 144 items of 500, looked at after each item,
+where this decides at 105; both are valid). With a known population the sequence shrinks to the
 exact mean at the last item. ``tests/test_anytime.py`` holds it to an independent
 scalar implementation of the same definition.
 """
@@ -100,7 +100,7 @@ class ConfidenceSequence:
         self._sides = np.array([1.0, -1.0]).reshape(2, 1, 1, 1)  # up bets +, down bets -
         self._out = np.zeros((rows, grid + 1), dtype=bool)  # candidates ruled out for good
         self._sum = np.zeros(rows)  # of the scaled observations
-        self._mean = np.full(rows, 0.5)  # regularised running mean and variance (the bets)
+        # The bets' regularised sum of squared deviations (one fake observation's 1/4).
         self._var_sum = np.full(rows, 0.25)
         self._bounds = np.stack([np.zeros(rows), np.ones(rows)])  # running intersection
 
@@ -139,7 +139,7 @@ class ConfidenceSequence:
         var_before = np.concatenate([self._var_sum[:, None], var_sums[:, :-1]], axis=1)
         var = var_before / t  # of the t - 1 observations before, and the fake one
         bets = np.sqrt(2 * threshold / (var * t * np.log1p(t)))
-        total, mean, var_sum = sums[:, -1], means[:, -1], var_sums[:, -1]
+        total, var_sum = sums[:, -1], var_sums[:, -1]
         # Only candidates some sequence still keeps are worked on: a candidate out stays
         # out, and the band kept narrows as observations come.
         live = np.flatnonzero(~self._out.all(axis=0))
@@ -169,7 +169,7 @@ class ConfidenceSequence:
         reach = np.exp(np.minimum(threshold - self._log[:, :, live], 700.0))
         self._out[:, live] |= impossible | (capital >= reach[:, :, None, :]).any(axis=(0, 2))
         self._log[:, :, live] += np.log(capital[:, :, -1])
-        self._sum, self._mean, self._var_sum = total, mean, var_sum
+        self._sum, self._var_sum = total, var_sum
         self.count += k
         self._tighten()
 

@@ -164,9 +164,10 @@ class DecidedPlan:
             for position, record in enumerate(came, start=event.start):
                 values[position] = self._value(record)
             waiting = [n for n in self._values if n != 0] if trial.number == 0 else [trial.number]
-            stop = [handle for n in waiting if (handle := self._advance(n)) is not None]
+            stop = [self._advance(n) for n in waiting]
         for decided in stop:  # outside the lock: a cancel delivers events of its own
-            decided.cancel()
+            if decided is not None:
+                decided.cancel()
 
     def _advance(self, number: int) -> Any:
         """Feed trial ``number``'s new pairs to its sequence; return its handle once decided."""
