@@ -78,6 +78,9 @@ class ClusterLedger(SchedulerPlugin):
 
     def remove_client(self, scheduler: Any, client: str) -> None:
         """Let go of what a client held: it went away (closed, or its process died)."""
+        # Added with scheduler.add_plugin, whose start Dask never calls: the scheduler
+        # is known from here on too.
+        self.scheduler = self.scheduler or scheduler
         self.envs.drop_client(client, time.time())
         self.runs.drop_client(client, threads=self.threads())
 
@@ -133,6 +136,12 @@ class ClusterLedger(SchedulerPlugin):
         return failures
 
     async def _expire(self) -> None:
+        if self.scheduler.plugins.get(self.name) is not self:
+            # Unregistered, or replaced by another ledger (which holds the envs now):
+            # this one's timer stops, and tears nothing down.
+            if self._expiry is not None:
+                self._expiry.stop()
+            return
         stale = self.envs.expired(time.time(), self.present())
         if stale:
             await self.tear_down(stale)
