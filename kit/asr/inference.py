@@ -16,8 +16,10 @@ Kit run, so ``kit score`` scores it again when the outputs carry ``ref``.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import reprlib
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import import_module
 from pathlib import Path
@@ -26,7 +28,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from kit._base.atomic import atomic_file
-from kit.config._errors import error
+from kit.config._errors import error, import_class
 from kit.provider import Env, EnvironmentProvider
 from kit.result import Index, RunError, RunResult
 from kit.runner import Runner
@@ -43,9 +45,11 @@ class InferenceProvider(EnvironmentProvider):
 
     Parameters
     ----------
-    infer_config
-        The inference config (ESPnet3's name for it); ``params`` are merged
-        into a copy of it, so a worker's build sees them too.
+    inference_config
+        The inference config (current ESPnet3's name for it; its older
+        ``infer_config=`` is taken too, with a ``DeprecationWarning``);
+        ``params`` are merged into a copy of it, so a worker's build sees
+        them too.
     params
         Extra env entries (``input_key``, ``output_fn_path``, a beam size...).
         The workers' setup function takes a copy when it is made: changing
@@ -68,10 +72,23 @@ class InferenceProvider(EnvironmentProvider):
 
     def __init__(
         self,
-        infer_config: DictConfig | Mapping[str, Any] | None = None,
+        inference_config: DictConfig | Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
+        *,
+        infer_config: DictConfig | Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__(OmegaConf.create({}) if infer_config is None else infer_config)
+        if infer_config is not None:
+            # ESPnet3's older spelling; current ESPnet3 passes inference_config=.
+            warnings.warn(
+                "InferenceProvider(infer_config=...) is deprecated: pass inference_config= "
+                "(ESPnet3's current name)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if inference_config is not None:
+                raise TypeError("give inference_config= or infer_config=, not both")
+            inference_config = infer_config
+        super().__init__(OmegaConf.create({}) if inference_config is None else inference_config)
         # A copy: the caller's config (ESPnet3 sets test_set on it per set) stays theirs.
         self.config = self.config.copy()
         self.params: dict[str, Any] = dict(params or {})
@@ -420,6 +437,17 @@ def infer(config: DictConfig | Mapping[str, Any], *, client: Any = None) -> dict
     output_keys = config.get("output_keys")
     if isinstance(output_keys, str):
         output_keys = [output_keys]
+    if output_keys is not None and len(output_keys) == 0:
+        raise error(
+            "output_keys must not be empty (ESPnet3's words)",
+            full_key="output_keys",
+            fix="name the output fields to write, or leave output_keys out to write every field",
+        )
+    # ESPnet3: the runner "must provide inference runner attributes"; checked before the
+    # provider and its dataset are built, not by an AttributeError after.
+    runner_target = OmegaConf.select(config, "runner._target_")
+    if runner_target is not None:
+        import_class(str(runner_target), "runner._target_", Runner)
     idx_key = str(config.get("idx_key", "utt_id"))
     given = config.provider.get("params")
     params = OmegaConf.to_container(given, resolve=True) if given is not None else {}
@@ -439,7 +467,7 @@ def infer(config: DictConfig | Mapping[str, Any], *, client: Any = None) -> dict
         config.test_set = name
         folder = Path(str(config.inference_dir)).expanduser() / name
         provider = instantiate(
-            config.provider, infer_config=config, params=params, _recursive_=False
+            config.provider, **_config_argument(config), params=params, _recursive_=False
         )
         runner = instantiate(
             config.runner,
@@ -492,6 +520,25 @@ def set_names(config: DictConfig) -> list[str]:
     return names
 
 
+def _config_argument(config: DictConfig) -> dict[str, Any]:
+    """Return the keyword the inference config goes to the provider by.
+
+    ``inference_config=`` as current ESPnet3 passes it; ``infer_config=``,
+    its older name, only to a provider whose ``__init__`` has that name and
+    not the new one (a provider written for an older ESPnet3).
+    """
+    target = OmegaConf.select(config, "provider._target_")
+    try:
+        from hydra.utils import get_class
+
+        names = inspect.signature(get_class(str(target))).parameters
+    except Exception:  # not importable here, or no signature: the current name
+        return {"inference_config": config}
+    if "inference_config" not in names and "infer_config" in names:
+        return {"infer_config": config}
+    return {"inference_config": config}
+
+
 def write_scps(
     folder: Path, outputs: list[dict[str, Any]], idx_key: str, output_keys: Sequence[str] | None
 ) -> list[Path]:
@@ -507,6 +554,13 @@ def write_scps(
     >>> print((folder / "hyp1.scp").read_text(), end="")
     u1 yeah
     """
+    if not [output for output in outputs if output]:
+        raise error(
+            "No inference results available (ESPnet3's words): forward gave nothing for any "
+            f"item, so {folder} gets no .scp",
+            full_key="runner",
+            fix="return a dict with the id and at least one output field from forward",
+        )
     columns: dict[str, list[str]] = {}
     for position, output in enumerate(outputs):
         uid = str(output[idx_key])
@@ -526,6 +580,13 @@ def write_scps(
             )
             for name, cell in cells:
                 columns.setdefault(name, []).append(f"{uid} {_cell(cell, uid, name)}\n")
+    if not columns:
+        raise error(
+            f"No output keys found in inference results (ESPnet3's words): the outputs hold "
+            f"only {idx_key!r}, so {folder} gets no .scp",
+            full_key="runner",
+            fix="return the output fields beside the id from forward",
+        )
     written = []
     for name in sorted(columns):
         path = folder / f"{name}.scp"

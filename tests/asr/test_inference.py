@@ -17,8 +17,8 @@ import pytest
 from omegaconf import OmegaConf
 
 import kit
-from kit.asr import InferenceRunner, infer
-from kit.asr.inference import OutputCheck, checked_forward, load_output_fn
+from kit.asr import InferenceProvider, InferenceRunner, infer
+from kit.asr.inference import OutputCheck, checked_forward, load_output_fn, write_scps
 from kit.cli import main
 from tests.asr.espnet3_recipe import (
     CountingProvider,
@@ -340,6 +340,11 @@ def test_a_malformed_output_fails_its_utterance_named_and_writes_no_scp(
         ),
         ({"input_key": None}, r"input_key: the inference config has no input_key"),
         ({"output_fn": "no_such_module.fn"}, r"No module named 'no_such_module'"),
+        ({"output_keys": []}, r"output_keys: output_keys must not be empty \(ESPnet3's words\)"),
+        (
+            {"runner": {"_target_": "collections.OrderedDict"}},
+            r"runner\._target_: 'collections.OrderedDict' is not a subclass of kit.Runner",
+        ),
     ],
 )
 def test_a_config_missing_what_espnet3_requires_is_named(
@@ -369,3 +374,36 @@ def test_a_planted_scp_link_in_the_inference_dir_is_replaced_not_written_through
     assert victim.read_text() == "precious"
     assert not (folder / "hyp.scp").is_symlink()
     assert len((folder / "hyp.scp").read_text().splitlines()) == 2
+
+
+def test_outputs_with_nothing_to_write_are_refused_in_espnet3s_words(tmp_path: Path) -> None:
+    with pytest.raises(kit.ConfigError, match=r"No inference results available \(ESPnet3"):
+        write_scps(tmp_path, [None, None], "utt_id", None)  # type: ignore[list-item]
+    with pytest.raises(kit.ConfigError, match=r"No output keys found in inference results"):
+        write_scps(tmp_path, [{"utt_id": "u1"}, {"utt_id": "u2"}], "utt_id", None)
+    assert list(tmp_path.glob("*.scp")) == []
+
+
+class CurrentProvider(InferenceProvider):
+    """A provider written for current ESPnet3: it takes ``inference_config=``."""
+
+    def __init__(self, inference_config: Any = None, params: Any = None) -> None:
+        super().__init__(inference_config=inference_config, params=params)
+
+
+class OlderProvider(InferenceProvider):
+    """A provider written for an older ESPnet3: it takes ``infer_config=``."""
+
+    def __init__(self, infer_config: Any = None, params: Any = None) -> None:
+        super().__init__(infer_config=infer_config, params=params)
+
+
+def test_a_provider_of_either_espnet3_takes_its_config_by_its_own_name() -> None:
+    from kit.asr.inference import _config_argument
+
+    for provider, name in ((CurrentProvider, "inference_config"), (OlderProvider, "infer_config")):
+        config = OmegaConf.create({"provider": {"_target_": f"{__name__}.{provider.__name__}"}})
+        assert list(_config_argument(config)) == [name]
+    with pytest.warns(DeprecationWarning, match="pass inference_config= .ESPnet3's current name"):
+        OlderProvider(infer_config={"a": 1})
+    assert InferenceProvider(inference_config={"a": 1}).config.a == 1
