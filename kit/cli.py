@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from omegaconf import DictConfig, OmegaConf
 
 from kit._base.errors import ClusterError, DriverLostError, KitError
-from kit._base.format import first_line, printable, text_table
+from kit._base.format import first_line, printable, rounded, text_table
 from kit.config import load_config, resolve_config, to_overrides
 from kit.detached._leave import leave
 from kit.launch._futures import RunFuture, SweepFuture
@@ -139,7 +139,7 @@ def _print_result(result: RunResult) -> int:
     if len(result.errors) > 5:
         _say(f"  ... {len(result.errors) - 5} more in {result.output_dir or 'result.errors'}")
     if result.summary:
-        _say(f"summary: {result.summary}")
+        _say(f"summary: {rounded(result.summary)}")
     if result.output_dir is not None:
         from kit.store._check_file import forecast_against_run
 

@@ -65,6 +65,17 @@ def duration(seconds: float | None, compact: bool = False) -> str:
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
+def rounded(summary: dict[str, Any], places: int = 4) -> dict[str, Any]:
+    """Return a summary with its floats rounded, for printing: what is stored keeps them whole.
+
+    Examples
+    --------
+    >>> rounded({"wer": 1 / 35, "words": 35, "engine": "toy"})
+    {'wer': 0.0286, 'words': 35, 'engine': 'toy'}
+    """
+    return {k: round(v, places) if isinstance(v, float) else v for k, v in summary.items()}
+
+
 def text_table(rows: list[dict[str, Any]]) -> str:
     """Rows of dicts as aligned text columns (the keys of all rows, in order).
 

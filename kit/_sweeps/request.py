@@ -122,13 +122,13 @@ class SweepRequest:
 
 def trial_line(trial: Trial, result: RunResult | None, error: BaseException | None) -> str:
     """Return the line that says how ``trial`` ended (``kit sweep`` prints one a trial)."""
-    from kit._base.format import first_line
+    from kit._base.format import first_line, rounded
 
     where = " ".join(trial.overrides)
     if result is None:
         return f"{trial.name} {where}: error: {first_line(error)}"
     stats = result.stats
-    summary = ", ".join(f"{k}={v}" for k, v in result.summary.items())
+    summary = ", ".join(f"{k}={v}" for k, v in rounded(result.summary).items())
     status = PRUNED if isinstance(error, TrialPruned) else result.status
     why = f" ({error})" if isinstance(error, TrialPruned) else ""
     return (

@@ -272,8 +272,8 @@ class DecodeRunner(Runner):
         return {
             **corpus_wer(done),
             **corpus_cer(done),
-            "rtf": round(spent / audio, 4) if audio else 0.0,
+            "rtf": spent / audio if audio else 0.0,
             # Without each worker's first call (its warm-up), as RTFx is reported.
-            "rtf_warm": round(warm_spent / warm_audio, 4) if warm_audio else None,
+            "rtf_warm": warm_spent / warm_audio if warm_audio else None,
             "utterances": len(done),
         }

@@ -77,7 +77,7 @@ def interval(
         rates.append(wrong[draws].sum(axis=1) / np.maximum(1, size[draws].sum(axis=1)))
     tail = (1 - confidence) / 2
     low, high = np.quantile(np.concatenate(rates), [tail, 1 - tail])
-    return round(float(low), 4), round(float(high), 4)
+    return float(low), float(high)
 
 
 def totals(records: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -190,7 +190,7 @@ def corpus_wer(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for key in ("substitutions", "deletions", "insertions", "words")
     }
     errors = totals["substitutions"] + totals["deletions"] + totals["insertions"]
-    return {"wer": round(errors / max(1, totals["words"]), 4), **totals}
+    return {"wer": errors / max(1, totals["words"]), **totals}
 
 
 def corpus_cer(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -208,7 +208,7 @@ def corpus_cer(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {}
     totals = {key: sum(int(r[key]) for r in records) for key in (*keys, "chars")}
     errors = sum(totals[key] for key in keys)
-    return {"cer": round(errors / max(1, totals["chars"]), 4), **totals}
+    return {"cer": errors / max(1, totals["chars"]), **totals}
 
 
 def wer_by(records: Sequence[dict[str, Any] | None], key: str) -> dict[str, float]:
