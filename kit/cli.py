@@ -572,6 +572,8 @@ def _export(args: argparse.Namespace) -> int:
         # Debian's sctk installs sclite behind its own front end.
         sclite = "sctk sclite" if not shutil.which("sclite") and shutil.which("sctk") else "sclite"
         _say(f"score them with sclite: {sclite} -r {ref} trn -h {hyp} trn -i rm -o sum stdout")
+        # Without -e utf-8, sclite -c counts the bytes of UTF-8 text, not its characters.
+        _say(f"  characters: {sclite} -r {ref} trn -h {hyp} trn -i rm -c -e utf-8 -o sum stdout")
     return EXIT_OK
 
 
