@@ -157,9 +157,8 @@ def test_kit_export_writes_a_decoded_runs_files_that_sclite_scores_as_kit_did(
     printed = capsys.readouterr().out
     assert f"wrote {tmp_path / 'trn' / 'ref.trn'}" in printed
     assert re.search(r"score them with sclite: (sctk )?sclite -r \S+ref.trn trn -h ", printed)
-    characters = r"\n  characters: (sctk )?sclite -r \S+ref.trn trn -h \S+hyp.trn trn -i rm -c -e utf-8"
-        r"\n  characters: (sctk )?sclite -r \S+ref.trn trn -h \S+hyp.trn trn -i rm -c -e utf-8 "
-    )
+    characters = "\n  characters: (sctk )?sclite -r \\S+ref.trn trn -h \\S+hyp.trn "
+    characters += "trn -i rm -c -e utf-8 -o sum"
     assert re.search(characters, printed)
     words = per_utterance(tmp_path / "trn" / "ref.trn", tmp_path / "trn" / "hyp.trn")
     assert len(words) == len(items)
