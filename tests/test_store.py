@@ -139,7 +139,7 @@ def test_another_config_in_the_same_directory_is_refused_with_the_diff(tmp_path:
         Affine(ToyProvider(toy_config(factor=5)), output_dir=out).run(range(5))
     message = str(info.value)
     assert message.startswith(f"{out} holds a run of a different config (hash ")
-    assert ": it differs by factor=5; pass resume=False to start over" in message
+    assert ": it differs by factor=5; start over in a new folder (`-o runs/NEW`" in message
 
 
 def test_other_indices_in_the_same_directory_are_refused(tmp_path: Path) -> None:

@@ -49,10 +49,12 @@ def stored_normalizer(run: Path) -> str:
         return "whisper"
     if isinstance(chosen, str) and chosen in NORMALIZERS:
         return chosen
+    # The folder's text is not echoed as a command to run: it may name anything
+    # (os.system, say), and a user pasting the suggestion would run what it names.
     raise ValueError(
-        f"{run}: the run was scored with the normalizer {chosen!r}, a function of its own; "
-        f"Kit does not import code a folder names: pass --normalizer {chosen} to use it, "
-        "or another"
+        f"{run}: the run was scored with a normaliser of its own ({str(chosen)[:60]!r}); "
+        "Kit does not import code a folder names: choose one with --normalizer (whisper, "
+        "basic, none, or the dotted path of your own function, after reading it)"
     )
 
 

@@ -117,8 +117,8 @@ def check_same(
     ``how`` is the advice that ends the message.
     """
     how = how or (
-        "pass resume=False to start over (the stored results are deleted), "
-        "or choose another output_dir"
+        "start over in a new folder (`-o runs/NEW`, output_dir=... in Python) or delete "
+        "this one first (resume=False in Python deletes the stored results)"
     )
     if old.get("format") != new["format"]:
         raise StoreError(f"{path} holds a run in another format; {how}")

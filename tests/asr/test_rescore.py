@@ -96,9 +96,10 @@ def test_a_normaliser_a_folder_names_is_imported_only_when_you_name_it(
     assert result.records[0]["ref_norm"].isupper()
     assert main(["score", str(out)]) == EXIT_USAGE
     assert capsys.readouterr().err == (
-        f"kit: error: {out}: the run was scored with the normalizer "
-        "'tests.speech.shout', a function of its own; Kit does not import code a "
-        "folder names: pass --normalizer tests.speech.shout to use it, or another\n"
+        f"kit: error: {out}: the run was scored with a normaliser of its own "
+        "('tests.speech.shout'); Kit does not import code a folder names: choose one with "
+        "--normalizer (whisper, basic, none, or the dotted path of your own function, after "
+        "reading it)\n"
     )
     assert main(["score", str(out), "--normalizer", "tests.speech.shout"]) == 0
     assert json.loads((out / "metrics.json").read_text())["overall"]["wer"] == result.summary["wer"]
