@@ -172,16 +172,19 @@ class Scores:
 
         Each rate comes with its 95% bootstrap interval over utterances.
         """
-        head = f"{'':<16}{'utts':>6}"
+        named = [(f"set {k}", v) for k, v in self.by_set.items()]
+        named += [(f"speaker {k}", v) for k, v in self.by_speaker.items()]
+        # As wide as the longest name: an id is never cut (two chapters of one reader,
+        # 1272-128104 and 1272-135031, would print alike).
+        width = max([16, *(len(name) + 1 for name, _ in named)])
+        head = f"{'':<{width}}{'utts':>6}"
         if "wer" in metrics:
             head += f"{'words':>8}{'sub':>6}{'del':>6}{'ins':>6}{'WER':>8}{'95% CI':>18}"
         if "cer" in metrics:
             head += f"{'chars':>8}{'sub':>6}{'del':>6}{'ins':>6}{'CER':>8}{'95% CI':>18}"
         rows = [head]
-        named = [(f"set {k}", v) for k, v in self.by_set.items()]
-        named += [(f"speaker {k}", v) for k, v in self.by_speaker.items()]
         for name, row in [*named, ("all", self.overall)]:
-            line = f"{name[:15]:<16}{row['utterances']:>6}"
+            line = f"{name:<{width}}{row['utterances']:>6}"
             if "wer" in metrics:
                 line += f"{row['words']:>8}{row['substitutions']:>6}{row['deletions']:>6}"
                 line += f"{row['insertions']:>6}{row['wer']:>8.2%}{_ci(row.get('wer_interval'))}"

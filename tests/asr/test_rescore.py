@@ -245,3 +245,17 @@ def test_a_gate_on_a_run_that_scored_nothing_fails_with_its_own_code(
         "gate max-wer 1.00%: nothing scored, FAILED",
         "gate max-cer 1.00%: nothing scored, FAILED",
     ]
+
+
+def test_the_table_never_cuts_a_speaker_id() -> None:
+    from kit.asr import score
+    from kit.asr.rescore import Scores, grouped, totals
+
+    # Two chapters of one LibriSpeech reader: alike for their first seven characters.
+    records = [
+        {"speaker": "1272-128104", **score("a b", "a c")},
+        {"speaker": "1272-135031", **score("d", "d")},
+    ]
+    table = Scores(Path("run"), "none", totals(records), grouped(records, "speaker")).table()
+    names = [line.split("  ")[0] for line in table.splitlines()[1:]]
+    assert names == ["speaker 1272-128104", "speaker 1272-135031", "all"]
