@@ -68,15 +68,20 @@ def interval(
 
     wrong = np.array([int(r[errors]) for r in records], dtype=np.int64)
     size = np.array([int(r[total]) for r in records], dtype=np.int64)
+    if not size.any():
+        return None  # no reference word at all: no rate, so no interval
     rng = np.random.default_rng(seed)
     rates = []
     rows = max(1, 2_000_000 // len(records))  # a block of draws at a time: bounded memory
     for done in range(0, resamples, rows):
         shape = (min(rows, resamples - done), len(records))
         draws = rng.integers(0, len(records), size=shape, dtype=np.int32)
-        rates.append(wrong[draws].sum(axis=1) / np.maximum(1, size[draws].sum(axis=1)))
+        words = size[draws].sum(axis=1)
+        # A resample of empty references alone has no rate (not its errors over 1 word).
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates.append(np.where(words > 0, wrong[draws].sum(axis=1) / words, np.nan))
     tail = (1 - confidence) / 2
-    low, high = np.quantile(np.concatenate(rates), [tail, 1 - tail])
+    low, high = np.nanquantile(np.concatenate(rates), [tail, 1 - tail])
     return float(low), float(high)
 
 

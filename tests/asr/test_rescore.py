@@ -259,3 +259,15 @@ def test_the_table_never_cuts_a_speaker_id() -> None:
     table = Scores(Path("run"), "none", totals(records), grouped(records, "speaker")).table()
     names = [line.split("  ")[0] for line in table.splitlines()[1:]]
     assert names == ["speaker 1272-128104", "speaker 1272-135031", "all"]
+
+
+def test_references_without_a_word_give_no_interval_not_a_huge_one() -> None:
+    from kit.asr import score
+    from kit.asr.rescore import interval
+
+    empty = [score("", "a b c d e f g h i", "none"), score("", "", "none")]
+    assert interval(empty) is None  # it was [0%, 900%]: errors over one word
+    # A resample of empty references alone has no rate: it leaves the interval out.
+    mixed = [score("a b", "a", "none")] * 5 + [score("", "z", "none")]
+    low, high = interval(mixed)  # type: ignore[misc]
+    assert 0.5 <= low <= high <= 1.0
