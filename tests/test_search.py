@@ -310,3 +310,22 @@ def test_each_trial_is_scored_by_its_own_runners_summarize(tmp_path: Path) -> No
     for trial in result.study.trials:
         x = trial.params["x"]
         assert trial.value == pytest.approx(x), (trial.number, x, trial.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json\n",
+        '{"op_code": 0, "worker_id": "w", "study_name": "kit", "directions": [9]}\n',
+    ],
+)
+def test_a_tampered_journal_is_named_with_its_path(tmp_path: Path, text: str) -> None:
+    from kit.errors import KitError
+    from kit.store._study import open_study
+
+    (tmp_path / "optuna.journal").write_text(text)
+    with pytest.raises(KitError) as info:
+        open_study(tmp_path, "minimize")
+    assert str(info.value).startswith(
+        f"{tmp_path / 'optuna.journal'}: the search's study (Optuna's journal) cannot be read ("
+    )

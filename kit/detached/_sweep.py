@@ -27,7 +27,7 @@ from kit.result import Progress, RunResult, RunStatus
 from kit.store._results import read_result
 from kit.store._rundir import RunDir, SweepDir
 from kit.store._store import RunStore
-from kit.store._study import STUDY_NAME, journal_storage, require_optuna
+from kit.store._study import STUDY_NAME, read_journal, require_optuna
 
 
 class DetachedSweep:
@@ -190,7 +190,9 @@ class DetachedSweep:
         path = SweepDir(self.folder).study
         if path.is_symlink() or not path.is_file():
             raise FileNotFoundError(f"{path} is missing: the search has no study yet")
-        return optuna.load_study(study_name=STUDY_NAME, storage=journal_storage(path))
+        return read_journal(
+            path, lambda storage: optuna.load_study(study_name=STUDY_NAME, storage=storage)
+        )
 
     def cancel(self, timeout: float = 0.0) -> None:
         """Stop the sweep's detached driver (proven Kit's own); finished trials are kept.

@@ -7,6 +7,7 @@ imported when a study is opened.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,13 +63,16 @@ def open_study(
     if path.is_symlink() or (path.exists() and not path.is_file()):
         raise KitError(f"{path} is not a regular file: a search's study must be one")
     _trim_torn_line(path)
-    study = optuna.create_study(
-        storage=journal_storage(path),
-        study_name=STUDY_NAME,
-        direction=direction,
-        sampler=sampler,
-        pruner=pruner if pruner is not None else optuna.pruners.NopPruner(),
-        load_if_exists=True,
+    study = read_journal(
+        path,
+        lambda storage: optuna.create_study(
+            storage=storage,
+            study_name=STUDY_NAME,
+            direction=direction,
+            sampler=sampler,
+            pruner=pruner if pruner is not None else optuna.pruners.NopPruner(),
+            load_if_exists=True,
+        ),
     )
     if sampler is None:
         # Seeded past the trials already made, so a resumed search does not propose
@@ -78,6 +82,28 @@ def open_study(
         study.sampler = optuna.samplers.TPESampler(
             seed=None if seed is None else seed + offset, constant_liar=True
         )
+    return study
+
+
+def read_journal(path: Path, study_of: Callable[[Any], Any]) -> Any:
+    """Return ``study_of(storage)`` on the journal at ``path``; a bad journal is named.
+
+    A journal is the sweep folder's data: one not as Kit's driver wrote it
+    (edited, or another program's) is a KitError naming its path, not
+    Optuna's own error from deep in its replay.
+    """
+    try:
+        study = study_of(journal_storage(path))
+        study.get_trials(deepcopy=False)  # every line replayed: a bad one fails here
+    except (KitError, ImportError):
+        raise
+    except Exception as exc:
+        raise KitError(
+            f"{path}: the search's study (Optuna's journal) cannot be read "
+            f"({type(exc).__name__}: {str(exc)[:200]}); it is not as Kit's driver wrote "
+            "it: move it aside to start the search afresh in this folder, or search into "
+            "another folder"
+        ) from None
     return study
 
 
