@@ -311,3 +311,21 @@ def test_a_sweep_takes_what_its_submit_takes(waits: str, submits: str) -> None:
     wait, submit = inspect.signature(getattr(kit, waits)), inspect.signature(getattr(kit, submits))
     assert wait.parameters == submit.parameters
     assert wait.return_annotation == "SweepResult"
+
+
+def test_a_sweep_whose_trials_were_all_cancelled_reads_as_cancelled(tmp_path: Path) -> None:
+    import json
+
+    from kit.detached._sweep import DetachedSweep
+    from kit.store._rundir import SweepDir
+
+    folder = tmp_path / "sweep"
+    kit.sweep(kit._sweeps.sweep.EXAMPLE, ["items.stop=2,3,4"], output_dir=folder)
+    assert DetachedSweep(folder).status == kit.RunStatus.COMPLETED
+    # As `kit cancel` leaves a sweep stopped while its three trials ran: each cancelled.
+    record_path = SweepDir(folder).record
+    record = json.loads(record_path.read_text())
+    for entry in record["trials"]:
+        entry["status"] = "cancelled"
+    record_path.write_text(json.dumps(record))
+    assert DetachedSweep(folder).status == kit.RunStatus.CANCELLED  # it said completed

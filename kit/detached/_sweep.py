@@ -116,8 +116,9 @@ class DetachedSweep:
     def status(self) -> RunStatus:
         """``running`` while a process drives the sweep; then how it ended.
 
-        ``completed`` when every trial ended, ``cancelled`` when it was stopped
-        with trials left (they resume when the sweep runs again), ``error``
+        ``cancelled`` when it was stopped (a trial cancelled, its items left:
+        they resume when the sweep runs again), ``completed`` when every trial
+        ended otherwise, ``error``
         when its driver ended before its trials did and none was cancelled.
         """
         if not self.done():
@@ -125,10 +126,12 @@ class DetachedSweep:
         record = self.record()
         states = [TrialState.read(e.get("status")) for e in record["trials"]]
         total = max(len(states), int((record.get("search") or {}).get("trials", 0)))
-        if len(states) == total and all(state.final for state in states):
-            return RunStatus.COMPLETED
+        # A trial cancelled (not pruned) was stopped with the sweep: its items are left,
+        # whether or not every trial has an end (a cancelled trial's run has one).
         if any(state.status is RunStatus.CANCELLED and not state.pruned for state in states):
             return RunStatus.CANCELLED
+        if len(states) == total and all(state.final for state in states):
+            return RunStatus.COMPLETED
         return RunStatus.ERROR
 
     def done(self) -> bool:
