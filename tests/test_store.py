@@ -128,7 +128,7 @@ def test_a_resume_with_another_batch_size_and_a_forward_for_batches_names_batch_
     batched = type("Affine", (Affine,), {"forward": staticmethod(forward_batches)})
     batched.__module__, batched.__qualname__ = Affine.__module__, Affine.__qualname__
     Affine(ToyProvider(toy_config()), output_dir=tmp_path / "run").run(range(8))
-    with pytest.raises(StoreError, match=r"holds a run with batch_size=None, not 4; pass resume"):
+    with pytest.raises(StoreError, match=r"holds a run with batch_size=None, not 4; start over"):
         batched(ToyProvider(toy_config()), output_dir=tmp_path / "run", batch_size=4).run(range(8))
 
 

@@ -26,8 +26,8 @@ def test_a_resume_with_other_keywords_is_refused_with_their_names(tmp_path: Path
     assert str(info.value) == (
         f"{out} holds records another version of this run made: the keywords of run(...) "
         "differ (scale); resuming would mix records of both versions; start over in a new "
-        "folder (`-o runs/NEW`, output_dir=... in Python) or delete this one first "
-        "(resume=False in Python deletes the stored results)"
+        "folder (`-o runs/NEW` on the command line; output_dir=... in Python) or delete this "
+        "one first (resume=False in Python deletes the stored results)"
     )
     assert sorted(p.name for p in (out / "chunks").iterdir()) == before
     again = Scaled(ToyProvider(toy_config()), output_dir=out, chunk_size=5, resume=False)

@@ -117,8 +117,8 @@ def check_same(
     ``how`` is the advice that ends the message.
     """
     how = how or (
-        "start over in a new folder (`-o runs/NEW`, output_dir=... in Python) or delete "
-        "this one first (resume=False in Python deletes the stored results)"
+        "start over in a new folder (`-o runs/NEW` on the command line; output_dir=... in "
+        "Python) or delete this one first (resume=False in Python deletes the stored results)"
     )
     if old.get("format") != new["format"]:
         raise StoreError(f"{path} holds a run in another format; {how}")
@@ -140,7 +140,7 @@ def check_same(
         raise StoreError(
             f"{path} holds records stored as {old.get('record_format')}, and this run "
             f"stores them as {new['record_format']}; set runner.record_format="
-            f"{old.get('record_format')} to resume it, or {how.split(', ', 1)[0]}"
+            f"{old.get('record_format')} to resume it, or {how}"
         )
     # batch_size first: a forward written for batches changes with it, so its code differs too.
     if old.get("batch_size") != new["batch_size"]:
