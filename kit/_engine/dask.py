@@ -18,6 +18,7 @@ gathers and listens.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import queue
@@ -212,6 +213,9 @@ class DaskDispatcher:
                 for flight, outcome in zip(
                     flights, gather(self.client, flights, self.clock), strict=True
                 ):
+                    if isinstance(outcome, ResultLost):
+                        policy.result_lost(flight.key)
+                        continue
                     now = time.perf_counter()
                     chunk, cancel = policy.arrived(flight.key, outcome, now, connected)
                     if cancel:
@@ -443,35 +447,82 @@ class TaskSender:
         self.launch(item, flight.alone)
 
 
+#: How often, in seconds, a gather looks whether a result it waits for left with its worker.
+LOST_CHECK = 0.05
+
+
+class ResultLost:
+    """What :func:`gather` gives for a chunk that finished but whose result left with its worker."""
+
+    def __repr__(self) -> str:
+        return "RESULT_LOST"
+
+
+#: The one :class:`ResultLost`: the chunk goes again as it was (its items did not fail).
+RESULT_LOST = ResultLost()
+
+
 def gather(
     client: Any, flights: list[Flight], clock: BusyClock
-) -> list[ChunkResult | BaseException | None]:
+) -> list[ChunkResult | BaseException | ResultLost | None]:
     """Fetch the results of chunks that came back: one call for all that finished.
 
-    A chunk lost between finishing and the gather is asked for alone; one
-    that failed gives its exception, one the cluster cancelled None.
+    A chunk whose result went with its worker (one retired or lost after the
+    chunk ended) is :data:`RESULT_LOST`, never waited for: distributed's own
+    gather waits until the cluster has computed it again, which on a cluster
+    left without workers is forever. One that failed gives its exception,
+    one the cluster cancelled None; a result that will not come over (it
+    cannot be unpickled here) gives the error, chunk by chunk.
     """
-    finished = [f for f in flights if f.future.status == "finished"]
-    got: dict[str, ChunkResult | BaseException] = {}
+    held = {f.key: f.future for f in flights if f.future.status in ("finished", "lost")}
+    got: dict[str, Any] = {}
+    lost: set[str] = set()
     try:
         with clock.waiting():
-            results = client.gather([f.future for f in finished]) if finished else []
-        got = {f.key: r for f, r in zip(finished, results, strict=True)}
+            got, lost = client.sync(_gather_unless_lost, client, held) if held else ({}, set())
     except Exception:
-        for flight in finished:  # one was lost between finishing and gathering
+        for key, future in held.items():  # one result would not come: the others still do
             try:
-                got[flight.key] = flight.future.result()
+                with clock.waiting():
+                    one, gone = client.sync(_gather_unless_lost, client, {key: future})
+                got.update(one)
+                lost |= gone
             except Exception as exc:
-                got[flight.key] = exc
-    out: list[ChunkResult | BaseException | None] = []
+                got[key] = exc
+    out: list[ChunkResult | BaseException | ResultLost | None] = []
     for flight in flights:
-        if flight.key in got:
+        if flight.key in lost:
+            out.append(RESULT_LOST)
+        elif got.get(flight.key) is not None:
             out.append(got[flight.key])
         elif flight.future.status == "error":
             out.append(flight.future.exception())
         else:
             out.append(None)  # cancelled by the cluster
     return out
+
+
+async def _gather_unless_lost(
+    client: Any, futures: dict[str, Any]
+) -> tuple[dict[str, Any], set[str]]:
+    """Gather ``futures`` on the client's loop; cancel and name those whose result was lost.
+
+    A result lost before or during the gather is cancelled (so the gather
+    skips it, and the cluster does not compute that task again: the run
+    sends the chunk anew) and its key returned in the second value.
+    """
+    lost: set[str] = set()
+    gathering = asyncio.ensure_future(client.gather(futures, errors="skip", asynchronous=True))
+    while True:
+        gone = [
+            f for key, f in futures.items() if key not in lost and f.status in ("lost", "pending")
+        ]
+        if gone:
+            lost.update(f.key for f in gone)
+            await client.cancel(gone, asynchronous=True)
+        done, _ = await asyncio.wait({gathering}, timeout=LOST_CHECK)
+        if done:
+            return gathering.result(), lost
 
 
 def overdue_topic(run_id: str) -> str:

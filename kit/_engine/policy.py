@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -488,6 +488,18 @@ class DispatchPolicy:
     ) -> list[Isolated]:
         """Return the lost items to send alone now, each to a free worker of ``workers``."""
         return self.recovery.sends(self.in_flight, workers, processing)
+
+    def result_lost(self, key: str) -> None:
+        """Take back a chunk that finished but whose result left with its worker.
+
+        Its items did not fail: it goes again as it was, on any worker,
+        unless a copy of it is still out.
+        """
+        if key not in self.in_flight:
+            return
+        flight = self.settle(key)
+        if not self.twin_out(flight):
+            self.requeued.append(replace(flight, worker=None))
 
     def cancelled_by_loss(self, key: str) -> None:
         """Take back a task the loss of the scheduler cancelled: it goes again as it was."""

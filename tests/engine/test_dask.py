@@ -12,10 +12,10 @@ import pytest
 from distributed import Client, LocalCluster
 
 from kit import Runner
-from kit._engine.dask import MAP_CHUNKS, BusyClock, TaskSender
+from kit._engine.dask import MAP_CHUNKS, RESULT_LOST, BusyClock, TaskSender, gather
 from kit._engine.inject import ForwardSpec
 from kit._engine.plan import ChunkPlanner
-from kit._engine.policy import DispatchPolicy, Isolated
+from kit._engine.policy import DispatchPolicy, Flight, Isolated
 from kit._engine.spec import ChunkJob
 from kit.errors import ProviderSetupError
 from kit.events import ChunkFinished
@@ -160,3 +160,26 @@ def test_slots_that_wait_for_a_probe_get_one_when_the_wait_ends(tmp_path: Path) 
         runner = AllAtOnce(ToyProvider(toy_config(tmp_path)), client=client)
         result = runner.run(range(16), together=16)
     assert [r["all_began"] for r in result.records] == [True] * 16
+
+
+def _forty_two() -> int:
+    return 42
+
+
+def test_a_result_that_left_with_its_worker_is_said_lost_and_not_waited_for() -> None:
+    # distributed's gather waits for the cluster to compute a lost result again: on a
+    # cluster its last worker had just left (scaled to 0 after the chunk finished), the
+    # run hung in it and never said "the cluster has had no worker". Before, a result
+    # known lost was taken as a worker's death: its items then ran alone as suspects.
+    with (
+        LocalCluster(n_workers=2, processes=False, dashboard_address=None) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        staying, leaving = cluster.workers.values()
+        kept = client.submit(_forty_two, key="kept", workers=[staying.address])
+        gone = client.submit(_forty_two, key="gone", workers=[leaving.address])
+        client.gather([kept, gone])
+        flights = [Flight(0, 1, 0, False, key=f.key, future=f) for f in (kept, gone)]
+        client.sync(leaving.close)
+        assert gather(client, flights, BusyClock()) == [42, RESULT_LOST]
+        assert gone.status == "cancelled"  # the cluster computes it no more: the run sends anew

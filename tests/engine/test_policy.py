@@ -114,6 +114,20 @@ def test_a_task_cancelled_by_a_lost_scheduler_goes_again_as_it_was() -> None:
     assert list(p.requeued) == [first] and not p.recovery.spread and not p.recovery.isolated
 
 
+def test_a_result_lost_with_its_worker_goes_again_as_it_was_on_any_worker() -> None:
+    # The chunk's items finished: they are not suspects to run alone, and the worker
+    # an item alone was placed on has left.
+    p = policy()
+    first, _ = send(p, 2)
+    first.worker = "tcp://gone:1"
+    p.result_lost(first.key)
+    (again,) = p.requeued
+    assert (again.start, again.stop, again.deaths, again.worker) == (0, 4, 0, None)
+    assert not p.recovery.spread and not p.recovery.isolated
+    p.result_lost(first.key)  # already taken back: nothing twice
+    assert len(p.requeued) == 1
+
+
 def test_an_overdue_word_plans_the_items_behind_the_slow_one_at_once() -> None:
     p = policy(items=8)
     (first, _) = send(p, 2)
