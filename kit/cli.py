@@ -276,8 +276,35 @@ def _sweep_request(args: argparse.Namespace) -> SweepRequest:
     return request
 
 
-def _sweep(args: argparse.Namespace) -> int:
+def _best_line(result: Any, metric: str, minimize: bool, decided: dict[int, int]) -> str:
+    """Say the sweep's best trial; with ``stop: decided``, the trials decided better first.
+
+    A trial stopped once decided better than trial-000 has no full-set value
+    to rank by: the line names it (them) from the decision, not the completed
+    trial the table would otherwise rank first.
+    """
     from kit._compare import run_metric
+
+    better = sorted(n for n, side in decided.items() if side == (-1 if minimize else 1))
+    if better:
+        named = ", ".join(
+            f"{result.trials[n].name} {' '.join(result.trials[n].overrides)}" for n in better
+        )
+        return (
+            f"best: {named}: decided {'lower' if minimize else 'higher'} {metric} than trial-000"
+            + (
+                " (not ranked among themselves: each stopped once decided)"
+                if len(better) > 1
+                else ""
+            )
+        )
+    trial, best = result.best(metric, minimize=minimize)
+    value = run_metric(best, metric)
+    shown = round(value, 4) if isinstance(value, float) else value
+    return f"best: {trial.name} {' '.join(trial.overrides)}: {shown}"
+
+
+def _sweep(args: argparse.Namespace) -> int:
     from kit._sweeps.request import trial_line
 
     request = _sweep_request(args)
@@ -289,9 +316,7 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.metric is not None and result.trials:
         try:
             _say(text_table(result.against_best(args.metric, minimize=minimize)))
-            trial, best = result.best(args.metric, minimize=minimize)
-            value = run_metric(best, args.metric)
-            _say(f"best: {trial.name} {' '.join(trial.overrides)}: {value}")
+            _say(_best_line(result, args.metric, minimize, handle.decided))
         except KeyError as exc:  # no completed trial has the metric: say so, show the table
             _say(text_table(result.rows()))
             _say(f"kit: error: {exc.args[0]}", file=sys.stderr)

@@ -103,3 +103,5 @@ def test_kit_sweep_stop_decided_says_what_was_decided(
     assert code == 0, printed
     assert "trial-001 gain=0.1: pruned (gain=0.1: err lower by " in printed
     assert "than trial-000, decided at " in printed and "% of its items saved)" in printed
+    # The best is the trial decided better, stopped early: not trial-000, the one completed.
+    assert "best: trial-001 gain=0.1: decided lower err than trial-000\n" in printed

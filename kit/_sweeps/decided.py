@@ -114,6 +114,8 @@ class DecidedPlan:
         self._undecidable: set[int] = set()
         #: The decided trials, each with what the sweep says of it.
         self.decisions: dict[int, str] = {}
+        #: The decided trials, each with its side of trial-000: -1 lower, 1 higher, 0 within.
+        self.sides: dict[int, int] = {}
 
     # ------------------------------------------------------------ as a grid plan
     def restore(self) -> dict[int, tuple[RunResult, TrialState]]:
@@ -203,6 +205,7 @@ class DecidedPlan:
         self.decisions[number] = describe(
             self.trials[number], self.metric, low, high, cursor, self._size
         )
+        self.sides[number] = -1 if high < 0 else 1 if low > 0 else 0
         return self._handles.get(number)
 
 

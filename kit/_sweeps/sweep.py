@@ -156,6 +156,15 @@ class SweepHandle:
         return list(self._plan.trials)
 
     @property
+    def decided(self) -> dict[int, int]:
+        """With ``stop='decided'``, the trials stopped once decided, and their side of the first.
+
+        By trial number: -1 its metric lower than trial-000's, 1 higher, 0
+        within the margin of it (empty for other sweeps).
+        """
+        return dict(getattr(self._plan, "sides", {}))
+
+    @property
     def study(self) -> Any:
         """A search's ``optuna.Study`` (None for a grid)."""
         return self._study
