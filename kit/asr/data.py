@@ -98,11 +98,15 @@ def read_manifest(path: str | Path) -> list[dict[str, Any]]:
     return entries
 
 
+#: What a path that is no regular file is (checked from its metadata: a FIFO is never opened,
+#: reading it would wait for ever).
+NOT_REGULAR = "is not a regular file (a FIFO or a device, say)"
+
+
 def read_wav(path: str) -> tuple[bytes, float]:
     """Return the 16-bit PCM frames of a 16 kHz mono WAV file and its duration in seconds."""
     if Path(path).exists() and not Path(path).is_file():
-        # A FIFO would be opened and waited on for ever: refused from its metadata.
-        raise error(f"{path} is not a regular file (a FIFO or a device, say); give a WAV file")
+        raise error(f"{path} {NOT_REGULAR}; give a WAV file")
     with wave.open(path) as wav:
         if wav.getframerate() != 16000 or wav.getnchannels() != 1 or wav.getsampwidth() != 2:
             raise error(
@@ -146,8 +150,7 @@ def _wav_problem(path: Path) -> str | None:
     if not path.exists():
         return f"no such file: {path}"
     if not path.is_file():
-        # Known from its metadata: a FIFO is never opened (reading it would hang).
-        return f"{path} is not a regular file (a FIFO or a device, say); give a WAV file"
+        return f"{path} {NOT_REGULAR}; give a WAV file"
     try:
         with wave.open(str(path)) as wav:
             rate, channels, width = wav.getframerate(), wav.getnchannels(), wav.getsampwidth()
@@ -352,10 +355,8 @@ def _source_problem(stored: Any) -> str | None:
                 if not path.exists():
                     return f"its audio is missing: no such file {where}"
                 if not path.is_file():
-                    # Checked from its metadata: a FIFO is never opened (it would hang).
                     return (
-                        f"its audio {where} is not a regular file (a FIFO or a device, say); "
-                        "Kit reads audio from regular files only"
+                        f"its audio {where} {NOT_REGULAR}; Kit reads audio from regular files only"
                     )
         children: Any = [value for key, value in stored.items() if key != "sources"]
     elif isinstance(stored, (list, tuple)):
