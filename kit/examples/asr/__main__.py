@@ -87,7 +87,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = runner.run(indices)
             print(f"\n== decoder.engine={engine}: {len(result.records)} utterances ==")
             print(table(result))
-            print(f"summary: {result.summary}   report: {result.output_dir}/report.html")
+            # Rounded to print: the run's summary.json keeps every digit.
+            shown = {
+                k: round(v, 4) if isinstance(v, float) else v for k, v in result.summary.items()
+            }
+            print(f"summary: {shown}   report: {result.output_dir}/report.html")
             records[engine] = result.records
     except (kit.ConfigError, RuntimeError, FileNotFoundError, ImportError) as exc:
         print(f"asr: error: {exc}", file=sys.stderr)
