@@ -1028,8 +1028,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     name: demo
     0
     """
+    from kit.cluster._class_cluster import deaf_workers
+
     args = _parse(_parser(), argv)
-    return guarded(lambda: args.handler(args), debug=args.debug)
+    # A terminal's Ctrl-C reaches every process of its group: the workers a command starts
+    # ignore it (each printed a KeyboardInterrupt traceback), and this process takes it,
+    # cancels the work and closes them in order.
+    with deaf_workers():
+        return guarded(lambda: args.handler(args), debug=args.debug)
 
 
 def guarded(call: Callable[[], int], debug: bool = False) -> int:

@@ -295,6 +295,34 @@ def test_ctrl_c_ends_kit_run_with_a_message_not_a_traceback(config: Path, tmp_pa
     assert "completed chunks are kept" in err
 
 
+def test_ctrl_c_in_a_terminal_ends_kit_sweep_on_workers_with_one_line(
+    config: Path, tmp_path: Path
+) -> None:
+    # A terminal's Ctrl-C goes to the whole process group: each local worker printed a
+    # KeyboardInterrupt traceback of its own, four for two workers.
+    import os
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kit", "sweep", str(config), "+sleep=0.2", "factor=2,3"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a group of its own, as a terminal's foreground job
+    )
+    first = tmp_path / "out" / "trial-000" / "ledger.jsonl"
+    deadline = time.monotonic() + 120
+    while not first.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err + out and "KeyboardInterrupt" not in err + out
+    assert err.count("kit: interrupted; completed chunks are kept") == 1, err
+
+
 def test_terminal_escapes_from_items_are_printed_escaped(tmp_path: Path) -> None:
     out = tmp_path / "out"
     config = tmp_path / "job.yaml"
