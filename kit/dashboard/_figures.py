@@ -126,10 +126,14 @@ def failures_html(failures: Sequence[tuple[Any, str]]) -> str:
 
     Examples
     --------
+    >>> failures_html([])
+    "<p class='kit-failures'>no failures</p>"
     >>> table = failures_html([(3, "ValueError: x"), (7, "TypeError: <b> is no str")])
     >>> table.split("</tr>")[1]
     "<tr class='kit-failure' data-status=''><td>7</td><td>TypeError: &lt;b&gt; is no str</td>"
     """
+    if not failures:  # a table of headers alone reads as something missing
+        return "<p class='kit-failures'>no failures</p>"
     rows = [{"item": index, "recent failures": message} for index, message in reversed(failures)]
     return rows_table(
         rows, ["item", "recent failures"], table_class="kit-failures", row_class="kit-failure"

@@ -17,6 +17,7 @@ from kit.dashboard._figures import DashboardView, require_bokeh
 from kit.dashboard._state import DashboardState
 from kit.events import Event, RunFinished, RunStarted, read_events
 from kit.store._rundir import RunDir, SweepDir
+from kit.views._html import number
 
 #: A part of ``report.html`` a runner adds: given the run's folder, its HTML (escaped by the
 #: function, which is code of Kit's or the runner's, never read from the folder); "" for none.
@@ -37,7 +38,7 @@ def _stats_html(result: dict[str, Any]) -> str:
             (f"worker {name}", f"{worker['items']:,} items, {worker['busy_seconds']:.2f} s busy")
         )
     for name, value in (result.get("summary") or {}).items():
-        rows.append((f"summary: {name}", str(value)))
+        rows.append((f"summary: {name}", number(value)))
     body = "".join(
         f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
         f"<td>{html.escape(v)}</td></tr>"
