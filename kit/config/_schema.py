@@ -359,8 +359,9 @@ def check_section(
         typed_default: DictConfig = OmegaConf.structured(schema)
         return typed_default
     section = cfg[name]
-    if section is None:
-        section = {}
+    if section is None:  # `tracking: null` in a file: the section's defaults
+        defaults: DictConfig = OmegaConf.structured(schema)
+        return defaults
     if not isinstance(section, DictConfig):
         raise error(
             f"must be a mapping, got {type(section).__name__}",

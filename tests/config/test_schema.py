@@ -92,6 +92,14 @@ def test_a_section_that_is_not_a_mapping_is_refused() -> None:
         load_config({"parallel": 3})
 
 
+def test_a_null_section_is_the_sections_defaults() -> None:
+    # `tracking: null` in a file was refused as "must be a mapping, got dict".
+    from kit.config._schema import TrackingConfig, check_section
+
+    cfg = load_config({"tracking": None})
+    assert check_section(cfg, "tracking", TrackingConfig).mlflow is None
+
+
 def test_missing_and_interpolated_values_are_checked_later() -> None:
     cfg = load_config({"parallel": {"env": "???", "n_workers": "${workers}"}, "workers": 2})
     assert cfg.parallel.n_workers == 2
