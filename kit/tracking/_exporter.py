@@ -209,6 +209,8 @@ class Exporter:
         self._failed = False
         #: Whether the run's end reached the tracker (set on the exporter's thread).
         self.sent = False
+        #: Seconds into the run of the last event taken: when the values written were so.
+        self.elapsed = 0.0
         self._dirty = False
         self._folder_complete = threading.Event()
         #: CPU seconds the exporter's thread used, and seconds the run's end waited for it.
@@ -289,13 +291,16 @@ class Exporter:
             self.open(event)
         elif isinstance(event, ChunkFinished):
             self.totals.add(event)
+            self.elapsed = max(self.elapsed, event.elapsed)
             self._dirty = True
         elif isinstance(event, Scalars):
+            self.elapsed = max(self.elapsed, event.elapsed)
             self.scalars(event.values, step=event.step)
         elif isinstance(event, RunFinished):
             self.totals.done, self.totals.failed = event.done, event.failed
             if event.elapsed > 0:
                 self.totals.elapsed = event.elapsed
+            self.elapsed = max(self.elapsed, event.elapsed)
             self._dirty = False
             self.close(event, self.totals.running())
             self._folder_complete.wait(FINISH_WAIT)

@@ -298,12 +298,16 @@ def log_values(
     values: Mapping[str, float],
     step: int,
     params: Mapping[str, str] | None = None,
+    at: float | None = None,
 ) -> None:
-    """Log ``values`` as metrics at ``step`` (and ``params``), in as few calls as MLflow takes."""
+    """Log ``values`` as metrics at ``step`` (and ``params``), in as few calls as MLflow takes.
+
+    ``at`` (seconds since the epoch) is when the values were so; default now.
+    """
     from mlflow.entities import Metric, Param
 
-    now = int(time.time() * 1000)
-    metrics = [Metric(_KEY_CHARS.sub("_", k), v, now, step) for k, v in values.items()]
+    stamp = int((time.time() if at is None else at) * 1000)
+    metrics = [Metric(_KEY_CHARS.sub("_", k), v, stamp, step) for k, v in values.items()]
     pairs = [Param(key, value) for key, value in (params or {}).items()]
     # MLflow takes 1000 metrics and 100 params a call.
     for start in range(0, max(len(metrics), 10 * len(pairs), 1), 1000):
@@ -445,7 +449,10 @@ class MLflowExporter(Exporter):
     def _log(self, values: dict[str, float], step: int) -> None:
         # The params go with the first values: one store transaction fewer a run.
         params, self._params = self._params, {}
-        log_values(self._client, self._require_run(), values, step, params)
+        # Stamped when the run got there, not when the exporter did (MLflow's import alone
+        # can take seconds on a busy machine, and points then landed after the run ended).
+        at = self._started + self.elapsed if self._started else None
+        log_values(self._client, self._require_run(), values, step, params, at=at)
 
     def close(self, finished: RunFinished, values: dict[str, float]) -> None:
         """Log the last values, the summary and the artifacts; end the run with its status."""

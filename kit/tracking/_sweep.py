@@ -12,6 +12,7 @@ the experiment (the swept keys, the summary metrics) beside them.
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 from concurrent.futures import Future
 from dataclasses import replace
@@ -83,9 +84,12 @@ class SweepTracker:
         self.uri = tracking.mlflow_uri(folder)
         self._parent: Future[str | None] = Future()
         self._client: Any = None
+        #: When the sweep began: its parent run's start, however long MLflow takes to import.
+        self._began = time.time()
 
     def start(self) -> None:
         """Begin the sweep's parent run, on a thread of its own (MLflow may take seconds)."""
+        self._began = time.time()
         if self.uri is None:
             self._parent.set_result(None)
             return
@@ -108,6 +112,7 @@ class SweepTracker:
                     "kit.output_dir": str(self.folder.absolute()),
                 },
                 resume=self.resume,
+                start_time=self._began,
             )
             if new:
                 log_values(self._client, run_id, {}, 0, self.shared_params())

@@ -67,6 +67,26 @@ def test_a_run_becomes_an_mlflow_run_with_params_stepped_metrics_artifacts_and_s
     assert not Path("mlruns").exists()
 
 
+def test_metric_points_are_stamped_when_the_run_got_there_not_when_they_were_sent(
+    tmp_path: Path,
+) -> None:
+    # Stamped when written, a run's points sent later (by export-tracking, or by an
+    # exporter that took 45 s to import MLflow) all lay after the run's end.
+    from kit.cli import main
+
+    cfg = graded_config(tmp_path, {"env": "inline"}, tracking=None)
+    runner, items = build_runner(kit.load_config(cfg))
+    folder = runner.run(items).output_dir
+    store = f"sqlite:///{tmp_path}/runs/mlflow.db"
+    assert main(["export-tracking", str(folder), "--mlflow", store]) == 0
+    client = client_of(tmp_path)
+    [run] = runs_of(client)
+    start, end = run.info.start_time, run.info.end_time
+    for name in ("items/done", "running/err", "mean_y"):
+        stamps = [m.timestamp for m in client.get_metric_history(run.info.run_id, name)]
+        assert stamps and all(start <= t <= end for t in stamps), (name, start, stamps, end)
+
+
 def test_a_resumed_run_goes_on_in_its_mlflow_run(tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     # Items take 20 ms: each chunk is stored as it ends (quicker ones are stored together).
