@@ -181,6 +181,35 @@ def test_a_finished_trial_made_by_other_code_is_not_read_back(tmp_path: Path, ki
     assert again.handles == {}
 
 
+@pytest.mark.parametrize("kind", ["grid", "search"])
+@pytest.mark.parametrize(
+    ("field", "forge"),
+    [
+        ("summary.loss", lambda stored: stored["summary"].update(loss=-1.0)),
+        ("stats.failed", lambda stored: stored["stats"].update(failed=3)),
+    ],
+)
+def test_a_trials_result_written_by_hand_is_not_shown_or_picked_as_best(
+    tmp_path: Path, kind: str, field: str, forge: Callable[[dict[str, Any]], None]
+) -> None:
+    # A planted result.json (a loss of -1) was shown and picked as best by --metric.
+    cfg = config(tmp_path)
+    folder = tmp_path / "sweep"
+    run_sweep(kind, cfg, folder)
+    result = folder / "trial-001" / "result.json"
+    stored = json.loads(result.read_text())
+    forge(stored)
+    result.write_text(json.dumps(stored))
+    with pytest.raises(kit.ConfigError) as refused:
+        run_sweep(kind, cfg, folder)
+    message = str(refused.value)
+    assert message.startswith(
+        f"trial-001's result.json does not match its records: its {field} is "
+    )
+    assert f"file: {result}" in message
+    assert f"delete {folder / 'trial-001'} to run that trial again" in message
+
+
 def test_a_link_planted_where_the_sweep_keeps_bokehjs_is_not_written_through(
     tmp_path: Path,
 ) -> None:

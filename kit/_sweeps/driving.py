@@ -130,8 +130,8 @@ class SweepDriver:
         self.store.lock()  # one driver per sweep folder: sweep.json has one writer
         try:
             restored = self.plan.restore()
-            for number in restored:
-                self._check_read_back(self.plan.trials[number])
+            for number, (result, _) in restored.items():
+                self._check_read_back(self.plan.trials[number], result)
             self._save()
         except BaseException:
             self.store.unlock()
@@ -144,19 +144,33 @@ class SweepDriver:
             self.tracker.start()
         self.launch()
 
-    def _check_read_back(self, trial: Trial) -> None:
+    def _check_read_back(self, trial: Trial, result: RunResult) -> None:
         """Refuse a finished trial made by other code or keywords than this sweep's would be.
 
         As a run's resume does: the stored trial is read back only if this
         sweep would make the same records (the runner's code, its keywords,
-        its config, its items).
+        its config, its items). Its ``result.json`` is then checked against
+        those records: its failures counted and its summary made again by the
+        runner, so a summary written by hand is never shown or picked as best.
         """
-        check_resume(
-            self._request(trial),
-            resume=True,
-            how=f"delete {trial.output_dir} to run that trial again with this code, or give "
-            "this sweep a folder of its own",
+        how = (
+            f"delete {trial.output_dir} to run that trial again with this code, or give "
+            "this sweep a folder of its own"
         )
+        request = self._request(trial)
+        check_resume(request, resume=True, how=how)
+        where = RunDir(trial.output_dir).result
+        if result.stats.failed != len(result.errors):
+            raise _not_its_records(
+                trial, where, "stats.failed", result.stats.failed, len(result.errors), how
+            )
+        made = json.loads(json.dumps(request.runner.summarize(result.records), default=repr))
+        stored = json.loads(json.dumps(result.summary, default=repr))
+        if made != stored:
+            key = next((k for k in {**made, **stored} if made.get(k) != stored.get(k)), "summary")
+            raise _not_its_records(
+                trial, where, f"summary.{key}", stored.get(key), made.get(key), how
+            )
 
     def _request(self, trial: Trial) -> RunRequest:
         """Return the request of ``trial``'s run: into its folder, exported and reported here.
@@ -382,3 +396,17 @@ class Reports:
         if thread is not None:
             self._queue.put(None)
             thread.join()
+
+
+def _not_its_records(
+    trial: Trial, where: Path, field: str, stored: Any, made: Any, how: str
+) -> Exception:
+    """Return the refusal of a trial whose ``result.json`` says other than its records."""
+    from kit.config._errors import error
+
+    return error(
+        f"{trial.name}'s result.json does not match its records: its {field} is {stored!r}, its "
+        f"records make {made!r}",
+        fix=how,
+        source=str(where),
+    )
