@@ -9,6 +9,7 @@ reads what its :class:`~kit._engine.run.Run` does.
 from __future__ import annotations
 
 import json
+import math
 import queue
 import threading
 import warnings
@@ -166,8 +167,9 @@ class SweepDriver:
             )
         made = json.loads(json.dumps(request.runner.summarize(result.records), default=repr))
         stored = json.loads(json.dumps(result.summary, default=repr))
-        if made != stored:
-            key = next((k for k in {**made, **stored} if made.get(k) != stored.get(k)), "summary")
+        differ = [k for k in {**made, **stored} if not _same(made.get(k), stored.get(k))]
+        if differ:
+            key = differ[0]
             raise _not_its_records(
                 trial, where, f"summary.{key}", stored.get(key), made.get(key), how
             )
@@ -396,6 +398,21 @@ class Reports:
         if thread is not None:
             self._queue.put(None)
             thread.join()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two values read from JSON are equal, a NaN equal to a NaN.
+
+    >>> _same({"wer": float("nan")}, {"wer": float("nan")}), _same([1, 2], [1, 3])
+    (True, False)
+    """
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 def _not_its_records(
