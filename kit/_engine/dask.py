@@ -29,7 +29,15 @@ from typing import Any
 from kit._base.errors import ProviderSetupError
 from kit._base.waiting import WAIT_STEP
 from kit._engine.plan import ChunkPlanner
-from kit._engine.policy import DispatchPolicy, Flight, Isolated, Overdue
+from kit._engine.policy import (
+    RESULT_LOST,
+    DispatchPolicy,
+    Flight,
+    Isolated,
+    Liveness,
+    Overdue,
+    ResultLost,
+)
 from kit._engine.spec import ChunkJob
 from kit.cluster._seats import ClusterSeat
 from kit.store._chunk_result import ChunkResult
@@ -128,7 +136,9 @@ class DaskDispatcher:
         self.seat = seat
         self.job = job
         #: What to send, send again and copy: it decides each turn; this loop carries it out.
-        self.policy = DispatchPolicy(planner, job.indices, retries, backups, no_worker_timeout)
+        self.policy = DispatchPolicy(planner, job.indices, retries, backups)
+        #: Whether the cluster has workers and the client its scheduler; when to give up.
+        self.liveness = Liveness(no_worker_timeout)
         if seat is not None:
             self.policy.company(seat.last.in_company)
         #: The event topic on which workers say a chunk will end early (see Overdue).
@@ -185,7 +195,7 @@ class DaskDispatcher:
                 if turn.back_up:
                     self.back_up()
                 arrival = False
-                policy.connected()
+                self.liveness.connected()
                 if not self.in_flight or self.should_stop():
                     return
                 # Slots waiting for a probe to come back get one anyway when the wait ends.
@@ -200,7 +210,7 @@ class DaskDispatcher:
                         self._poll()
                         if policy.without_env():  # workers come and go: the list, again
                             self._route_around_missing_envs()
-                    policy.check_workers(time.perf_counter())
+                    self.liveness.check_workers(time.perf_counter(), len(self.in_flight))
                     continue
                 # Every chunk back that is in: one gather.
                 futures = self._take_arrivals(first)
@@ -213,9 +223,6 @@ class DaskDispatcher:
                 for flight, outcome in zip(
                     flights, gather(self.client, flights, self.clock), strict=True
                 ):
-                    if isinstance(outcome, ResultLost):
-                        policy.result_lost(flight.key)
-                        continue
                     now = time.perf_counter()
                     chunk, cancel = policy.arrived(flight.key, outcome, now, connected)
                     if cancel:
@@ -263,7 +270,7 @@ class DaskDispatcher:
         """
         closed = self.client.status in ("closing", "closed")
         address = getattr(self.client.scheduler, "address", None) or "its address"
-        self.policy.scheduler_lost(time.perf_counter(), closed, address)
+        self.liveness.scheduler_lost(time.perf_counter(), closed, address)
         try:
             first = self.arrived.get(timeout=WAIT_STEP)
         except queue.Empty:
@@ -291,7 +298,8 @@ class DaskDispatcher:
                     self.policy.company(said.in_company)
         except Exception:
             return
-        self.policy.threads_seen(total, now, share)
+        self.liveness.seen(total, now)
+        self.policy.threads_seen(total, share)
 
     def _take_arrivals(self, first: Any) -> list[Any]:
         """``first`` and every other arrival queued: the futures; Overdue words act here."""
@@ -449,17 +457,10 @@ class TaskSender:
 
 #: How often, in seconds, a gather looks whether a result it waits for left with its worker.
 LOST_CHECK = 0.05
-
-
-class ResultLost:
-    """What :func:`gather` gives for a chunk that finished but whose result left with its worker."""
-
-    def __repr__(self) -> str:
-        return "RESULT_LOST"
-
-
-#: The one :class:`ResultLost`: the chunk goes again as it was (its items did not fail).
-RESULT_LOST = ResultLost()
+#: A distributed future's statuses (its own words, not a run's): finished or lost, a chunk
+#: came back; lost or pending again, its result left with its worker before the gather.
+HELD = ("finished", "lost")
+NOT_HELD = ("lost", "pending")
 
 
 def gather(
@@ -474,7 +475,7 @@ def gather(
     one the cluster cancelled None; a result that will not come over (it
     cannot be unpickled here) gives the error, chunk by chunk.
     """
-    held = {f.key: f.future for f in flights if f.future.status in ("finished", "lost")}
+    held = {f.key: f.future for f in flights if f.future.status in HELD}
     got: dict[str, Any] = {}
     lost: set[str] = set()
     try:
@@ -514,9 +515,7 @@ async def _gather_unless_lost(
     lost: set[str] = set()
     gathering = asyncio.ensure_future(client.gather(futures, errors="skip", asynchronous=True))
     while True:
-        gone = [
-            f for key, f in futures.items() if key not in lost and f.status in ("lost", "pending")
-        ]
+        gone = [f for key, f in futures.items() if key not in lost and f.status in NOT_HELD]
         if gone:
             lost.update(f.key for f in gone)
             await client.cancel(gone, asynchronous=True)

@@ -58,6 +58,17 @@ class Flight:
     deaths: int = 0
 
 
+class ResultLost:
+    """A chunk's outcome when it finished but its result left with its worker."""
+
+    def __repr__(self) -> str:
+        return "RESULT_LOST"
+
+
+#: The one :class:`ResultLost`: the chunk goes again as it was (its items did not fail).
+RESULT_LOST = ResultLost()
+
+
 @dataclass(frozen=True)
 class Isolated:
     """Positions of a lost chunk to run again alone, on ``worker`` (None: any)."""
@@ -359,14 +370,11 @@ class DispatchPolicy:
         indices: Sequence[Index],
         retries: int,
         backups: str = "auto",
-        no_worker_timeout: float | None = None,
     ) -> None:
         self.planner = planner
         #: Lost chunks: pieces to spread, items to run alone.
         self.recovery = Recovery(indices, retries)
         self.backups = backups
-        #: Whether the cluster has workers and the client its scheduler; when to give up.
-        self.liveness = Liveness(no_worker_timeout)
         self.in_flight: dict[str, Flight] = {}
         # Keys of the copies of each (start, stop) out at once (a chunk and its backup).
         self.twins: dict[tuple[int, int], list[str]] = {}
@@ -465,19 +473,14 @@ class DispatchPolicy:
         return bool(self.recovery.isolated) or any(f.alone for f in self.in_flight.values())
 
     # ------------------------------------------------------------ capacity
-    def threads_seen(self, total: int, now: float, share: int | None = None) -> int:
+    def threads_seen(self, total: int, share: int | None = None) -> int:
         """Take the cluster's worker threads now; return how many to plan for (see Capacity)."""
-        self.liveness.seen(total, now)
         return self.capacity.seen(total, share)
 
     @property
     def threads(self) -> int:
         """Worker threads the run plans for now."""
         return self.capacity.threads
-
-    def check_workers(self, now: float) -> None:
-        """Raise once the cluster has had no worker for ``no_worker_timeout`` seconds."""
-        self.liveness.check_workers(now, len(self.in_flight))
 
     def placing(self) -> bool:
         """Whether an item is being placed alone now (asking the scheduler would change nothing)."""
@@ -489,29 +492,9 @@ class DispatchPolicy:
         """Return the lost items to send alone now, each to a free worker of ``workers``."""
         return self.recovery.sends(self.in_flight, workers, processing)
 
-    def result_lost(self, key: str) -> None:
-        """Take back a chunk that finished but whose result left with its worker.
-
-        Its items did not fail: it goes again as it was, on any worker,
-        unless a copy of it is still out.
-        """
-        if key not in self.in_flight:
-            return
-        flight = self.settle(key)
-        if not self.twin_out(flight):
-            self.requeued.append(replace(flight, worker=None))
-
     def cancelled_by_loss(self, key: str) -> None:
         """Take back a task the loss of the scheduler cancelled: it goes again as it was."""
         self.requeued.append(self.settle(key))
-
-    def scheduler_lost(self, now: float, closed: bool, address: str) -> None:
-        """Take a step without a scheduler; raise once it will not come back."""
-        self.liveness.scheduler_lost(now, closed, address)
-
-    def connected(self) -> None:
-        """Take a step with the scheduler there."""
-        self.liveness.connected()
 
     # ------------------------------------------------------------ arrivals
     def settle(self, key: str) -> Flight:
@@ -528,13 +511,18 @@ class DispatchPolicy:
         return (flight.start, flight.stop) in self.twins
 
     def arrived(
-        self, key: str, outcome: ChunkResult | BaseException | None, now: float, connected: bool
+        self,
+        key: str,
+        outcome: ChunkResult | BaseException | ResultLost | None,
+        now: float,
+        connected: bool,
     ) -> tuple[ChunkResult | None, list[Flight]]:
         """Take a task that came back: the chunk to fold in (if it completed) and copies to cancel.
 
         A chunk cut at its budget puts the rest back to plan; a task that failed
         is lost (see :meth:`lost`), unless the client lost its scheduler, which
-        cancelled it: then it goes again as it was.
+        cancelled it, or its result (:data:`RESULT_LOST`) left with its worker:
+        then it goes again as it was.
         """
         if key not in self.in_flight:
             return None, []  # its twin of this same batch was folded in and cancelled it
@@ -553,8 +541,10 @@ class DispatchPolicy:
             return outcome, cancel
         if self.twin_out(flight):
             return None, []
-        if outcome is None and not connected:
-            self.requeued.append(flight)  # cancelled by the loss of the scheduler
+        if isinstance(outcome, ResultLost) or (outcome is None and not connected):
+            # Cancelled by the loss of the scheduler, or its result left with its worker:
+            # its items did not fail. Again as it was (anywhere, if its worker left).
+            self.requeued.append(flight if outcome is None else replace(flight, worker=None))
             return None, []
         return self.recovery.lost(flight, outcome, self.capacity.most_threads), []
 

@@ -12,10 +12,10 @@ import pytest
 from distributed import Client, LocalCluster
 
 from kit import Runner
-from kit._engine.dask import MAP_CHUNKS, RESULT_LOST, BusyClock, TaskSender, gather
+from kit._engine.dask import MAP_CHUNKS, BusyClock, TaskSender, gather
 from kit._engine.inject import ForwardSpec
 from kit._engine.plan import ChunkPlanner
-from kit._engine.policy import DispatchPolicy, Flight, Isolated
+from kit._engine.policy import RESULT_LOST, DispatchPolicy, Flight, Isolated
 from kit._engine.spec import ChunkJob
 from kit.errors import ProviderSetupError
 from kit.events import ChunkFinished

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kit._engine.plan import ChunkPlanner
-from kit._engine.policy import DispatchPolicy, Flight, Isolated, Overdue
+from kit._engine.policy import RESULT_LOST, DispatchPolicy, Flight, Isolated, Liveness, Overdue
 from kit.errors import NoWorkersError, SchedulerLostError
 from kit.store._chunk_result import ChunkResult
 
@@ -120,12 +120,12 @@ def test_a_result_lost_with_its_worker_goes_again_as_it_was_on_any_worker() -> N
     p = policy()
     first, _ = send(p, 2)
     first.worker = "tcp://gone:1"
-    p.result_lost(first.key)
+    assert p.arrived(first.key, RESULT_LOST, now=1.0, connected=True) == (None, [])
     (again,) = p.requeued
     assert (again.start, again.stop, again.deaths, again.worker) == (0, 4, 0, None)
     assert not p.recovery.spread and not p.recovery.isolated
-    p.result_lost(first.key)  # already taken back: nothing twice
-    assert len(p.requeued) == 1
+    assert p.arrived(first.key, RESULT_LOST, now=1.0, connected=True) == (None, [])
+    assert len(p.requeued) == 1  # already taken back: nothing twice
 
 
 def test_an_overdue_word_plans_the_items_behind_the_slow_one_at_once() -> None:
@@ -147,18 +147,16 @@ def test_backups_copy_queued_chunks_worth_a_round_trip_one_per_idle_worker() -> 
 
 
 def test_a_cluster_without_workers_or_scheduler_ends_the_run_after_the_timeout() -> None:
-    p = DispatchPolicy(
-        ChunkPlanner([(0, 4)], n_workers=1), range(4), retries=0, no_worker_timeout=5
-    )
-    assert p.threads_seen(0, now=10.0) == 1
-    p.check_workers(now=14.0)
+    alive = Liveness(no_worker_timeout=5)
+    alive.seen(0, now=10.0)
+    alive.check_workers(now=14.0, waiting=1)
     with pytest.raises(NoWorkersError, match="no worker for 5 s"):
-        p.check_workers(now=15.0)
-    p.scheduler_lost(now=20.0, closed=False, address="tcp://s")
+        alive.check_workers(now=15.0, waiting=1)
+    alive.scheduler_lost(now=20.0, closed=False, address="tcp://s")
     with pytest.raises(SchedulerLostError, match="went away during the run"):
-        p.scheduler_lost(now=25.0, closed=False, address="tcp://s")
-    p.connected()
-    p.scheduler_lost(now=30.0, closed=False, address="tcp://s")
+        alive.scheduler_lost(now=25.0, closed=False, address="tcp://s")
+    alive.connected()
+    alive.scheduler_lost(now=30.0, closed=False, address="tcp://s")
 
 
 def take(p: DispatchPolicy, spans: list[tuple[int, int, int]]) -> None:
