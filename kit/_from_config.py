@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from kit.config import config_hash
 from kit.config._errors import error, import_class, missing
 from kit.config._schema import ItemsConfig, check_section
-from kit.provider import build_provider
+from kit.provider import EnvironmentProvider, build_provider
 from kit.result import Index
 from kit.runner import Runner
 
@@ -41,14 +41,17 @@ def build_runner(cfg: DictConfig) -> tuple[Any, Sequence[Index]]:
         **({"tracking": cfg.tracking} if cfg.get("tracking") else {}),
         **options,
     )
-    return runner, items_of(cfg)
+    return runner, items_of(cfg, provider)
 
 
 _INTEGER = re.compile(r"-?[0-9]+")
 
 
-def items_of(cfg: DictConfig) -> Sequence[Index]:
+def items_of(cfg: DictConfig, provider: EnvironmentProvider | None = None) -> Sequence[Index]:
     """Return the indices of ``cfg.items``: a range, or the lines of a file.
+
+    A range without ``stop`` runs to the end of the set: ``provider``'s
+    :meth:`~kit.EnvironmentProvider.item_count` items.
 
     Examples
     --------
@@ -84,10 +87,14 @@ def items_of(cfg: DictConfig) -> Sequence[Index]:
                 # Only ASCII digits make a number: "²" or "--5" stay ids (str).
                 out.append(int(text) if _INTEGER.fullmatch(text) else text)
         return out
-    if items.get("stop") is None:
+    stop = items.get("stop")
+    if stop is None:
+        stop = None if provider is None else provider.item_count()
+    if stop is None:
+        said = "" if provider is None else f"; {type(provider).__name__} cannot say its set's size"
         raise error(
-            "give the end of the range (or items.file)",
+            f"give the end of the range (or items.file){said}",
             full_key="items.stop",
             fix="e.g. `items.stop=100`",
         )
-    return range(items.start, items.stop, items.step)
+    return range(items.start, stop, items.step)

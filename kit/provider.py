@@ -105,6 +105,16 @@ class EnvironmentProvider(abc.ABC):
             if callable(close):
                 close()
 
+    def item_count(self) -> int | None:
+        """Return how many items the provider's data holds, read here; None: it cannot say.
+
+        A config whose ``items`` gives no ``stop`` runs the whole set, this
+        many items (:func:`kit.items_of`). It should read what names the
+        items (a list of ids, a manifest), not the items themselves; by
+        default None, and ``items.stop`` must be given.
+        """
+        return None
+
     def worker_setup_fn(self) -> Callable[[], Env]:
         """Return the setup function, checked to be a zero-argument callable."""
         fn = self.make_worker_setup_fn()

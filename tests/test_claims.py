@@ -19,6 +19,14 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "A config whose `items` gives no `stop` then runs the whole set": [
+        "tests/test_from_config.py::"
+        "test_a_range_without_stop_is_the_providers_whole_set_or_asked_for",
+    ],
+    "decodes every utterance of `DIR`": [
+        "tests/asr/test_kaldi.py::"
+        "test_without_an_items_stop_a_data_dir_runs_its_whole_set_and_no_more",
+    ],
     "an interval on the mean per-item difference that holds at every look at once": [
         "tests/test_anytime.py",
     ],

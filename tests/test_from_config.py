@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
-from kit import ConfigError
+from kit import ConfigError, EnvironmentProvider
 from kit._from_config import items_of
 
 
@@ -38,3 +39,32 @@ def test_a_range_bound_that_is_no_whole_number_is_a_config_error(key: str, value
     with pytest.raises(ConfigError) as info:
         items_of(OmegaConf.create({"items": items}))
     assert str(info.value).startswith(f"items.{key}: {value!r} is not a value of type int")
+
+
+class Counted(EnvironmentProvider):
+    """A provider whose set holds 7 items."""
+
+    def build_env_local(self) -> dict[str, int]:
+        return {}
+
+    def make_worker_setup_fn(self) -> Callable[[], dict[str, int]]:
+        return dict
+
+    def item_count(self) -> int:
+        return 7
+
+
+class Uncounted(Counted):
+    def item_count(self) -> None:
+        return None
+
+
+def test_a_range_without_stop_is_the_providers_whole_set_or_asked_for() -> None:
+    cfg = OmegaConf.create({"items": {"start": 2}})
+    assert items_of(cfg, Counted(cfg)) == range(2, 7)
+    with pytest.raises(ConfigError) as info:
+        items_of(cfg, Uncounted(cfg))
+    assert str(info.value) == (
+        "items.stop: give the end of the range (or items.file); Uncounted cannot say its "
+        "set's size\n    full_key: items.stop\n    fix: e.g. `items.stop=100`"
+    )

@@ -114,6 +114,10 @@ class DecodeProvider(EnvironmentProvider):
         """
         return make_recognizer(settings)
 
+    def item_count(self) -> int:
+        """Return how many utterances ``data`` names (its lists, not its audio, are read)."""
+        return len(load_dataset_entries(self._plain()["data"]))
+
     def build_env_local(self) -> dict[str, Any]:
         """Build the env in this process (inline runs)."""
         return build_env(self._plain(), type(self).recognizer)

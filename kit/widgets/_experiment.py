@@ -34,8 +34,12 @@ from kit.widgets._style import TABLE_STYLE, scrolling
 from kit.widgets._sweep_view import SweepBar, SweepView
 
 
-def items_source(base: DictConfig, indices: Any) -> tuple[Any, str]:
+def items_source(
+    base: DictConfig, indices: Any, provider_cls: type[EnvironmentProvider] | None = None
+) -> tuple[Any, str]:
     """Return the app's items and where they come from: ``indices``, or the config's ``items``.
+
+    Config items without ``stop`` are the whole set of ``provider_cls`` built on ``base``.
 
     Raises
     ------
@@ -53,7 +57,9 @@ def items_source(base: DictConfig, indices: Any) -> tuple[Any, str]:
             "no items: give indices= (e.g. indices=range(100)) or an items section "
             "in the config (e.g. items: {start: 0, stop: 100})"
         )
-    return (items_of(base), "config items") if indices is None else (indices, "")
+    if indices is not None:
+        return indices, ""
+    return items_of(base, None if provider_cls is None else provider_cls(base)), "config items"
 
 
 def viewers_html(commands: Sequence[str]) -> str:
@@ -185,7 +191,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
         self.editor = ConfigEditor(self.base, schemas=provider_cls.config_schemas)
         self.cluster = ClusterPanel(self.base.get("parallel") or {"env": "inline"})
         self._history = w.HTML(history_table(self.history))
-        items, source = items_source(self.base, indices)
+        items, source = items_source(self.base, indices, provider_cls)
         self.track = w.Checkbox(
             value=Tracking.of(self.base.get("tracking")) is not None,
             description="track in TensorBoard and MLflow",
@@ -272,7 +278,7 @@ class Experiment(w.VBox):  # type: ignore[misc]
         try:
             runner = self.make_runner(change["new"])
             if "items" in self.base:
-                self.run_panel.set_indices(items_of(change["new"]))
+                self.run_panel.set_indices(items_of(change["new"], runner.provider))
             self.run_panel.runner = runner
             self.run_panel.error.value = ""
         except Exception as exc:  # shown in the panel; the previous runner stays

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import kit
+from kit._from_config import build_runner
 from kit.asr import DecodeProvider, DecodeRunner
 from kit.asr.data import read_kaldi_dir, read_manifest
 from kit.cli import main
@@ -191,3 +192,18 @@ def test_a_manifest_naming_a_fifo_fails_that_item_without_waiting_on_it(tmp_path
     assert result.records[0] is not None
     assert [error.index for error in result.errors] == [1]
     assert "fifo.wav is not a regular file" in str(result.errors[0])
+
+
+def test_without_an_items_stop_a_data_dir_runs_its_whole_set_and_no_more(
+    tmp_path: Path, clip: Path
+) -> None:
+    # The example config's items ran 250 (the generated corpus): on a 3-utterance dir,
+    # 247 items failed with "list index out of range".
+    three = write(tmp_path / "three", wav_scp=f"r1 {clip}\n", text="a x\nb y\nc z\n")
+    write(three, segments="a r1 0 0.3\nb r1 0.3 0.6\nc r1 0.6 0.9\n")
+    _, items = build_runner(kit.load_config(CONFIG_PATH, [f"data.kaldi={three}"]))
+    assert items == range(3)
+    _, narrowed = build_runner(
+        kit.load_config(CONFIG_PATH, [f"data.kaldi={three}", "items.stop=2"])
+    )
+    assert narrowed == range(2)  # the user narrows them
