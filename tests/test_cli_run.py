@@ -273,24 +273,35 @@ def test_an_unexpected_error_is_one_line_unless_debug(config: Path) -> None:
     assert debug.stderr.strip().splitlines()[-1] == "RuntimeError: the summary broke"
 
 
-def test_ctrl_c_ends_kit_run_with_a_message_not_a_traceback(config: Path, tmp_path: Path) -> None:
+def interrupted(*args: str, once: Path, group: bool = False) -> tuple[int, str, str]:
+    """Run ``kit ARGS``; once ``once`` exists, Ctrl-C it (its whole group, as a terminal does)."""
+    import os
     import signal
     import time
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kit", "run", str(config), "parallel.env=inline", "+sleep=0.2"],
+        [sys.executable, "-m", "kit", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=group,  # a group of its own, as a terminal's foreground job
     )
-    ledger = tmp_path / "out" / "ledger.jsonl"
     deadline = time.monotonic() + 120
-    while not ledger.exists() and time.monotonic() < deadline:
+    while not once.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 1, err
+    if group:
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, out, err
+
+
+def test_ctrl_c_ends_kit_run_with_a_message_not_a_traceback(config: Path, tmp_path: Path) -> None:
+    args = ("run", str(config), "parallel.env=inline", "+sleep=0.2")
+    code, _, err = interrupted(*args, once=tmp_path / "out" / "ledger.jsonl")
+    assert code == 1, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert "completed chunks are kept" in err
 
@@ -300,25 +311,10 @@ def test_ctrl_c_in_a_terminal_ends_kit_sweep_on_workers_with_one_line(
 ) -> None:
     # A terminal's Ctrl-C goes to the whole process group: each local worker printed a
     # KeyboardInterrupt traceback of its own, four for two workers.
-    import os
-    import signal
-    import time
-
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kit", "sweep", str(config), "+sleep=0.2", "factor=2,3"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # a group of its own, as a terminal's foreground job
-    )
+    args = ("sweep", str(config), "+sleep=0.2", "factor=2,3")
     first = tmp_path / "out" / "trial-000" / "ledger.jsonl"
-    deadline = time.monotonic() + 120
-    while not first.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 1, err
+    code, out, err = interrupted(*args, once=first, group=True)
+    assert code == 1, err
     assert "Traceback" not in err + out and "KeyboardInterrupt" not in err + out
     assert err.count("kit: interrupted; completed chunks are kept") == 1, err
 
