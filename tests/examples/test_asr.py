@@ -61,8 +61,25 @@ def test_the_corpus_command_runs_without_a_warning_and_says_its_usage(tmp_path: 
     command = [sys.executable, "-W", "error", "-m", "kit.examples.asr.corpus", "--help"]
     done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, check=False)
     assert done.returncode == 0 and done.stderr == "", done.stderr
-    assert done.stdout.startswith("usage: python -m kit.examples.asr.corpus [-h] [folder]")
+    assert done.stdout.startswith(
+        "usage: python -m kit.examples.asr.corpus [-h] [--kaldi] [folder]"
+    )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_corpus_command_speaks_the_manuals_kaldi_directory(tmp_path: Path) -> None:
+    # docs/decoding.md decoded runs/test_voices, which no step of the manual made.
+    from kit.asr.data import read_kaldi_dir
+    from kit.examples.asr.corpus import main
+
+    assert main([str(tmp_path / "test_voices"), "--kaldi"]) == 0
+    entries = read_kaldi_dir(tmp_path / "test_voices")
+    assert [(e["id"], e["speaker"]) for e in entries[::6]] == [
+        ("awb-s00", "awb"),
+        ("rms-s00", "rms"),
+    ]
+    assert entries[1]["text"] == "she sells sea shells by the sea shore"
+    assert len(entries) == 12
 
 
 def test_an_unknown_voice_is_named(tmp_path: Path) -> None:

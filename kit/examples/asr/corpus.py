@@ -128,6 +128,32 @@ def write_set(folder: Path, name: str, texts: Sequence[str], voices: Sequence[st
     return manifest
 
 
+def write_kaldi_dir(folder: str | Path, texts: Sequence[str], voices: Sequence[str]) -> Path:
+    """Speak ``texts`` with each voice as a Kaldi data directory in ``folder``; return it.
+
+    ``wav.scp`` names ``wav/<voice>-sNN.wav`` (relative to the directory),
+    ``text`` and ``utt2spk`` the utterances, sorted by id as Kaldi wants.
+    Audio already there for the same text is reused.
+    """
+    require_tools(voices)
+    out = Path(folder)
+    (out / "wav").mkdir(parents=True, exist_ok=True)
+    scp, text, spk = [], [], []
+    for voice in sorted(voices):
+        for i, said in enumerate(texts):
+            utt = f"{voice}-s{i:02d}"
+            wav, label = out / "wav" / f"{utt}.wav", out / "wav" / f"{utt}.txt"
+            if not (wav.exists() and label.exists() and label.read_text() == said):
+                synthesize(said, wav, voice)
+                label.write_text(said)
+            scp.append(f"{utt} wav/{utt}.wav")
+            text.append(f"{utt} {said}")
+            spk.append(f"{utt} {voice}")
+    for name, lines in (("wav.scp", scp), ("text", text), ("utt2spk", spk)):
+        (out / name).write_text("\n".join(lines) + "\n")
+    return out
+
+
 def build_corpus(
     folder: str | Path,
     n_sentences: int = 30,
@@ -157,7 +183,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Speak the decoding check's corpus with flite and espeak-ng (once).",
     )
     parser.add_argument("folder", nargs="?", default="runs/asr-data", help="where to write it")
+    parser.add_argument(
+        "--kaldi",
+        action="store_true",
+        help="write a Kaldi data directory instead: six sentences by awb and by rms "
+        "(the manual's test_voices)",
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.kaldi:
+        folder = write_kaldi_dir(args.folder, SENTENCES[:6], ("awb", "rms"))
+        print(f"a Kaldi data directory of 12 utterances in {folder}")
+        return 0
     manifests = build_corpus(args.folder)
     for name, path in manifests.items():
         count = len(path.read_text().splitlines())
