@@ -610,6 +610,8 @@ def _gates(args: argparse.Namespace) -> dict[str, float]:
 def _score(args: argparse.Namespace) -> int:
     from kit.asr.rescore import score_folder
 
+    if args.convention == "open-asr":
+        return _score_open_asr(args)
     metrics = [m.strip() for m in args.metric.split(",") if m.strip()]
     unknown = [m for m in metrics if m not in ("wer", "cer")]
     if unknown or not metrics:
@@ -634,6 +636,35 @@ def _score(args: argparse.Namespace) -> int:
     if any(check["value"] is None for scores in every for check in scores.gate.values()):
         return EXIT_NOTHING
     return EXIT_OK if all(scores.passed for scores in every) else EXIT_GATE
+
+
+def _score_open_asr(args: argparse.Namespace) -> int:
+    """Score each run as the Open ASR Leaderboard does; gate on its WER."""
+    from kit.asr._stored import decoded, runs_in
+    from kit.asr.open_asr import open_asr_score
+    from kit.store._results import read_result
+
+    if args.normalizer is not None or args.max_cer is not None or args.align:
+        raise KitError(
+            "--convention open-asr scores with the leaderboard's own normaliser and WER: "
+            "leave out --normalizer, --max-cer and --align"
+        )
+    code = EXIT_OK
+    for run, _ in runs_in(Path(args.output_dir)):
+        try:
+            records = [r for _, r in decoded(read_result(run).records, str(run), "scored")]
+        except ValueError as exc:
+            raise KitError(str(exc)) from None
+        score = open_asr_score(records)
+        _say(f"{run} (convention: open-asr)")
+        _say(score.line())
+        if args.max_wer is not None:
+            value = score.wer / 100 if score.utterances else None
+            passed = value is not None and value <= args.max_wer
+            shown = "nothing scored" if value is None else f"{value:.2%}"
+            _say(f"gate max-wer {args.max_wer:.2%}: {shown}, {'passed' if passed else 'FAILED'}")
+            code = max(code, EXIT_OK if passed else EXIT_NOTHING if value is None else EXIT_GATE)
+    return code
 
 
 def _notebooks(args: argparse.Namespace) -> int:
@@ -883,6 +914,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--normalizer",
         help="whisper, basic, none, or the dotted path of your own function "
         "(default: the run's scoring.normalizer)",
+    )
+    rescore.add_argument(
+        "--convention",
+        choices=("kit", "open-asr"),
+        default="kit",
+        help="kit: Kit's scoring, as sclite counts (default); open-asr: the Open ASR "
+        "Leaderboard's WER and RTFx (Whisper's normaliser, kaldialign merging compounds)",
     )
     rescore.add_argument(
         "--align",

@@ -19,6 +19,10 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "so \"sea shells\" against \"seashells\" is no error there where sclite counts two": [
+        "tests/asr/test_rescore.py::"
+        "test_the_open_asr_convention_scores_as_the_leaderboard_and_gates_on_its_wer",
+    ],
     "A config whose `items` gives no `stop` then runs the whole set": [
         "tests/test_from_config.py::"
         "test_a_range_without_stop_is_the_providers_whole_set_or_asked_for",

@@ -11,6 +11,8 @@ import pytest
 
 import kit
 from kit.asr import DecodeProvider, DecodeRunner
+from kit.asr.open_asr import open_asr_score
+from kit.asr.wer import score
 from kit.cli import EXIT_GATE, EXIT_NOTHING, EXIT_USAGE, main
 from kit.examples.asr import CONFIG_PATH
 from tests.speech import write_wav
@@ -271,3 +273,38 @@ def test_references_without_a_word_give_no_interval_not_a_huge_one() -> None:
     mixed = [score("a b", "a", "none")] * 5 + [score("", "z", "none")]
     low, high = interval(mixed)  # type: ignore[misc]
     assert 0.5 <= low <= high <= 1.0
+
+
+def test_the_open_asr_convention_scores_as_the_leaderboard_and_gates_on_its_wer(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kaldialign import batch_error_rate
+    from whisper_normalizer.english import EnglishTextNormalizer
+
+    result = decode(corpus, tmp_path / "run")
+    assert main(["score", str(tmp_path / "run"), "--convention", "open-asr"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"{tmp_path / 'run'} (convention: open-asr)"
+    # The leaderboard's score_results, step by step: Whisper's English normaliser, then
+    # kaldialign with merge_compounds; RTFx over the timed (warm) utterances.
+    normalize = EnglishTextNormalizer()
+    refs = [tuple(normalize(r["ref"]).split()) for r in result.records]
+    hyps = [tuple(normalize(r["hyp"]).split()) for r in result.records]
+    counted = batch_error_rate(refs, hyps, merge_compounds=True)
+    warm = [r for r in result.records if not r["warmup"]]
+    rtfx = sum(r["duration"] for r in warm) / sum(r["decode_seconds"] for r in warm)
+    assert printed[1] == (
+        f"WER = {round(100 * counted['err_rate'], 2):0.2f} %, RTFx = {round(rtfx, 4):0.2f} "
+        f"({len(ITEMS)} utterances; S {counted['sub']}, D {counted['del']}, I {counted['ins']})"
+    )
+    # A split compound is no error to the leaderboard; to sclite, a substitution and more.
+    scored = open_asr_score([{"ref": "she sells sea shells", "hyp": "she sells seashells"}])
+    assert (scored.wer, scored.rtfx) == (0.0, None)
+    assert score("she sells sea shells", "she sells seashells", "whisper")["errors"] == 2
+    assert main(
+        ["score", str(tmp_path / "run"), "--convention", "open-asr", "--max-wer", "0.1%"]
+    ) == (EXIT_GATE if counted["err_rate"] > 0.001 else 0)
+    assert main(["score", str(tmp_path / "run"), "--convention", "open-asr", "--max-cer", "1"]) == (
+        EXIT_USAGE
+    )
+    assert "leave out --normalizer, --max-cer and --align" in capsys.readouterr().err
