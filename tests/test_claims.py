@@ -19,7 +19,7 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
-    "so \"sea shells\" against \"seashells\" is no error there where sclite counts two": [
+    'so "sea shells" against "seashells" is no error there where sclite counts two': [
         "tests/asr/test_rescore.py::"
         "test_the_open_asr_convention_scores_as_the_leaderboard_and_gates_on_its_wer",
     ],

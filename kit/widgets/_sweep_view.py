@@ -13,14 +13,16 @@ from kit import SweepFuture, SweepResult, TrialState
 from kit.views import rows_table, status_html
 from kit.widgets._kernel import Painter
 from kit.widgets._style import TABLE_STYLE, error_html, scrolling
+from kit.widgets.bokehjs import load_bokehjs
 
 SWEEP_TIP = (
     "Run a trial per combination of the values in the field, side by side on the cluster, "
     "on the items the run panel would run"
 )
 
-#: Columns left out of the live table (in the result's rows, for pandas).
-LEFT_OUT = ("ok",)
+#: Columns left out of the live table (in the result's rows, for pandas); a trial's
+#: ``note`` (why it stopped early: pruned, or decided) is a line under the table.
+LEFT_OUT = ("ok", "note")
 
 
 def trials_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -34,6 +36,9 @@ def trials_table(rows: Sequence[dict[str, Any]]) -> str:
     True
     >>> "no trials yet" in trials_table([])
     True
+    >>> pruned = {"trial": "trial-001", "status": "pruned", "note": "beam=8: decided"}
+    >>> trials_table([pruned]).endswith("<b>trial-001</b>: beam=8: decided</div>")
+    True
     """
     if not rows:
         return "<i>no trials yet</i>"
@@ -41,8 +46,16 @@ def trials_table(rows: Sequence[dict[str, Any]]) -> str:
     for row in rows:
         columns += [key for key in row if key not in columns and key not in LEFT_OUT]
     table = rows_table(rows, columns, table_class="kit-trials kit-table", row_class="kit-trial-row")
+    # Each note a line of its own under the table, where a long one reads whole.
+    notes = "".join(
+        f"<div class='kit-trial-note'><b>{html.escape(str(row['trial']))}</b>: "
+        f"{html.escape(str(row['note']))}</div>"
+        for row in rows
+        if row.get("note")
+    )
     # A trial's name and status read on one line; the table scrolls sideways instead.
-    return TABLE_STYLE + "<style>.kit-trials td{white-space:nowrap}</style>" + scrolling(table)
+    style = "<style>.kit-trials td{white-space:nowrap}</style>"
+    return TABLE_STYLE + style + scrolling(table) + notes
 
 
 class SweepView(w.VBox):  # type: ignore[misc]
@@ -78,6 +91,10 @@ class SweepView(w.VBox):  # type: ignore[misc]
     ) -> None:
         super().__init__(**kwargs)
         self.add_class("kit-sweep")
+        if metric is not None:
+            # Now, in the cell's output: the plots' widget (jupyter_bokeh) is made as
+            # trials end, and without BokehJS on the page it fails to render.
+            load_bokehjs()
         self.handle = handle
         self.header = w.HTML()
         self.table = w.HTML()

@@ -367,3 +367,37 @@ def test_a_detached_runs_dashboard_ends_on_the_whole_run(
     assert ends == {"wer": ITEMS, "rtf": ITEMS}, ends
     assert log_console_entries(page, ui) == []
     assert console == [], console[:3]
+
+
+DECIDED = (
+    "import kit\n"
+    "from kit import widgets\n"
+    "config = {\n"
+    "    'provider': {'_target_': 'tests.workloads.KeyedProvider'},\n"
+    "    'runner': {'_target_': 'tests.workloads.Errs', 'chunk_size': 10},\n"
+    "    'items': {'start': 0, 'stop': 300}, 'factor': 1, 'log_dir': '.', 'gain': 0.0,\n"
+    "    'noise': 0, 'sleep': 0.006, 'parallel': {'env': 'inline'},\n"
+    "}\n"
+    "handle = kit.submit_sweep(config, ['gain=0.0,0.1'], output_dir='runs/decided',\n"
+    "                          metric='err', stop='decided', concurrency=1)\n"
+    "widgets.SweepView(handle, metric='err')"
+)
+
+
+@pytest.mark.parametrize("ui", ["lab"])
+def test_a_decided_sweep_says_in_its_table_what_was_decided_and_what_it_saved(
+    jupyter: Jupyter, page: Any, console: list[str], tmp_path: Path, ui: str
+) -> None:
+    """A sweep with ``stop='decided'``: the trial decided better reads pruned, with its note."""
+    shots = Shots(tmp_path / "screenshots")
+    open_and_run_all(page, jupyter, jupyter.write("decided.ipynb", [DECIDED]))
+    sweep = page.locator(".kit-sweep").first
+    sweep.locator(".kit-trial-row[data-status='pruned']").wait_for(timeout=120_000)
+    sweep.get_by_text("completed · 2/2 trials done").wait_for(timeout=120_000)
+    sweep.locator(".bk-Canvas, canvas").first.wait_for(timeout=60_000)  # the plots
+    shots(page, "decided-sweep", focus=sweep)
+    note = sweep.locator(".kit-trial-note").first.text_content() or ""
+    assert note.startswith("trial-001: gain=0.1: err lower by "), note
+    assert "than trial-000, decided at " in note and "% of its items saved" in note, note
+    assert log_console_entries(page, ui) == []
+    assert console == [], console[:3]
