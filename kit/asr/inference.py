@@ -9,8 +9,9 @@ keep ESPnet3's names, arguments and error messages, and check every output
 on the worker that made it, so a malformed one fails its item (named by
 index) instead of the whole set. :func:`infer` runs an ESPnet3 inference
 config, test set by test set, and writes ``<inference_dir>/<test>/<field>.scp``
-(``hyp0.scp``, ``hyp1.scp``... for several hypotheses); the folder is also a
-Kit run, so ``kit score`` scores it again when the outputs carry ``ref``.
+(a dict value as ``<field>/<id>.json``, its path in the line; a list is
+refused, as current ESPnet3 does); the folder is also a Kit run, so ``kit
+score`` scores it again when the outputs carry ``ref``.
 """
 
 from __future__ import annotations
@@ -394,8 +395,9 @@ def infer(config: DictConfig | Mapping[str, Any], *, client: Any = None) -> dict
     ``output_keys``, ``idx_key`` (``utt_id``), ``batch_size``, ``parallel``.
     Each set runs as a Kit run in ``<inference_dir>/<name>/`` (a rerun
     resumes it) and, once every item is done, gets one ``<field>.scp`` per
-    output field (``utt_id value`` lines in dataset order; a list value is
-    ``<field>0.scp``, ``<field>1.scp``...).
+    output field (``utt_id value`` lines in dataset order; a dict value is
+    written to ``<field>/<utt_id>.json`` and its path is the line's value; a
+    list value is refused with ESPnet3's words).
 
     Parameters
     ----------
@@ -544,15 +546,21 @@ def write_scps(
 ) -> list[Path]:
     """Write one ``<field>.scp`` per output field in ``folder``; return the files.
 
+    As current ESPnet3 writes them: a plain value (text, a number) is the
+    line's value; a dict is written as JSON to ``<field>/<id>.json`` and
+    its path is the value; a list or tuple is refused (one value per field).
+
     Examples
     --------
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
-    >>> outputs = [{"utt_id": "u1", "hyp": ["yes", "yeah"], "ref": "yes"}]
+    >>> outputs = [{"utt_id": "u1", "hyp": "yes", "nbest": {"yes": -1.5, "yeah": -2.0}}]
     >>> [p.name for p in write_scps(folder, outputs, "utt_id", None)]
-    ['hyp0.scp', 'hyp1.scp', 'ref.scp']
-    >>> print((folder / "hyp1.scp").read_text(), end="")
-    u1 yeah
+    ['hyp.scp', 'nbest.scp']
+    >>> print((folder / "nbest.scp").read_text().replace(str(folder), "DIR"), end="")
+    u1 DIR/nbest/u1.json
+    >>> (folder / "nbest" / "u1.json").read_text()
+    '{"yes": -1.5, "yeah": -2.0}'
     """
     if not [output for output in outputs if output]:
         raise error(
@@ -562,6 +570,7 @@ def write_scps(
             fix="return a dict with the id and at least one output field from forward",
         )
     columns: dict[str, list[str]] = {}
+    files: dict[Path, Any] = {}
     for position, output in enumerate(outputs):
         uid = str(output[idx_key])
         if not uid or len(uid.split()) != 1:
@@ -572,14 +581,19 @@ def write_scps(
         fields = output_keys if output_keys is not None else [k for k in output if k != idx_key]
         for field in fields:
             value = output[field]
-            values = value if isinstance(value, list | tuple) else None
-            cells = (
-                [(f"{field}{n}", v) for n, v in enumerate(values)]
-                if values is not None
-                else [(field, value)]
-            )
-            for name, cell in cells:
-                columns.setdefault(name, []).append(f"{uid} {_cell(cell, uid, name)}\n")
+            if isinstance(value, list | tuple):
+                raise error(
+                    f"output {position} ({uid}): Top-level list outputs are not supported for "
+                    f"{field!r} (ESPnet3's words)",
+                    full_key="output_keys",
+                    fix="return a single value per field, or wrap structured content in a dict "
+                    "so it can be saved as JSON (to <field>/<id>.json)",
+                )
+            if isinstance(value, dict):
+                path = folder / _file_name(field, position) / f"{_file_name(uid, position)}.json"
+                files[path] = value
+                value = path.as_posix()
+            columns.setdefault(field, []).append(f"{uid} {_cell(value, uid, field)}\n")
     if not columns:
         raise error(
             f"No output keys found in inference results (ESPnet3's words): the outputs hold "
@@ -587,6 +601,10 @@ def write_scps(
             full_key="runner",
             fix="return the output fields beside the id from forward",
         )
+    for path, value in files.items():
+        path.parent.mkdir(exist_ok=True)
+        with atomic_file(path, "w") as fh:
+            json.dump(value, fh)
     written = []
     for name in sorted(columns):
         path = folder / f"{name}.scp"
@@ -596,11 +614,21 @@ def write_scps(
     return written
 
 
+def _file_name(name: str, position: int) -> str:
+    """Return ``name`` if it can name a file in its folder (no path of its own)."""
+    if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise ValueError(
+            f"output {position}: {name!r} cannot name a file of its own (it holds a path), "
+            "so its dict output has nowhere to go: give ids and fields without '/'"
+        )
+    return name
+
+
 def _cell(value: Any, uid: str, field: str) -> str:
-    text = json.dumps(value) if isinstance(value, dict) else str(value)
+    text = str(value)
     if "\n" in text or "\r" in text:
         raise ValueError(
             f"{uid}: the {field!r} output has a line break; an scp file has one line per "
-            "utterance: join the lines, or return them as a list (one file each)"
+            "utterance: join the lines, or return a dict (written as <field>/<id>.json)"
         )
     return text

@@ -61,6 +61,13 @@ def two_hypotheses(data: Any, model_output: Any, idx: Any) -> Any:
     return {"utt_id": data["utt_id"], "hyp": [model_output, model_output.upper()]}
 
 
+def scored_hypotheses(data: Any, model_output: Any, idx: Any) -> Any:
+    """Two hypotheses per utterance with their scores: a dict, written as JSON."""
+    if isinstance(idx, list):
+        return [scored_hypotheses(d, o, i) for d, o, i in zip(data, model_output, idx, strict=True)]
+    return {"utt_id": data["utt_id"], "nbest": {model_output: -1.0, model_output.upper(): -2.0}}
+
+
 def without_id(data: Any, model_output: Any, idx: Any) -> Any:
     """An output function with a bug: the id is left out for one utterance."""
     out = output_fn(data, model_output, idx)

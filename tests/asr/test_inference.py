@@ -9,6 +9,7 @@ directories on a real LocalCluster, one folder of ``.scp`` files per test set.
 
 from __future__ import annotations
 
+import json
 import pickle
 from pathlib import Path
 from typing import Any
@@ -297,9 +298,11 @@ def test_an_espnet3_inference_config_writes_hyp_and_ref_scp_per_test_set(
     assert (folders["digits"] / "metrics.json").is_file()
 
 
-def test_several_hypotheses_are_hyp0_to_hypN_and_batches_work(
+def test_a_list_output_is_refused_as_current_espnet3_does_and_a_dict_is_a_json_file(
     corpus: Path, tmp_path: Path, sphinx: None
 ) -> None:
+    # Kit wrote a list as hyp0.scp, hyp1.scp; current ESPnet3 refuses it, and writes a
+    # dict as <field>/<utt_id>.json with its path in the scp.
     config = espnet3_config(
         corpus,
         tmp_path,
@@ -308,13 +311,29 @@ def test_several_hypotheses_are_hyp0_to_hypN_and_batches_work(
         batch_size=2,
         parallel=None,
     )
+    with pytest.raises(kit.ConfigError) as refused:
+        infer(config)
+    assert "Top-level list outputs are not supported for 'hyp' (ESPnet3's words)" in str(
+        refused.value
+    )
+    assert not list((tmp_path / "infer" / "sentences").glob("*.scp"))
+    config["output_fn"] = "tests.asr.espnet3_recipe.scored_hypotheses"
+    config["output_keys"] = ["nbest"]
+    config["inference_dir"] = str(tmp_path / "again")  # another config: a folder of its own
     folder = infer(config)["sentences"]
-    assert sorted(p.name for p in folder.glob("*.scp")) == ["hyp0.scp", "hyp1.scp"]
-    first = (folder / "hyp0.scp").read_text().splitlines()
-    second = (folder / "hyp1.scp").read_text().splitlines()
-    assert [line.upper() for line in first] == [
-        f"{line.split()[0].upper()} {line.split(' ', 1)[1]}" for line in second
-    ]
+    assert sorted(p.name for p in folder.glob("*.scp")) == ["nbest.scp"]
+    for line in (folder / "nbest.scp").read_text().splitlines():
+        uid, path = line.split(" ", 1)
+        assert path == (folder / "nbest" / f"{uid}.json").as_posix()
+        first, upper = json.loads(Path(path).read_text())
+        assert first.upper() == upper
+
+
+def test_an_id_that_holds_a_path_cannot_name_a_json_file(tmp_path: Path) -> None:
+    outputs = [{"utt_id": "../escape", "nbest": {"a": 1.0}}]
+    with pytest.raises(ValueError, match=r"'\.\./escape' cannot name a file of its own"):
+        write_scps(tmp_path / "set", outputs, "utt_id", None)
+    assert list(tmp_path.rglob("*")) == []
 
 
 def test_a_malformed_output_fails_its_utterance_named_and_writes_no_scp(
