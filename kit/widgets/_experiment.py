@@ -20,6 +20,7 @@ from kit import (
     items_of,
     load_config,
 )
+from kit._base.format import first_line
 from kit.config import parallel_section
 from kit.history import (
     user_folder,
@@ -39,7 +40,8 @@ def items_source(
 ) -> tuple[Any, str]:
     """Return the app's items and where they come from: ``indices``, or the config's ``items``.
 
-    Config items without ``stop`` are the whole set of ``provider_cls`` built on ``base``.
+    Config items without ``stop`` are the whole set of ``provider_cls`` built on ``base``;
+    a set not readable yet (its data not there) is no item, said in the source.
 
     Raises
     ------
@@ -59,7 +61,17 @@ def items_source(
         )
     if indices is not None:
         return indices, ""
-    return items_of(base, None if provider_cls is None else provider_cls(base)), "config items"
+    section = base.get("items") or {}
+    counted = not section.get("file") and section.get("stop") is None
+    provider = None if provider_cls is None or not counted else provider_cls(base)
+    try:
+        return items_of(base, provider), "config items"
+    except (ConfigError, OSError) as exc:
+        if provider is None:
+            raise
+        # The set is not there yet (its data is edited in the app): the app opens, and
+        # its pool fills in once the config names data it can count.
+        return range(0), f"config items: the whole set, not readable yet: {first_line(exc)}"
 
 
 def viewers_html(commands: Sequence[str]) -> str:

@@ -446,3 +446,31 @@ def test_attendees_on_one_server_keep_their_histories_apart_by_default(
     assert [r["run"] for r in alice.history] == ["001"]
     bob.refresh()
     assert bob.history == []  # Bob's history holds none of Alice's runs
+
+
+def test_an_app_opens_before_its_data_exists_and_its_pool_fills_in_with_the_data(
+    tmp_path: Path,
+) -> None:
+    # Without items.stop the items are the whole set: counting it needs the data, and
+    # an app whose data is not there yet (or is edited in the app) failed to open.
+    import json
+
+    from kit.asr import DecodeProvider, DecodeRunner
+    from kit.examples.asr import CONFIG_PATH
+    from tests.speech import write_wav
+
+    missing = tmp_path / "none.jsonl"
+    config = kit.load_config(CONFIG_PATH, [f"data.manifest={missing}", "parallel.env=inline"])
+    app = Experiment(config, DecodeProvider, DecodeRunner, runs_dir=tmp_path / "runs")
+    panel = app.run_panel
+    assert panel.sample.indices == [] and "of 0 items" in panel.pool.value
+    assert (
+        "the whole set, not readable yet" in panel.pool.value and "none.jsonl" in panel.pool.value
+    )
+    write_wav(tmp_path / "a.wav")
+    manifest = tmp_path / "two.jsonl"
+    lines = [{"id": f"u{n}", "audio": "a.wav", "text": "hello"} for n in range(2)]
+    manifest.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    app.editor.fields["data.manifest"].value = str(manifest)
+    wait_for(lambda: len(panel.sample.indices) == 2)
+    assert "of 2 items" in panel.pool.value
