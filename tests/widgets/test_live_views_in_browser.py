@@ -116,6 +116,18 @@ def page(chromium: Any, jupyter: Jupyter, console: list[str]) -> Iterator[Any]:
         jupyter.shut_down_kernels()
 
 
+def run_cell(page: Any, jupyter: Jupyter, tmp_path: Path, name: str, code: str) -> Shots:
+    """Open a notebook of one cell, ``code``, and run it; return where its screenshots go."""
+    open_and_run_all(page, jupyter, jupyter.write(name, [code]))
+    return Shots(tmp_path / "screenshots")
+
+
+def nothing_said(page: Any, ui: str, console: list[str]) -> None:
+    """Assert that no error reached JupyterLab's log console or the browser's console."""
+    assert log_console_entries(page, ui) == []
+    assert console == [], console[:3]
+
+
 def keep(console: list[str], error: str) -> None:
     if error not in NOT_KITS:
         console.append(error)
@@ -328,8 +340,7 @@ def test_the_workshop_dashboard_shows_the_run_it_follows(
     assert "known_share: mean over items = 0.5556" in titles, titles
     dashboard_cell = page.locator(".jp-CodeCell", has_text="widgets.show_dashboard(handle)")
     assert "Dashboard at 0x" not in (dashboard_cell.first.text_content() or "")
-    assert log_console_entries(page, ui) == []
-    assert console == [], console[:3]
+    nothing_said(page, ui, console)
     # Saved, it stays small: BokehJS comes from the server, not in each widget's output.
     saved = jupyter.folder / name
     save(page, saved)
@@ -358,15 +369,13 @@ def test_a_detached_runs_dashboard_ends_on_the_whole_run(
     jupyter: Jupyter, page: Any, console: list[str], tmp_path: Path, ui: str
 ) -> None:
     """A run driven by another process, shown from its directory, ends like the others."""
-    shots = Shots(tmp_path / "screenshots")
-    open_and_run_all(page, jupyter, jupyter.write("detached.ipynb", [DETACHED]))
+    shots = run_cell(page, jupyter, tmp_path, "detached.ipynb", DETACHED)
     header = page.locator(".kit-header", has_text=f"completed · {ITEMS}/{ITEMS} items").first
     header.wait_for(timeout=120_000)
     ends = wait_for_metric_ends(page, {"wer": ITEMS, "rtf": ITEMS})
     shots(page, "detached-dashboard", focus=header)
     assert ends == {"wer": ITEMS, "rtf": ITEMS}, ends
-    assert log_console_entries(page, ui) == []
-    assert console == [], console[:3]
+    nothing_said(page, ui, console)
 
 
 DECIDED = (
@@ -389,8 +398,7 @@ def test_a_decided_sweep_says_in_its_table_what_was_decided_and_what_it_saved(
     jupyter: Jupyter, page: Any, console: list[str], tmp_path: Path, ui: str
 ) -> None:
     """A sweep with ``stop='decided'``: the trial decided better reads pruned, with its note."""
-    shots = Shots(tmp_path / "screenshots")
-    open_and_run_all(page, jupyter, jupyter.write("decided.ipynb", [DECIDED]))
+    shots = run_cell(page, jupyter, tmp_path, "decided.ipynb", DECIDED)
     sweep = page.locator(".kit-sweep").first
     sweep.locator(".kit-trial-row[data-status='pruned']").wait_for(timeout=120_000)
     sweep.get_by_text("completed · 2/2 trials done").wait_for(timeout=120_000)
@@ -399,5 +407,4 @@ def test_a_decided_sweep_says_in_its_table_what_was_decided_and_what_it_saved(
     note = sweep.locator(".kit-trial-note").first.text_content() or ""
     assert note.startswith("trial-001: gain=0.1: err lower by "), note
     assert "than trial-000, decided at " in note and "% of its items saved" in note, note
-    assert log_console_entries(page, ui) == []
-    assert console == [], console[:3]
+    nothing_said(page, ui, console)
