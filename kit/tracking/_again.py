@@ -10,7 +10,9 @@ its files are read as data (JSON lines, the stored YAML config).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig
 
@@ -19,6 +21,9 @@ from kit.events import Event, RunFinished, RunStarted, read_events
 from kit.store._rundir import RunDir, SweepDir
 from kit.tracking._exporter import Exporter, Exporters
 from kit.tracking._spec import Tracking
+
+if TYPE_CHECKING:
+    from kit._trials import Trial
 
 
 def last_session(events: list[Event]) -> list[Event]:
@@ -144,6 +149,18 @@ def send_folder(folder: Path, tracking: Tracking | None = None) -> list[tuple[st
     return _send_sweep(folder, where)
 
 
+def _first_start(trials: Sequence[Trial]) -> float | None:
+    """Return when the earliest of ``trials`` started (its ``RunStarted``), or None."""
+    starts = [
+        event.started
+        for trial in trials
+        if RunDir(trial.output_dir).holds_run() and not trial.output_dir.is_symlink()
+        for event in read_events(RunDir(trial.output_dir).events)
+        if isinstance(event, RunStarted) and event.started
+    ]
+    return min(starts, default=None)
+
+
 def _send_sweep(folder: Path, tracking: Tracking) -> list[tuple[str, bool]]:
     from kit.detached._sweep import DetachedSweep
     from kit.tracking._sweep import SweepTracker
@@ -151,7 +168,8 @@ def _send_sweep(folder: Path, tracking: Tracking) -> list[tuple[str, bool]]:
     sweep = DetachedSweep(folder)
     record = sweep.record()
     tracker = SweepTracker(tracking, folder, list(record.get("overrides", [])))
-    tracker.start()
+    # The parent run starts when the sweep's first trial did, not when it is sent again.
+    tracker.start(began=_first_start(sweep.trials))
     sent: list[tuple[str, bool]] = []
     for trial in sweep.trials:
         if not RunDir(trial.output_dir).holds_run() or trial.output_dir.is_symlink():

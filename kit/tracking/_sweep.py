@@ -87,9 +87,12 @@ class SweepTracker:
         #: When the sweep began: its parent run's start, however long MLflow takes to import.
         self._began = time.time()
 
-    def start(self) -> None:
-        """Begin the sweep's parent run, on a thread of its own (MLflow may take seconds)."""
-        self._began = time.time()
+    def start(self, began: float | None = None) -> None:
+        """Begin the sweep's parent run, on a thread of its own (MLflow may take seconds).
+
+        ``began`` (seconds since the epoch) is when the sweep began; default now.
+        """
+        self._began = time.time() if began is None else began
         if self.uri is None:
             self._parent.set_result(None)
             return

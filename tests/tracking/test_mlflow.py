@@ -87,6 +87,22 @@ def test_metric_points_are_stamped_when_the_run_got_there_not_when_they_were_sen
         assert stamps and all(start <= t <= end for t in stamps), (name, start, stamps, end)
 
 
+def test_a_sweep_sent_later_has_its_parent_start_with_its_first_trial(tmp_path: Path) -> None:
+    # Sent again later, the parent run began when it was sent, after its trials ended.
+    from kit.cli import main
+
+    cfg = graded_config(tmp_path, {"env": "inline"}, tracking=None)
+    folder = tmp_path / "runs" / "later"
+    kit.sweep(cfg, ["offset=0,1"], output_dir=folder)
+    store = f"sqlite:///{tmp_path}/runs/mlflow.db"
+    assert main(["export-tracking", str(folder), "--mlflow", store]) == 0
+    runs = runs_of(client_of(tmp_path))
+    [parent] = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    trials = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert len(trials) == 2
+    assert parent.info.start_time == min(t.info.start_time for t in trials)
+
+
 def test_a_resumed_run_goes_on_in_its_mlflow_run(tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     # Items take 20 ms: each chunk is stored as it ends (quicker ones are stored together).
