@@ -165,6 +165,8 @@ class SweepDriver:
             raise _not_its_records(
                 trial, where, "stats.failed", result.stats.failed, len(result.errors), how
             )
+        if result.status != RunStatus.COMPLETED:
+            return  # a run stopped early (pruned) stores no summary: nothing to check
         made = json.loads(json.dumps(request.runner.summarize(result.records), default=repr))
         stored = json.loads(json.dumps(result.summary, default=repr))
         differ = [k for k in {**made, **stored} if not _same(made.get(k), stored.get(k))]
