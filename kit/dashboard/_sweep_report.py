@@ -16,8 +16,10 @@ from typing import Any
 
 from kit._base.atomic import atomic_file
 from kit._compare import run_metric
+from kit._trials import TrialState
 from kit.dashboard._figures import NO_TOOLS, PALETTE, require_bokeh
 from kit.detached._sweep import DetachedSweep
+from kit.result import RunStatus
 from kit.store._rundir import SweepDir
 from kit.views._html import rows_table
 
@@ -138,6 +140,8 @@ def sweep_plots(result: Any, metric: str) -> Any:
 
     A parallel-coordinates view of the swept values against ``metric``, and
     ``metric`` against each swept value; for the report and the notebook.
+    A trial stopped early (pruned, or decided) is drawn dashed and hollow:
+    its metric is over the items it ran, not the whole set.
 
     Examples
     --------
@@ -156,10 +160,28 @@ def sweep_plots(result: Any, metric: str) -> Any:
         for trial, run in zip(result.trials, result.results, strict=True)
         if run is not None and (value := run_metric(run, metric)) is not None
     ]
+    early = [
+        run.status != RunStatus.COMPLETED or result.state(trial) != TrialState(run.status)
+        for trial, run in zip(result.trials, result.results, strict=True)
+        if run is not None and run_metric(run, metric) is not None
+    ]
     if not swept or not points:
         return None
+    said = []
+    if any(early):
+        from bokeh.models.widgets import Div
+
+        said.append(
+            Div(
+                text="<small>Dashed lines, hollow points: trials stopped early (pruned, or "
+                f"decided); their {html.escape(metric)} is over the items they ran.</small>",
+                name="kit-sweep-early",
+            )
+        )
     return column(
-        _parallel_coordinates(points, swept, metric), *_against_each(points, swept, metric)
+        *said,
+        _parallel_coordinates(points, swept, metric, early),
+        *_against_each(points, swept, metric, early),
     )
 
 
@@ -215,7 +237,10 @@ def _axis(points: Sequence[tuple[dict[str, str], float]], key: str) -> dict[str,
 
 
 def _parallel_coordinates(
-    points: Sequence[tuple[dict[str, str], float]], swept: Sequence[str], metric: str
+    points: Sequence[tuple[dict[str, str], float]],
+    swept: Sequence[str],
+    metric: str,
+    early: Sequence[bool],
 ) -> Any:
     """Return one line per trial across the swept keys' axes and the metric's, coloured by it."""
     from bokeh.models import ColumnDataSource, FixedTicker, LinearColorMapper, Range1d
@@ -233,13 +258,6 @@ def _parallel_coordinates(
             "labels": {0.0: f"{low:.4g}", 1.0: f"{high:.4g}"},
         }
     )
-    source = ColumnDataSource(
-        {
-            "xs": [list(range(len(keys))) for _ in points],
-            "ys": [[axis["positions"][i] for axis in axes] for i in range(len(points))],
-            "score": scores,
-        }
-    )
     plot = figure(
         title=f"Parallel coordinates: the swept values and {metric}",
         height=320,
@@ -253,10 +271,19 @@ def _parallel_coordinates(
     mapper = LinearColorMapper(
         palette=("#1c7ed6", "#7048e8", "#d6336c", "#e8590c"), low=low, high=high
     )
-    plot.multi_line(
-        "xs", "ys", source=source, line_width=2, line_alpha=0.8,
-        line_color={"field": "score", "transform": mapper},
-    )  # fmt: skip
+    for stopped, dash in ((False, "solid"), (True, "dashed")):
+        drawn = [i for i in range(len(points)) if early[i] == stopped]
+        source = ColumnDataSource(
+            {
+                "xs": [list(range(len(keys))) for _ in drawn],
+                "ys": [[axis["positions"][i] for axis in axes] for i in drawn],
+                "score": [scores[i] for i in drawn],
+            }
+        )
+        plot.multi_line(
+            "xs", "ys", source=source, line_width=2, line_alpha=0.8, line_dash=dash,
+            line_color={"field": "score", "transform": mapper},
+        )  # fmt: skip
     plot.segment(
         x0=list(range(len(keys))), y0=[0] * len(keys), x1=list(range(len(keys))),
         y1=[1] * len(keys), color="#868e96",
@@ -274,7 +301,10 @@ def _parallel_coordinates(
 
 
 def _against_each(
-    points: Sequence[tuple[dict[str, str], float]], swept: Sequence[str], metric: str
+    points: Sequence[tuple[dict[str, str], float]],
+    swept: Sequence[str],
+    metric: str,
+    early: Sequence[bool],
 ) -> list[Any]:
     """Return a plot of the metric against each swept key: numbers on an axis, else categories."""
     from bokeh.models import FactorRange
@@ -293,13 +323,17 @@ def _against_each(
             "tools": NO_TOOLS,
             "name": f"kit-sweep-{key}",
         }
+        color = PALETTE[n % len(PALETTE)]
         if len(numbers) == len(texts):
             plot = figure(x_axis_label=key, y_axis_label=metric, **common)
-            plot.scatter(numbers, scores, size=9, color=PALETTE[n % len(PALETTE)])
+            xs: list[Any] = numbers
         else:
             factors = FactorRange(factors=list(dict.fromkeys(texts)))
             plot = figure(x_range=factors, y_axis_label=metric, **common)
-            plot.scatter(texts, scores, size=9, color=PALETTE[n % len(PALETTE)])
+            xs = texts
+        # Hollow: a trial stopped early, its metric over the items it ran.
+        fills = ["white" if stopped else color for stopped in early]
+        plot.scatter(xs, scores, size=9, line_color=color, fill_color=fills, line_width=2)
         plots.append(plot)
     from bokeh.layouts import row
 

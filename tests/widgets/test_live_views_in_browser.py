@@ -403,6 +403,8 @@ def test_a_decided_sweep_says_in_its_table_what_was_decided_and_what_it_saved(
     sweep.locator(".kit-trial-row[data-status='pruned']").wait_for(timeout=120_000)
     sweep.get_by_text("completed · 2/2 trials done").wait_for(timeout=120_000)
     sweep.locator(".bk-Canvas, canvas").first.wait_for(timeout=60_000)  # the plots
+    # The decided trial is drawn too, marked as over the items it ran.
+    sweep.get_by_text("Dashed lines, hollow points: trials stopped early").wait_for()
     shots(page, "decided-sweep", focus=sweep)
     note = sweep.locator(".kit-trial-note").first.text_content() or ""
     assert note.startswith("trial-001: gain=0.1: err lower by "), note
