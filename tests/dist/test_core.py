@@ -37,6 +37,16 @@ def test_the_wheel_holds_kit_and_its_data_and_no_other_top_level_name(venvs: Ven
     assert len(shipped) == len(list((ROOT / "notebooks").glob("*.ipynb"))), shipped
 
 
+def test_the_package_index_description_has_no_link_into_the_checkout(venvs: Venvs) -> None:
+    # The README's links to docs/*.md and its screenshot led nowhere on the index.
+    wheel = zipfile.ZipFile(venvs.wheel)
+    metadata = wheel.read(next(n for n in wheel.namelist() if n.endswith("/METADATA"))).decode()
+    description = metadata.split("\n\n", 1)[1]
+    assert "Description-Content-Type: text/markdown" in metadata
+    assert "configs and overrides" in description  # the README, its links as their text
+    assert not re.findall(r"\]\((?![a-z]+:|#)[^)]*\)", description)
+
+
 def test_import_kit_in_a_core_install_loads_no_optional_stack(venvs: Venvs, outside: Path) -> None:
     python = venvs.python("")
     script = "import json, sys, kit, kit.errors; print(json.dumps(sorted(sys.modules)))"
