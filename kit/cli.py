@@ -310,6 +310,13 @@ def _sweep(args: argparse.Namespace) -> int:
     request = _sweep_request(args)
     minimize = request.minimize
     handle = request.submit(on_trial=lambda *ended: _say(trial_line(*ended)))
+    total = handle.progress.total
+    _say(
+        f"{'search' if request.searching else 'sweep'} of {total} trial(s), up to "
+        f"{min(request.concurrency, total)} at once, into {handle.folder}: a line as each "
+        f"trial ends (`kit status {handle.folder}` from another terminal)",
+        file=sys.stderr,
+    )
     _say_viewers(handle.tracking, handle.folder, sweep=True)
     result = handle.join()
     code = sweep_exit_code(result.rows())

@@ -384,6 +384,11 @@ def test_kit_sweep_runs_each_trial_prints_each_end_and_a_table(tmp_path: Path) -
     out = tmp_path / "beams"
     done = kit_cli("sweep", str(config), "offset=0,5", "items.stop=4", "-o", str(out))
     assert done.returncode == 0, done.stderr
+    # Said at once: a long trial's end may be minutes away.
+    assert done.stderr.splitlines()[0] == (
+        f"sweep of 2 trial(s), up to 2 at once, into {out}: a line as each trial ends "
+        f"(`kit status {out}` from another terminal)"
+    )
     lines = done.stdout.splitlines()
     ends = sorted(line for line in lines if line.startswith("trial-") and ": " in line)
     assert ends[0].startswith("trial-000 offset=0 items.stop=4: completed, 4 ok, 0 failed in ")
@@ -450,6 +455,7 @@ def test_kit_sweep_search_asks_optuna_for_the_trials_and_resumes_the_study(
     ]  # fmt: skip
     done = kit_cli(*search, "--trials", "3")
     assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("search of 3 trial(s), up to ")
     lines = done.stdout.splitlines()
     assert len([line for line in lines if line.startswith("trial-0") and ": " in line]) == 3
     assert any(line.startswith("best: trial-") for line in lines)
