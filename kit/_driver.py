@@ -29,12 +29,14 @@ def run_detached(output_dir: Path) -> int:
         time.sleep(0.05)
     try:
         job = load_job(RunDir(output_dir).job)
+        if "sweep" in job:
+            return _run_detached_sweep(job["sweep"])
+        handle = assemble(job["request"])
+        if handle.spec.store is not None:
+            take_lock(handle.spec.store, deadline)
     except StoreError as exc:
         print(f"kit: error: {exc}", file=sys.stderr)  # into driver.log, which attach() shows
         return 2
-    if "sweep" in job:
-        return _run_detached_sweep(job["sweep"])
-    handle = assemble(job["request"])
 
     def session() -> dict[str, Any] | None:
         return None if handle.session is None else dict(handle.session.describe())
@@ -49,6 +51,24 @@ def run_detached(output_dir: Path) -> int:
         return 1
     finally:
         shutdown()
+
+
+def take_lock(store: RunStore, deadline: float) -> None:
+    """Take the run's lock for its run (which then holds it), waiting out another submit.
+
+    A second ``kit submit`` into the same folder takes the lock for a moment
+    to read ``driver.json`` and refuse; had this driver's run met it there,
+    the run would have failed, and the folder been left with no run at all.
+    Until ``deadline``, a holder is waited for; then its refusal stands.
+    """
+    while True:
+        try:
+            store.lock()
+            return
+        except StoreError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _run_detached_sweep(request: SweepRequest) -> int:

@@ -153,3 +153,45 @@ def test_a_driver_that_dies_is_reported_with_its_log(tmp_path: Path) -> None:
     ):
         run.result(timeout=30)
     assert kit.attach(out).snapshot().lost is kit.detached.Lost.DIED
+
+
+HOLDS_THE_LOCK = textwrap.dedent(
+    """
+    import sys, time
+    from kit.store._store import RunStore
+    store = RunStore(sys.argv[1])
+    store.lock()
+    print("held", flush=True)
+    sys.stdin.readline()  # until the test lets go
+    """
+)
+
+
+def test_a_driver_waits_out_a_second_submit_holding_the_lock_for_a_moment(tmp_path: Path) -> None:
+    # A second `kit submit` into the folder takes the lock to read driver.json and refuse:
+    # a driver whose run met it there failed, and the folder was left with no run.
+    from kit._driver import take_lock
+    from kit.store._store import RunStore
+
+    other = subprocess.Popen(
+        [sys.executable, "-c", HOLDS_THE_LOCK, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert other.stdout is not None and other.stdin is not None
+    assert other.stdout.readline() == "held\n"
+    store = RunStore(tmp_path)
+    with pytest.raises(kit.errors.StoreError, match="another run is writing to"):
+        take_lock(store, deadline=time.monotonic())  # past its wait: the refusal stands
+    import threading
+
+    waiting = threading.Thread(target=take_lock, args=(store, time.monotonic() + 60))
+    waiting.start()
+    other.stdin.write("\n")
+    other.stdin.flush()  # it lets go while the driver waits
+    waiting.join(timeout=60)
+    assert not waiting.is_alive() and store.busy() and other.wait(timeout=60) == 0
+    store.lock()  # held already: taking it again is nothing
+    store.unlock()
+    assert not store.busy()

@@ -50,7 +50,9 @@ class FolderLock:
         self.identity: tuple[int, int] | None = None
 
     def take(self) -> None:
-        """Take the lock; refuse if another live process holds it."""
+        """Take the lock; refuse if another live process holds it. Held already: nothing to do."""
+        if self._fh is not None:
+            return
         if self.path.exists() and not self.path.is_dir():
             raise StoreError(
                 f"output_dir {self.path} is a file, not a directory; choose another output_dir"

@@ -20,7 +20,6 @@ from kit import (
     items_of,
     load_config,
 )
-from kit._base.format import first_line
 from kit.config import parallel_section
 from kit.history import (
     user_folder,
@@ -71,7 +70,8 @@ def items_source(
             raise
         # The set is not there yet (its data is edited in the app): the app opens, and
         # its pool fills in once the config names data it can count.
-        return range(0), f"config items: the whole set, not readable yet: {first_line(exc)}"
+        said = (str(exc).splitlines() or [type(exc).__name__])[0]
+        return range(0), f"config items: the whole set, not readable yet: {said}"
 
 
 def viewers_html(commands: Sequence[str]) -> str:
