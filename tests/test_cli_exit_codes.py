@@ -72,7 +72,9 @@ def test_a_sweeps_exit_code_says_how_its_trials_ended(
 def test_a_metric_no_trial_gives_is_named_with_what_they_have(tmp_path: Path) -> None:
     code, out, err = kit(tmp_path, "x=0,1", "--metric", "nope")
     assert code == EXIT_TRIALS_FAILED
-    assert err.strip() == (
+    started, said = err.strip().splitlines()  # what it runs, then the error alone
+    assert started.startswith("sweep of 2 trial(s), up to 2 at once, into ")
+    assert said == (
         "kit: error: no completed trial has the metric 'nope' in its summary or its records' "
         "metrics (the summaries have: nothing)"
     )
