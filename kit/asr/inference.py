@@ -29,6 +29,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from kit._base.atomic import atomic_file
+from kit._base.files import refuse_links
 from kit.config._errors import error, import_class
 from kit.provider import Env, EnvironmentProvider
 from kit.result import Index, RunError, RunResult
@@ -602,6 +603,9 @@ def write_scps(
             fix="return the output fields beside the id from forward",
         )
     for path, value in files.items():
+        # The set's folder is a Kit run others may write: a field's folder planted as a
+        # link would have these files written wherever it points.
+        refuse_links(folder, (path.parent.name,))
         path.parent.mkdir(exist_ok=True)
         with atomic_file(path, "w") as fh:
             json.dump(value, fh)

@@ -329,6 +329,19 @@ def test_a_list_output_is_refused_as_current_espnet3_does_and_a_dict_is_a_json_f
         assert first.upper() == upper
 
 
+def test_a_field_folder_planted_as_a_link_is_not_written_through(tmp_path: Path) -> None:
+    # The set's folder is a Kit run: a co-user who can write it plants `nbest` -> elsewhere.
+    from kit._base.files import UnsafeFileError
+
+    victim, folder = tmp_path / "victim", tmp_path / "set"
+    victim.mkdir()
+    folder.mkdir()
+    (folder / "nbest").symlink_to(victim)
+    with pytest.raises(UnsafeFileError):
+        write_scps(folder, [{"utt_id": "u1", "nbest": {"a": 1.0}}], "utt_id", None)
+    assert list(victim.iterdir()) == []
+
+
 def test_an_id_that_holds_a_path_cannot_name_a_json_file(tmp_path: Path) -> None:
     outputs = [{"utt_id": "../escape", "nbest": {"a": 1.0}}]
     with pytest.raises(ValueError, match=r"'\.\./escape' cannot name a file of its own"):
