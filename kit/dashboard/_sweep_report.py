@@ -155,16 +155,13 @@ def sweep_plots(result: Any, metric: str) -> Any:
     from bokeh.layouts import column
 
     swept = result.swept
-    points = [
-        (trial.values(), value)
-        for trial, run in zip(result.trials, result.results, strict=True)
-        if run is not None and (value := run_metric(run, metric)) is not None
-    ]
-    early = [
-        run.status != RunStatus.COMPLETED or result.state(trial) != TrialState(run.status)
-        for trial, run in zip(result.trials, result.results, strict=True)
-        if run is not None and run_metric(run, metric) is not None
-    ]
+    points, early = [], []
+    for trial, run in zip(result.trials, result.results, strict=True):
+        if run is not None and (value := run_metric(run, metric)) is not None:
+            points.append((trial.values(), value))
+            early.append(
+                run.status != RunStatus.COMPLETED or result.state(trial) != TrialState(run.status)
+            )
     if not swept or not points:
         return None
     said = []
