@@ -15,6 +15,7 @@ three a notebook meets most are in ``kit`` too (``kit.KitError``,
     ├── StoreError (RuntimeError)              an output folder cannot be used for this run
     │   └── UnsafeFileError                    a file there is a link, or not this user's
     ├── DriverLostError (RuntimeError)         a detached run's driver ended without finishing
+    ├── ReuseMismatchError (RuntimeError)      a reused forward output differs from a fresh one
     ├── EnvPoolError (RuntimeError)            an RL env pool spent its restart budget
     ├── ClosedPoolError (RuntimeError)         a command to a pool that was closed
     ├── AlreadyPendingError (RuntimeError)     a command to an env still answering the last
@@ -47,6 +48,7 @@ from kit._base.errors import (
     NothingPendingError,
     NoWorkersError,
     ProviderSetupError,
+    ReuseMismatchError,
     RunError,
     SchedulerLostError,
     SchedulerUnreachableError,
@@ -70,6 +72,7 @@ __all__ = [
     "NoWorkersError",
     "NothingPendingError",
     "ProviderSetupError",
+    "ReuseMismatchError",
     "RunError",
     "SchedulerLostError",
     "SchedulerUnreachableError",

@@ -15,7 +15,7 @@ import contextlib
 import copy
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
@@ -23,6 +23,9 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 from kit._base.errors import ProviderSetupError as ProviderSetupError
 from kit.config import ConfigError, config_hash
 from kit.config._errors import error, import_class, missing
+
+if TYPE_CHECKING:
+    from kit.result import Index
 
 Env = dict[str, Any]
 
@@ -114,6 +117,24 @@ class EnvironmentProvider(abc.ABC):
         default None, and ``items.stop`` must be given.
         """
         return None
+
+    def reuse_fingerprint(self) -> str:
+        """Return what a reused forward output's env must equal: by default :meth:`env_name`.
+
+        Override it to add what the env's name does not see: the digests of
+        model files, the versions of the libraries the env uses. Read here,
+        on the driver, once a run starts (docs/reuse.md).
+        """
+        return self.env_name()
+
+    def item_fingerprints(self, indices: Sequence[Index]) -> list[str]:
+        """Return a digest of each item's content, read here; by default ``""``: its index says it.
+
+        Override it when an item's data can change under the same index
+        (its audio's bytes and its reference text, for decoding): a changed
+        item is then computed again, not reused (docs/reuse.md).
+        """
+        return [""] * len(indices)
 
     def worker_setup_fn(self) -> Callable[[], Env]:
         """Return the setup function, checked to be a zero-argument callable."""

@@ -152,6 +152,13 @@ class RunStats:
     setup_seconds: float
     chunks: int
     workers: dict[str, WorkerStats] = field(default_factory=dict)
+    #: Items whose record was taken from a run alike, not computed (docs/reuse.md).
+    reused: int = 0
+
+    @property
+    def computed(self) -> int:
+        """Items whose ``forward`` ran in this run: not resumed, not reused."""
+        return self.ok + self.failed - self.resumed - self.reused
 
     @property
     def items_per_second(self) -> float:
@@ -163,6 +170,7 @@ class RunStats:
         """Return the statistics as a JSON-ready dict."""
         out = asdict(self)
         out["items_per_second"] = self.items_per_second
+        out["computed"] = self.computed
         return out
 
 

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from kit._engine import RunHandle
 from kit._engine.chunk import BatchBy
 from kit._engine.inject import ForwardSpec
+from kit._reuse import ReuseHooks
 from kit.check._hooks import CheckHooks
 from kit.cluster._session import check_client
 from kit.config import ParallelConfig, RunnerConfig, parallel_section
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from kit.detached._run import DetachedRun
 
 
-class Runner(CheckHooks):
+class Runner(CheckHooks, ReuseHooks):
     """Run ``forward`` over items with the provider's env injected by keyword name.
 
     Subclasses define ``forward`` as a ``@staticmethod`` taking the item
@@ -38,7 +39,9 @@ class Runner(CheckHooks):
     returns a list of as many results. Nothing of ``self`` is sent to the workers.
     ``check`` and what it reads of a runner (``check_ignore``, ``check_rtol``,
     ``cost_by``, ``check_items``, ``check_summary``) are
-    :class:`kit.check.CheckHooks`'.
+    :class:`kit.check.CheckHooks`'; ``forward_keys`` and ``finish``, which
+    let runs alike share forward outputs (docs/reuse.md), are
+    :class:`kit._reuse.ReuseHooks`'.
 
     Parameters
     ----------
@@ -55,7 +58,7 @@ class Runner(CheckHooks):
         keeps results in memory only.
     batch_size, batch_by, max_batch, cost_by, chunk_size, resume, on_error, max_failures
         As in the ``runner`` config section: see :class:`kit.config.RunnerConfig`.
-    retries, backups, setup_timeout, max_slots
+    retries, backups, setup_timeout, max_slots, reuse, verify
         As in the ``runner`` config section.
     record_format
         ``data`` (JSON lines, Arrow for numpy values and bytes; never executed
@@ -141,6 +144,8 @@ class Runner(CheckHooks):
         record_format: str = "data",
         setup_timeout: float | None = None,
         max_slots: int | None = None,
+        reuse: bool = True,
+        verify: float = 0.01,
         writer: RecordWriter | None = None,
         client: Any = None,
         tracking: Tracking | Mapping[str, Any] | None = None,
@@ -165,6 +170,8 @@ class Runner(CheckHooks):
             "record_format": record_format,
             "setup_timeout": setup_timeout,
             "max_slots": max_slots,
+            "reuse": reuse,
+            "verify": verify,
         }
         checked = check_section(OmegaConf.create({"runner": options}), "runner", RunnerConfig)
         self.options = RunnerConfig(**OmegaConf.to_container(checked))  # type: ignore[arg-type]

@@ -59,7 +59,7 @@ CLAIMS: dict[str, list[str]] = {
         "test_a_server_that_is_down_is_said_at_once_naming_it_and_no_trial_waits_for_it",
     ],
     "Every field of every record is compared: text exactly": [
-        "kit/check/_differences.py",
+        "kit/_base/differences.py",
         "tests/check/test_parity.py::test_an_interpolation_resolved_otherwise_is_named_config",
         "tests/check/test_parity.py::test_float32_on_the_workers_is_named_precision",
     ],

@@ -259,6 +259,20 @@ class UnsafeFileError(StoreError):
     """
 
 
+class ReuseMismatchError(KitError, RuntimeError):
+    """A reused forward output differs from the one ``forward`` makes now (an item's error).
+
+    ``forward`` reads something its runner's ``forward_keys`` and the
+    fingerprints do not cover: the item fails, named, instead of a stale
+    output passing as this run's.
+
+    Examples
+    --------
+    >>> issubclass(ReuseMismatchError, RuntimeError)
+    True
+    """
+
+
 class EnvPoolError(KitError, RuntimeError):
     """The pool cannot go on: its restart budget is spent.
 

@@ -353,6 +353,8 @@ class Run:
         if job.batch_by is not None:
             job.batch_by.spec.check(env_keys, {})
         pending = self._open_store()
+        if spec.reuse is not None and spec.store is not None:
+            job = spec.reuse.wrap(job, spec.store.path, pending)
         self.setup_seconds = time.perf_counter() - self.started
         self.ledger.set_status(RunStatus.RUNNING)
         self.events.emit(
@@ -427,6 +429,8 @@ class Run:
             self.setup_seconds,
             spec.store.path if spec.store is not None and self.began else None,
         )
+        if spec.reuse is not None:
+            spec.reuse.count(result)
         if status is RunStatus.COMPLETED:
             result.summary = dict(spec.summarize(result.records))
         # What ended a run that did not complete, in one line, for the store and the views.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
@@ -15,6 +15,9 @@ from kit.provider import EnvironmentProvider
 from kit.result import Index
 from kit.store._store import RunStore
 from kit.store._version import code_digest, keyword_digests
+
+if TYPE_CHECKING:
+    from kit._reuse import ReusePlan
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class RunSpec:
     runner_name: str
     summarize: Callable[[list[Any]], dict[str, Any]]
     config: DictConfig | None
+    #: How the run takes forward outputs of runs beside it (None: it computes all).
+    reuse: ReusePlan | None = None
 
     @property
     def run_id(self) -> str:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from kit._base.atomic import atomic_file
 from kit._base.files import UnsafeFileError
 from kit._base.format import first_line
+from kit._sweeps.waiting import ReuseQueue, reuse_group
 from kit._trials import SweepResult, Trial, TrialCallback, TrialPruned, TrialState
 from kit.dashboard import write_sweep_report
 from kit.dashboard._report import ReportWriter, share_bokeh
@@ -119,6 +120,7 @@ class SweepDriver:
         self.tracker = tracker
         self.store = RunStore(folder)
         self.reports = Reports()
+        self.queue = ReuseQueue(lambda trial: reuse_group(self._request(trial)))
 
     def start(self) -> None:
         """Take the sweep folder's lock, start the first trials.
@@ -195,7 +197,7 @@ class SweepDriver:
                 if self.state.running >= self.concurrency:
                     break
                 try:
-                    trial = self.plan.next()
+                    trial = self.queue.next(self.plan.next)
                 except Exception as failed:  # a search that cannot propose: end, keep what ran
                     warnings.warn(
                         f"the sweep could not make its next trial: {failed}; it ends once "
@@ -203,13 +205,14 @@ class SweepDriver:
                         RuntimeWarning,
                         stacklevel=1,
                     )
-                    trial = None
-                if trial is None:
-                    self.state.exhausted = True
+                    trial = self.queue.next(self.plan.next)  # the plan is done: those waiting
+                if not isinstance(trial, Trial):  # None: no trial left; or those left wait
+                    self.state.exhausted = trial is None  # on running ones alike (WAITING)
                     break
                 if trial.number in self.state.results:
                     continue  # finished in an earlier run of the sweep: read back, not run
                 self.state.running += 1
+                self.queue.started(trial)
                 starting.append(trial)
         if starting:
             # In sweep.json before their folders exist: a driver killed now resumes them
@@ -278,6 +281,7 @@ class SweepDriver:
             status, exc = TrialState(RunStatus.ERROR), failed
         with self.state.lock:
             self.state.running -= 1
+            self.queue.ended(trial)
             if result is not None:
                 self.state.results[trial.number] = result
                 if status != TrialState(result.status):

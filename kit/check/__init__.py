@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from kit.check._hooks import CheckHooks
 
 if TYPE_CHECKING:
+    from kit._base.differences import Difference, differences
     from kit.check._check import CheckResult, DataCheck, Memory, check, spread, target_limit
-    from kit.check._differences import Difference, differences
     from kit.check._forecast import Forecast, forecast
     from kit.check._parity import CAUSES, Parity
     from kit.check._sight import ENV_VARS, Sight
@@ -44,19 +44,21 @@ __all__ = [
 # `import kit` must not load what a check runs with (the cluster, numpy) until one runs.
 _HOMES = {
     **dict.fromkeys(
-        ("CheckResult", "DataCheck", "Memory", "check", "spread", "target_limit"), "_check"
+        ("CheckResult", "DataCheck", "Memory", "check", "spread", "target_limit"),
+        "kit.check._check",
     ),
-    **dict.fromkeys(("Difference", "differences"), "_differences"),
-    **dict.fromkeys(("Forecast", "forecast"), "_forecast"),
-    **dict.fromkeys(("CAUSES", "Parity"), "_parity"),
-    **dict.fromkeys(("ENV_VARS", "Sight"), "_sight"),
+    # On the ground floor: a reused forward output is checked with it too (kit._reuse).
+    **dict.fromkeys(("Difference", "differences"), "kit._base.differences"),
+    **dict.fromkeys(("Forecast", "forecast"), "kit.check._forecast"),
+    **dict.fromkeys(("CAUSES", "Parity"), "kit.check._parity"),
+    **dict.fromkeys(("ENV_VARS", "Sight"), "kit.check._sight"),
 }
 
 
 def __getattr__(name: str) -> Any:
     if name not in _HOMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    value = getattr(importlib.import_module(_HOMES[name]), name)
     globals()[name] = value  # found once: the module holds it as an eager import would
     return value
 

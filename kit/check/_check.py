@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kit._base.differences import Difference
 from kit._engine.inject import ForwardSpec
-from kit.check._differences import Difference
 from kit.check._forecast import Forecast, finite, forecast
 from kit.check._parity import Parity, compare, judge
 from kit.check._sight import Sight, see, used_packages, versus, worker_sight

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kit.check._differences import Difference, differences
+from kit._base.differences import Difference, differences
 from kit.result import Index, RunResult
 
 #: The causes a check names, in the order they are considered.
@@ -127,7 +127,7 @@ def judge(
 
     Examples
     --------
-    >>> from kit.check._differences import Difference
+    >>> from kit._base.differences import Difference
     >>> d = Difference(0, 0, ("reference", "worker"), "score", 1.0, 1.0000001, "", True)
     >>> seen = {"versions": [], "config": [], "threads": ["2 (driver) vs 1 (w)"], "environment": []}
     >>> judge([], [d], [], seen, {}).cause

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kit.check._differences import leaves
+from kit._base.differences import leaves
 
 #: Environment variables that change how numerical libraries and text handling behave.
 ENV_VARS = (

@@ -7,6 +7,7 @@ user (their provider, model, data) and is left alone.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import os
 import typing
 from collections.abc import Callable, Mapping
@@ -167,6 +168,16 @@ class RunnerConfig:
         (a class, two notebooks) each get a fair share of its threads (equal
         by default); a run's ``max_slots`` caps its share, and what it leaves
         goes to the others. None: as many as its share.
+    reuse
+        For a runner that declares ``forward_keys``: take an item's forward
+        output from a run beside this one (a sweep's other trials, runs into
+        the same folder) whose forward code, ``forward_keys`` values, env and
+        item content are the same, and only ``finish`` it (see
+        docs/reuse.md). ``false``: run ``forward`` on every item.
+    verify
+        The share of reused items whose ``forward`` runs again all the same,
+        drawn at random: a fresh output that differs fails its item with a
+        ``ReuseMismatchError`` naming the field.
 
     Examples
     --------
@@ -188,6 +199,8 @@ class RunnerConfig:
     record_format: str = field(default="data", metadata={"choices": ("data", "pickle")})
     setup_timeout: float | None = field(default=None, metadata={"min": 0})
     max_slots: int | None = field(default=None, metadata={"min": 1})
+    reuse: bool = True
+    verify: float = field(default=0.01, metadata={"min": 0, "max": 1})
 
 
 @dataclass
@@ -459,15 +472,20 @@ def _check_field(
             expected=f"one of {', '.join(choices)}",
             fix=f"set it with `{key}={guess or choices[0]}`",
         )
-    minimum = f.metadata.get("min")
-    if minimum is not None and value is not None and value < minimum:
-        raise error(
-            f"must be at least {minimum}, got {value!r}",
-            full_key=key,
-            source=source_of(key),
-            expected=f"{'a number' if 'float' in str(f.type) else 'an integer'} >= {minimum}",
-            fix=f"set it with `{key}={minimum}` or more",
-        )
+    kind = "a number" if "float" in str(f.type) else "an integer"
+    for bound, outside, said, sign, more in (
+        ("min", operator.lt, "at least", ">=", "more"),
+        ("max", operator.gt, "at most", "<=", "less"),
+    ):
+        limit = f.metadata.get(bound)
+        if limit is not None and value is not None and outside(value, limit):
+            raise error(
+                f"must be {said} {limit}, got {value!r}",
+                full_key=key,
+                source=source_of(key),
+                expected=f"{kind} {sign} {limit}",
+                fix=f"set it with `{key}={limit}` or {more}",
+            )
     what = f.metadata.get("path_or_flag")
     if what is not None and not (
         value is None or isinstance(value, bool) or (isinstance(value, str) and value.strip())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from kit._engine import ChunkJob, RunHandle, RunSpec
+from kit._reuse import plan_of
 from kit.dashboard import ReportWriter
 from kit.events import EventLog, EventStream, Subscriber
 from kit.launch._request import RunRequest
@@ -39,6 +40,7 @@ def spec_of(request: RunRequest) -> RunSpec:
         runner_name=f"{type(runner).__module__}.{type(runner).__qualname__}",
         summarize=runner.summarize,
         config=request.config,
+        reuse=plan_of(runner, request.config, output_dir),
     )
 
 

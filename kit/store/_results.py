@@ -87,6 +87,7 @@ def read_result(output_dir: str | os.PathLike[str], *, allow_pickle: bool = Fals
     summary = read_json(RunDir(output_dir).result) or {}
     raw = dict(summary.get("stats") or {})
     raw.pop("items_per_second", None)
+    raw.pop("computed", None)
     workers = {k: WorkerStats(**v) for k, v in (raw.pop("workers", None) or {}).items()}
     stats = (
         RunStats(**raw, workers=workers)

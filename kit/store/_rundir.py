@@ -72,6 +72,11 @@ class RunDir:
         "experiment.json",
         "What a run history stored before the run: the config as edited, the items.",
     )
+    reuse = _File(
+        "reuse.json",
+        "What each item's forward output depends on (forward, env, item digests): later "
+        "runs reuse it.",
+    )
     check = _File(
         "check.json",
         "The latest `kit check` of this run: its verdict and forecast, shown against the run.",

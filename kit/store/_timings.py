@@ -47,7 +47,10 @@ def stored_timings(files: RunDir) -> dict[str, Any] | None:
         )
     ):
         return None
-    return {key: stats[key] for key in KEPT}
+    kept = {key: stats[key] for key in KEPT}
+    # What was reused is the run's that did the work too (0 in a folder from before reuse).
+    kept["reused"] = stats["reused"] if type(stats.get("reused")) is int else 0
+    return kept
 
 
 def stats_to_store(result: RunResult, previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -70,6 +73,8 @@ def stats_to_store(result: RunResult, previous: dict[str, Any] | None) -> dict[s
             {key: previous[key] for key in ("wall_seconds", "setup_seconds", "chunks")},
             workers=previous["workers"],
             resumed=0,
+            reused=previous["reused"],
+            computed=ran - previous["reused"],
             items_per_second=ran / previous["wall_seconds"]
             if previous["wall_seconds"] > 0
             else 0.0,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kit.result import Index
+if TYPE_CHECKING:
+    from kit.result import Index
 
 #: Numbers apart by at most this (relative) differ by precision only: float noise.
 PRECISION = 1e-3
@@ -54,8 +55,8 @@ class Difference:
     def __str__(self) -> str:
         name = self.field or "record"
         return (
-            f"item {self.index}, {name}: {_short(self.a)} ({self.ways[0]}) vs "
-            f"{_short(self.b)} ({self.ways[1]}): {self.where}"
+            f"item {self.index}, {name}: {short(self.a)} ({self.ways[0]}) vs "
+            f"{short(self.b)} ({self.ways[1]}): {self.where}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,7 +81,8 @@ def _plain(value: Any) -> Any:
     return repr(value)[:200]
 
 
-def _short(value: Any) -> str:
+def short(value: Any) -> str:
+    """Return ``repr(value)``, cut to 60 characters."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
