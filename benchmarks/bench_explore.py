@@ -15,6 +15,13 @@
    characters with ``-c``; whole processes), kaldialign and jiwer, each
    with its own counts; and Kit on 100,000 utterances.
 
+3. Decode once, score many. A sweep of 4 beams x 3 normalisers over 1,000
+   items whose ``forward`` waits 5 ms (a recognizer's time, inline, 3
+   trials at once), with reuse and with ``runner.reuse=false``: forward
+   calls, wall time, and whether the records are equal. Then what a reused
+   item costs: a run of 200 items of 50 ms each, then runs beside it that
+   reuse all of them (wall time per item, 5 runs), against the 50 ms.
+
 Results are printed and written to benchmarks/results/explore.json.
 """
 
@@ -38,12 +45,14 @@ from kit.examples.asr.corpus import SENTENCES
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import describe, write_results
 from bench_score import garbled, sclite_command, sclite_counts
+from explore_workload import CALLS, Decodes, Waits
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WORK = Path("runs/bench-explore")
 RUNS, ITEMS, CHUNK = 1000, 500, 10
 DIFFERENCE, SPREAD = 0.05, 0.15
 UTTERANCES, MANY = 2620, 100_000
+SWEPT, SWEEP_MS, HIT_ITEMS, HIT_MS, HIT_RUNS = 1000, 5, 200, 50, 5
 
 
 # ----------------------------------------------------------------- stop when decided
@@ -230,6 +239,60 @@ def scoring() -> dict[str, Any]:
 ERRORS = ("substitutions", "deletions", "insertions")
 
 
+# ----------------------------------------------------------------- decode once, score many
+def reuse_config(work_ms: float, items: int, **runner: Any) -> dict[str, Any]:
+    return {
+        "provider": {"_target_": "explore_workload.Waits"},
+        "runner": {"_target_": "explore_workload.Decodes", "chunk_size": 50, **runner},
+        "items": {"start": 0, "stop": items},
+        "decoder": {"beam_size": 1, "work_ms": work_ms},
+        "scoring": {"normalizer": "basic"},
+        "parallel": {"env": "inline"},
+    }
+
+
+def swept(folder: Path, **runner: Any) -> tuple[int, float, list[Any]]:
+    """Forward calls, wall seconds and records of the 4 x 3 sweep into ``folder``."""
+    import kit
+
+    grid = ["decoder.beam_size=1,2,4,8", "scoring.normalizer=whisper,basic,none"]
+    CALLS.clear()
+    began = time.perf_counter()
+    result = kit.sweep(
+        reuse_config(SWEEP_MS, SWEPT, **runner), grid, output_dir=folder, concurrency=3
+    )
+    wall = time.perf_counter() - began
+    return sum(CALLS.values()), wall, [r and r.records for r in result.results]
+
+
+def reuse() -> dict[str, Any]:
+    """The sweep with and without reuse; then a reused item's cost against a 50 ms one."""
+    from omegaconf import OmegaConf
+
+    shutil.rmtree(WORK / "reuse", ignore_errors=True)
+    calls, wall, records = swept(WORK / "reuse" / "on", verify=0)
+    fresh_calls, fresh_wall, fresh_records = swept(WORK / "reuse" / "off", reuse=False)
+    cfg = OmegaConf.create(reuse_config(HIT_MS, HIT_ITEMS))
+    root = WORK / "reuse" / "hits"
+    began = time.perf_counter()
+    Decodes(Waits(cfg), output_dir=root / "computed").run(range(HIT_ITEMS))
+    computed = time.perf_counter() - began
+    per_hit = []
+    for n in range(HIT_RUNS):
+        began = time.perf_counter()
+        result = Decodes(Waits(cfg), output_dir=root / f"reused-{n}", verify=0).run(HIT_ITEMS)
+        per_hit.append((time.perf_counter() - began) / HIT_ITEMS)
+        assert result.stats.reused == HIT_ITEMS
+    return {
+        "sweep": {"forward_calls": calls, "wall_seconds": wall},
+        "sweep_without_reuse": {"forward_calls": fresh_calls, "wall_seconds": fresh_wall},
+        "same_records": records == fresh_records,
+        "computed_item_ms": 1000 * computed / HIT_ITEMS,
+        "reused_item_ms": 1000 * statistics.median(per_hit),
+        "reused_item_spread_ms": [1000 * min(per_hit), 1000 * max(per_hit)],
+    }
+
+
 def count_row(label: str, found: dict[str, Any]) -> str:
     """A row of the scoring table: seconds, then word and character S, D, I."""
     counts = [found[key] for key in ERRORS] + [found[f"char_{key}"] for key in ERRORS]
@@ -240,6 +303,7 @@ def main() -> int:
     machine = describe(("numpy", "optuna", "jiwer", "kaldialign"))
     stopping = stop_when_decided()
     scored = scoring()
+    reused = reuse()
     kit, wilcoxon = stopping["kit"], stopping["wilcoxon"]
     sclite = scored["sclite"]
     same_words = bool(sclite) and all(
@@ -250,7 +314,13 @@ def main() -> int:
         scored["kit"][f"char_{key}"] == sclite["chars"][key]
         for key in ("substitutions", "deletions", "insertions")
     )
-    results: dict[str, Any] = {"machine": machine, "stopping": stopping, "scoring": scored}
+    results: dict[str, Any] = {
+        "machine": machine,
+        "stopping": stopping,
+        "scoring": scored,
+        "reuse": reused,
+    }
+    on, off = reused["sweep"], reused["sweep_without_reuse"]
     lines = [
         "Command: `make bench` (or `python benchmarks/bench_explore.py`).",
         "",
@@ -293,6 +363,21 @@ def main() -> int:
         "",
         f"Kit on {MANY:,} utterances: {scored['kit_many_seconds']:.2f} s of CPU.",
         "",
+        f"Decode once, score many: a sweep of 4 beams x 3 normalisers over {SWEPT:,} items "
+        f"whose forward waits {SWEEP_MS} ms (inline, 3 trials at once):",
+        "",
+        "| | forward calls | wall seconds |",
+        "|---|---|---|",
+        f"| reuse (Kit's default) | {on['forward_calls']:,} | {on['wall_seconds']:.1f} |",
+        f"| runner.reuse=false | {off['forward_calls']:,} | {off['wall_seconds']:.1f} |",
+        "",
+        f"The records of the two sweeps are {'equal' if reused['same_records'] else 'NOT equal'}. "
+        f"A reused item costs {reused['reused_item_ms']:.3f} ms of wall time (median of "
+        f"{HIT_RUNS} runs of {HIT_ITEMS} items, {reused['reused_item_spread_ms'][0]:.3f} to "
+        f"{reused['reused_item_spread_ms'][1]:.3f}, the whole run's time shared out), against "
+        f"{reused['computed_item_ms']:.1f} ms for a computed one "
+        f"({reused['reused_item_ms'] / reused['computed_item_ms']:.2%}).",
+        "",
     ]
     checks = {
         "a tied trial is decided in at most 5% of runs": kit["false_decisions"] <= 0.05,
@@ -305,6 +390,10 @@ def main() -> int:
         "2,620 utterances, words and characters, in at most 0.2 s of CPU": scored["kit"]["seconds"]
         <= 0.2,
         "100,000 utterances in at most 10 s of CPU": scored["kit_many_seconds"] <= 10,
+        "the 4 x 3 sweep calls forward 4,000 times": on["forward_calls"] == 4 * SWEPT,
+        "its records equal those of the sweep without reuse": reused["same_records"],
+        "a reused item costs at most 5% of a 50 ms item": reused["reused_item_ms"]
+        <= 0.05 * reused["computed_item_ms"],
     }
     write_results(
         RESULTS,

@@ -128,9 +128,11 @@ def _say(*parts: object, file: Any = None, end: str = "\n") -> None:
 
 def _print_result(result: RunResult) -> int:
     stats = result.stats
+    # Items whose forward output a run alike made (docs/reuse.md): said when there are any.
+    reused = f", {stats.reused} reused from runs alike" if stats.reused else ""
     _say(
         f"{stats.ok} ok, {stats.failed} failed, {stats.not_run} not run"
-        f" ({stats.resumed} read back from earlier runs) in {stats.wall_seconds:.1f} s"
+        f" ({stats.resumed} read back from earlier runs{reused}) in {stats.wall_seconds:.1f} s"
     )
     if result.output_dir is not None:
         _say(f"results: {result.output_dir}")

@@ -19,6 +19,20 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "A key the config does not have fails the run before anything runs": [
+        "tests/reuse/test_stored.py::"
+        "test_forward_keys_naming_a_key_the_config_lacks_fail_the_run_before_anything_runs",
+    ],
+    "and then outputs are never reused": [
+        "tests/reuse/test_stored.py::test_a_runner_without_forward_keys_reuses_nothing",
+    ],
+    "A decoding sweep gets reuse with no change to its config": [
+        "tests/asr/test_reuse.py::"
+        "test_a_sweep_over_normalisers_decodes_once_and_scores_each_as_a_fresh_decoding_would",
+    ],
+    "or `runner.reuse=false` to run `forward` on every item": [
+        "tests/reuse/test_sweep.py",
+    ],
     'so "sea shells" against "seashells" is no error there where sclite counts two': [
         "tests/asr/test_rescore.py::"
         "test_the_open_asr_convention_scores_as_the_leaderboard_and_gates_on_its_wer",

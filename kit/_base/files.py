@@ -11,6 +11,8 @@ is the reader's own and nobody else may change it.
 from __future__ import annotations
 
 import errno
+import functools
+import hashlib
 import json
 import os
 import stat
@@ -152,3 +154,34 @@ def read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, UnsafeFileError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """Return the sha256 of a file's bytes, read once per process while it is unchanged.
+
+    Unchanged: the same size, modification time and inode (a file written
+    anew gets another).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "model.bin"
+    >>> _ = path.write_bytes(b"weights")
+    >>> file_digest(path)[:12]
+    '9a129038d9a0'
+    """
+    info = os.stat(path)
+    return _digest_of(str(path), info.st_mtime_ns, info.st_size, info.st_ino)
+
+
+@functools.lru_cache(maxsize=65536)
+def _digest_of(path: str, mtime: int, size: int, inode: int) -> str:
+    # Opened without waiting: a fifo swapped in since the stat would block a plain open.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        digest = hashlib.sha256()
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

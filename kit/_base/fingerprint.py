@@ -30,6 +30,8 @@ import types
 from pathlib import Path
 from typing import Any
 
+from kit._base.files import file_digest
+
 #: Entries of a class's namespace that say nothing about what it does.
 _CLASS_NOISE = frozenset(
     {
@@ -263,13 +265,7 @@ def _version(dist: str) -> str:
 
 
 def _file_digest(path: str) -> str:
-    stat = Path(path).stat()
-    return _cached_file_digest(path, stat.st_mtime_ns, stat.st_size)
-
-
-@functools.cache
-def _cached_file_digest(path: str, mtime: int, size: int) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    return file_digest(path)[:16]
 
 
 def _sha(*parts: str | bytes) -> str:

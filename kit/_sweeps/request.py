@@ -131,7 +131,8 @@ def trial_line(trial: Trial, result: RunResult | None, error: BaseException | No
     summary = ", ".join(f"{k}={v}" for k, v in rounded(result.summary).items())
     status = PRUNED if isinstance(error, TrialPruned) else result.status
     why = f" ({error})" if isinstance(error, TrialPruned) else ""
+    reused = f" ({stats.reused} reused)" if stats.reused else ""
     return (
-        f"{trial.name} {where}: {status}{why}, {stats.ok} ok, {stats.failed} failed"
+        f"{trial.name} {where}: {status}{why}, {stats.ok} ok{reused}, {stats.failed} failed"
         f" in {stats.wall_seconds:.1f} s" + (f"; {summary}" if summary else "")
     )

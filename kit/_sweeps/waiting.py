@@ -29,16 +29,9 @@ WAITING: Final = _Waiting()
 
 
 def reuse_group(request: RunRequest) -> str | None:
-    """Return what ``request``'s run shares outputs by (forward and env); None: it shares none.
-
-    A runner that cannot say (its ``forward_keys`` name a key the config
-    lacks) shares none here: its run fails as it starts, saying why.
-    """
-    try:
-        plan = plan_of(request.runner, request.config, request.output_dir)
-        return None if plan is None else plan.group()
-    except Exception:
-        return None
+    """Return what ``request``'s run shares outputs by (forward and env); None: it shares none."""
+    plan = plan_of(request.runner, request.config, request.output_dir)
+    return None if plan is None else plan.group()
 
 
 class ReuseQueue:
@@ -102,7 +95,10 @@ class ReuseQueue:
 
     def _group(self, trial: Trial) -> str | None:
         if trial.number not in self.groups:
-            self.groups[trial.number] = self.group_of(trial)
+            try:
+                self.groups[trial.number] = self.group_of(trial)
+            except Exception:  # a trial that cannot be built: its start fails, saying why
+                self.groups[trial.number] = None
         return self.groups[trial.number]
 
     def _free(self, trial: Trial) -> bool:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kit._base.extras import install
+from kit._base.files import file_digest
 from kit.config._errors import error
 
 #: The sources ``data`` (or each of ``data.sets``) may name; ``manifest`` is the default.
@@ -499,6 +500,53 @@ def load_dataset_entries(data: Mapping[str, Any]) -> Any:
             )
         return Sets({str(name): _source(each, f"data.sets.{name}") for name, each in sets.items()})
     return _source(data, "data")
+
+
+def entry_fingerprint(entry: Mapping[str, Any]) -> str:
+    """Return a digest of what an utterance's decoding and scoring read: its audio and its text.
+
+    The audio's bytes (a WAV file's, read once per process while it is
+    unchanged; a decoded array's samples) and every other field (its text,
+    its segment's start and end) as data: an utterance changed under the
+    same id is decoded again, not reused (docs/reuse.md).
+
+    Examples
+    --------
+    >>> a = {"id": "u1", "text": "hello", "audio": {"array": [0.0, 0.5], "sampling_rate": 16000}}
+    >>> entry_fingerprint(a) == entry_fingerprint({**a, "text": "hello!"})
+    False
+    """
+    import hashlib
+
+    audio = entry.get("audio")
+    if isinstance(audio, (str, Path)):
+        sound = _file_sound(Path(audio))
+    elif isinstance(audio, Mapping) and "array" in audio:
+        sound = "samples:" + hashlib.sha256(audio_pcm(audio)[0]).hexdigest()
+    else:
+        sound = f"other:{audio!r}"
+    rest = {str(k): v for k, v in entry.items() if k != "audio"}
+    return hashlib.sha256(
+        (sound + json.dumps(rest, sort_keys=True, default=repr)).encode()
+    ).hexdigest()
+
+
+def _file_sound(path: Path) -> str:
+    """Return a WAV file's digest; for what is not a regular file there, a token matching nothing.
+
+    Its item is then decoded, and fails as it would have (a fifo is never
+    opened here: reading one would wait for a writer).
+    """
+    import os
+    import secrets
+    import stat
+
+    try:
+        if stat.S_ISREG(os.stat(path).st_mode):
+            return "file:" + file_digest(path)
+    except OSError:
+        pass
+    return "unmatched:" + secrets.token_hex(8)
 
 
 def entry_pcm(entry: Mapping[str, Any]) -> tuple[bytes, float]:

