@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 import kit
+from kit import KitError
 from kit._sweeps.decided import DecidedPlan
+from kit._sweeps.request import SweepRequest
 from kit._sweeps.sweep import submit_sweep
 from kit.cli import main
 
@@ -105,3 +107,12 @@ def test_kit_sweep_stop_decided_says_what_was_decided(
     assert "than trial-000, decided at " in printed and "% of its items saved)" in printed
     # The best is the trial decided better, stopped early: not trial-000, the one completed.
     assert "best: trial-001 gain=0.1: decided lower err than trial-000\n" in printed
+
+
+def test_a_search_asked_to_stop_when_decided_is_refused_rather_than_run_to_the_end() -> None:
+    request = SweepRequest(
+        "/tmp/c.yaml", ("lr=interval(0.1,1)",), None, 2,
+        metric="y", search="optuna", trials=3, stop="decided",
+    )  # fmt: skip
+    with pytest.raises(KitError, match="--stop decided goes with a grid sweep for now"):
+        request.check()

@@ -73,6 +73,11 @@ class SweepRequest:
                     "--search optuna needs --trials N and --metric NAME (the summary metric "
                     "to optimize), e.g. --trials 20 --metric wer"
                 )
+            if self.stop is not None:  # said, not ignored: the search would run every item
+                raise KitError(
+                    "--stop decided goes with a grid sweep for now; a search stops its "
+                    "trials early with --prune (e.g. --prune wilcoxon)"
+                )
             return
         for flag, given in (("--trials", self.trials), ("--prune", self.prune)):
             if given is not None:
