@@ -109,10 +109,48 @@ def test_kit_sweep_stop_decided_says_what_was_decided(
     assert "best: trial-001 gain=0.1: decided lower err than trial-000\n" in printed
 
 
-def test_a_search_asked_to_stop_when_decided_is_refused_rather_than_run_to_the_end() -> None:
+def test_a_search_stops_a_trial_once_decided_tells_its_study_and_resumes_it_as_decided(
+    tmp_path: Path,
+) -> None:
+    optuna = pytest.importorskip("optuna")
+    from kit._sweeps.search import DECIDED_ATTR, submit_search
+
+    def search() -> kit.SweepResult:
+        handle = submit_search(
+            scored_config(tmp_path, sleep=SLEEP),
+            ["gain=choice(0.0,0.1)"],
+            trials=2,
+            metric="err",
+            # Seeded: trial-000 draws gain 0.1 and trial-001 gain 0.0, worse by 0.1 an item.
+            sampler=optuna.samplers.RandomSampler(seed=0),
+            output_dir=tmp_path / "search",
+            concurrency=1,
+            stop="decided",
+        )
+        assert isinstance(handle._plan, DecidedPlan)
+        return handle.result(timeout=300)
+
+    result = search()
+    rows = result.rows()
+    assert (rows[0]["status"], rows[0]["ok"]) == ("completed", ITEMS)
+    assert rows[1]["status"] == "pruned" and rows[1]["ok"] < ITEMS / 2, rows[1]
+    assert "than trial-000, decided at " in rows[1]["note"]
+    assert result.study is not None
+    told = result.study.trials[1]
+    # The study hears of the decided trial as a value (its metric over the items it ran).
+    assert told.state == optuna.trial.TrialState.COMPLETE and DECIDED_ATTR in told.user_attrs
+    assert told.value == pytest.approx(
+        sum(r["metrics"]["err"] for r in result.results[1].records if r) / rows[1]["ok"]
+    )
+    again = search()  # the same search again: nothing runs, the decided trial stays decided
+    assert [row["status"] for row in again.rows()] == ["completed", "pruned"]
+    assert len(again.study.trials) == 2
+
+
+def test_a_search_takes_one_rule_for_stopping_trials_early() -> None:
     request = SweepRequest(
         "/tmp/c.yaml", ("lr=interval(0.1,1)",), None, 2,
-        metric="y", search="optuna", trials=3, stop="decided",
+        metric="y", search="optuna", trials=3, stop="decided", prune="median",
     )  # fmt: skip
-    with pytest.raises(KitError, match="--stop decided goes with a grid sweep for now"):
+    with pytest.raises(KitError, match="--stop decided and --prune are two rules"):
         request.check()

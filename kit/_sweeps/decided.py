@@ -74,7 +74,10 @@ def describe(trial: Trial, metric: str, low: float, high: float, seen: int, tota
 
 
 class DecidedPlan:
-    """A grid plan whose trials after the first stop once their comparison with it is decided.
+    """A plan whose trials after the first stop once their comparison with it is decided.
+
+    A grid's or a search's: a plan with ``decided(trial, result, why)`` (a
+    search's) is told of each trial stopped so.
 
     Parameters
     ----------
@@ -149,6 +152,9 @@ class DecidedPlan:
             self._handles.pop(trial.number, None)
             decision = self.decisions.get(trial.number)
         if decision is not None and result is not None and result.status == RunStatus.CANCELLED:
+            told = getattr(self.plan, "decided", None)
+            if told is not None:  # a search's study hears of it as a value, not a failure
+                told(trial, result, decision)
             return DECIDED, TrialPruned(decision)
         ended: tuple[TrialState, BaseException | None] = self.plan.ended(trial, result, error)
         return ended

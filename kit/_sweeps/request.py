@@ -73,10 +73,9 @@ class SweepRequest:
                     "--search optuna needs --trials N and --metric NAME (the summary metric "
                     "to optimize), e.g. --trials 20 --metric wer"
                 )
-            if self.stop is not None:  # said, not ignored: the search would run every item
+            if self.stop is not None and self.prune is not None:
                 raise KitError(
-                    "--stop decided goes with a grid sweep for now; a search stops its "
-                    "trials early with --prune (e.g. --prune wilcoxon)"
+                    "--stop decided and --prune are two rules for stopping a trial early: give one"
                 )
             return
         for flag, given in (("--trials", self.trials), ("--prune", self.prune)):
@@ -109,6 +108,8 @@ class SweepRequest:
                 output_dir=self.output_dir,
                 concurrency=self.concurrency,
                 on_trial=on_trial,
+                stop=self.stop,
+                margin=self.margin,
             )
         from kit._sweeps.sweep import submit_sweep
 

@@ -12,6 +12,7 @@ folder, so it resumes at chunk level.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
@@ -54,6 +55,10 @@ COMPLETED, PRUNED = TrialState(RunStatus.COMPLETED), TrialState.read("pruned")
 KEPT = (COMPLETED, PRUNED)
 
 Summarize = Any  # Callable[[list[Any]], dict[str, Any]] | None
+
+
+#: The user attribute that marks a study's trial stopped once its comparison was decided.
+DECIDED_ATTR = "kit_decided"
 
 
 def pruner_named(name: str) -> Any:
@@ -124,13 +129,17 @@ class _SearchPlan:
     def restore(self) -> dict[int, tuple[RunResult, TrialState]]:
         states = self._optuna.trial.TrialState
         with self._study_lock:
-            known = {t.number: t.state for t in self.study.get_trials(deepcopy=False)}
+            frozen = {t.number: t for t in self.study.get_trials(deepcopy=False)}
+        known = {number: t.state for number, t in frozen.items()}
         done: dict[int, tuple[RunResult, TrialState]] = {}
         for trial, entry in zip(self.trials, self._record["trials"], strict=True):
-            state = known.get(entry.get("optuna_trial", -1))
+            number = entry.get("optuna_trial", -1)
+            state = known.get(number)
             status = TrialState.read(entry.get("status"))
             # The study is told before sweep.json is written: it may know the end first.
-            if state == states.COMPLETE:
+            if state == states.COMPLETE and DECIDED_ATTR in frozen[number].user_attrs:
+                status = PRUNED  # stopped once decided: its run keeps the items it ran
+            elif state == states.COMPLETE:
                 status = COMPLETED
             elif state == states.PRUNED:
                 status = PRUNED
@@ -210,6 +219,23 @@ class _SearchPlan:
         handle.events.subscribe(follower)
 
     # ---------------------------------------------------------------- ending
+    def decided(self, trial: Trial, result: RunResult, why: str) -> None:
+        """Tell the study of a trial stopped once decided: its metric over the items it ran.
+
+        Its items came in the search's one random order, so its metric over
+        them (the runner's summary of its records) estimates the whole set's.
+        """
+        asked = self._asked.pop(trial.number)
+        done = [record for record in result.records if record is not None]
+        summary = dict(self.summarize(done)) if self.summarize is not None and done else {}
+        value = run_metric(dataclasses.replace(result, summary=summary), self.metric)
+        with self._study_lock:
+            asked.set_user_attr(DECIDED_ATTR, why)
+            if value is None:
+                self.study.tell(asked, state=self._optuna.trial.TrialState.FAIL)
+            else:
+                self.study.tell(asked, value)
+
     def ended(
         self, trial: Trial, result: RunResult | None, error: BaseException | None
     ) -> tuple[TrialState, BaseException | None]:
@@ -449,6 +475,9 @@ def submit_search(
     concurrency: int = CONCURRENCY,
     on_trial: TrialCallback | None = None,
     tracking: Tracking | Mapping[str, Any] | None = None,
+    stop: str | None = None,
+    margin: float = 0.0,
+    bounds: tuple[float, float] = (0.0, 1.0),
 ) -> SweepHandle:
     """Start an Optuna search of ``config`` over ``space``; return its handle.
 
@@ -465,7 +494,12 @@ def submit_search(
     so far and stops, ``pruned``, when the pruner says so; its completed items
     are kept. The study is ``optuna.journal`` in the sweep folder; the same
     search into the same folder resumes it. ``tracking`` exports it as
-    :func:`kit.submit_sweep` does.
+    :func:`kit.submit_sweep` does. ``stop="decided"`` (instead of a
+    ``pruner``) stops each trial after the first once its difference from
+    the first on the per-item ``metric`` is decided, as a grid sweep's
+    (:func:`kit.submit_sweep`), at ``alpha / (trials - 1)``; the study is
+    told the trial's ``metric`` over the items it ran (they came in the
+    search's one random order, drawn from ``seed``).
 
     Raises
     ------
@@ -488,10 +522,16 @@ def submit_search(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    if stop not in (None, "decided"):
+        raise ValueError(f"stop={stop!r}: the one rule is 'decided' (or None: run every item)")
+    if stop is not None and pruner is not None:
+        raise ValueError(
+            "stop='decided' and a pruner are two rules for stopping a trial early: give one"
+        )
     prepared = prepare_search(config, space, trials, metric, direction, output_dir)
     prepared.folder.mkdir(parents=True, exist_ok=True)
     study = open_study(prepared.folder, direction, sampler, pruner, seed)
-    plan = _SearchPlan(
+    plan: Any = _SearchPlan(
         prepared.folder,
         *search_space(split_watching(space)[1]),
         trials,
@@ -501,17 +541,22 @@ def submit_search(
         prepared.record,
         prepared.summarize,
     )
+    build = prepared.build
+    if stop is not None:
+        from kit._sweeps.decided import DecidedPlan, decided_build
+
+        plan, build = DecidedPlan(plan, metric, bounds, margin), decided_build(build, seed or 0)
     return SweepHandle(
         prepared.folder,
         plan,
-        prepared.build,
+        build,
         concurrency,
         prepared.record,
         on_trial,
         prepared.summarize,
         sweep_tracking(tracking, prepared.base),
         prepared.base,
-        study=plan.study,
+        study=study,
     ).start()
 
 
