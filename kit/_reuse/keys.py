@@ -28,15 +28,19 @@ if TYPE_CHECKING:
 def config_slice(config: DictConfig | None, keys: Sequence[str], owner: str) -> dict[str, Any]:
     """Return the values of ``keys`` in ``config``: ``decoder.*`` is the whole section.
 
-    A key the config does not have is refused: a misspelt key would make
-    every run's slice alike, and runs differing in the key's real name
-    would share forward outputs they must not share.
+    A key the config does not have, in a section it has, is refused: a
+    misspelt key would make every run's slice alike, and runs differing in
+    the key's real name would share forward outputs they must not share. A
+    section the config lacks altogether (``decoder.*`` with no ``decoder``)
+    is None: its defaults hold.
 
     Examples
     --------
     >>> cfg = OmegaConf.create({"decoder": {"beam_size": 4, "lm": None}, "scoring": "basic"})
     >>> config_slice(cfg, ["decoder.*"], "Decode.forward_keys")
     {'decoder.*': {'beam_size': 4, 'lm': None}}
+    >>> config_slice(cfg, ["model.*", "model.size"], "Decode.forward_keys")
+    {'model.*': None, 'model.size': None}
     >>> config_slice(cfg, ["decoder.beamsize"], "Decode.forward_keys")
     Traceback (most recent call last):
     ...
@@ -52,6 +56,10 @@ def config_slice(config: DictConfig | None, keys: Sequence[str], owner: str) -> 
         path = key.removesuffix(".*")
         missing = object()
         value = OmegaConf.select(base, path, default=missing, throw_on_missing=False)
+        parent = path.rpartition(".")[0]
+        absent = OmegaConf.select(base, parent, default=missing) is missing if parent else False
+        if value is missing and (absent or key.endswith(".*")):
+            value = None  # a section left out: its defaults hold
         if value is missing:
             guess = closest(path, _paths(base))
             hint = f"; did you mean '{guess}'?" if guess else ""

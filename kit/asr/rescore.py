@@ -26,7 +26,7 @@ from kit._base.atomic import atomic_file
 from kit.asr._html import scores_html
 from kit.asr._stored import decoded, runs_in, stored_normalizer
 from kit.asr.align import Alignment
-from kit.asr.wer import corpus_cer, corpus_wer, scored
+from kit.asr.wer import MarkupError, corpus_cer, corpus_wer, scored
 from kit.result import RunResult
 from kit.store._results import read_result
 
@@ -263,7 +263,10 @@ def score_run(
     records: list[dict[str, Any]] = []
     alignments: list[Alignment] = []
     for _, record in decoded(result.records, str(run), "scored"):
-        found, alignment = scored(str(record["ref"]), str(record["hyp"]), name, chars=chars)
+        try:
+            found, alignment = scored(str(record["ref"]), str(record["hyp"]), name, chars=chars)
+        except MarkupError as exc:  # say which utterance of which run
+            raise MarkupError(f"{run}: utterance {record.get('id')!r}: {exc}") from None
         # What the run stored of its own scoring is left behind: only these counts count.
         kept: dict[str, Any] = {
             key: record[key] for key in ("id", "speaker", "set", "ref", "hyp") if key in record

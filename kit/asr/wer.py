@@ -152,10 +152,61 @@ def score(
     return scored(ref, hyp, normalize_with, chars=chars)[0]
 
 
+#: SCTK's transcript markup that sclite reads as more than words, and what it means there.
+_MARKUP = (
+    (re.compile(r"\{[^{}]*/[^{}]*\}"), "an alternation { a / b }: either is correct"),
+    (re.compile(r"(?:^|\s)@(?:\s|$)"), "the null word @: nothing there is correct"),
+    (re.compile(r"^\s*;;"), "a ;; comment line"),
+)
+#: Optionally deletable words, ``(uh)``: Whisper's normalisers drop what is in parentheses.
+_OPTIONAL = (re.compile(r"(?:^|\s)\([^()\s]+\)(?:\s|$)"), "an optionally deletable word (x)")
+_DROPS_PARENTHESES = ("whisper", "basic")
+
+
+class MarkupError(ValueError):
+    """A reference holds SCTK markup, which Kit would score as words (:func:`sctk_markup`)."""
+
+
+def sctk_markup(ref: str, normalize_with: str = "whisper") -> str | None:
+    """Say which of SCTK's transcript markup ``ref`` holds, or None.
+
+    sclite reads alternations, the null word ``@``, ``;;`` comments and,
+    but for Whisper's normalisers, which drop them, optionally deletable
+    words ``(x)`` as markup; Kit would count them as words. So a reference
+    that holds them is refused by name, not scored otherwise than sclite.
+
+    Examples
+    --------
+    >>> sctk_markup("the { cat / cats } sat")
+    "an alternation { a / b }: either is correct, at '{ cat / cats }'"
+    >>> sctk_markup("yes (uh) no", "none"), sctk_markup("yes (uh) no")
+    ("an optionally deletable word (x), at ' (uh) '", None)
+    """
+    kinds = [*_MARKUP, *([_OPTIONAL] if normalize_with not in _DROPS_PARENTHESES else [])]
+    for pattern, what in kinds:
+        found = pattern.search(ref)
+        if found is not None:
+            return f"{what}, at {found.group(0)!r}"
+    return None
+
+
 def scored(
     ref: str, hyp: str, normalize_with: str = "whisper", *, chars: bool = True
 ) -> tuple[dict[str, Any], Alignment]:
-    """:func:`score`, and the words' alignment it counted (for views of the errors)."""
+    """:func:`score`, and the words' alignment it counted (for views of the errors).
+
+    Raises
+    ------
+    MarkupError
+        When the reference holds SCTK markup (:func:`sctk_markup`).
+    """
+    markup = sctk_markup(ref, normalize_with)
+    if markup is not None:
+        raise MarkupError(
+            f"the reference holds SCTK markup, {markup}, which sclite scores as markup and "
+            "Kit would score as words: write the reference out plainly (one reading), or "
+            "score with sclite on the files `kit export OUTPUT_DIR --normalizer none` writes"
+        )
     norm = normalizer(normalize_with)
     ref_norm, hyp_norm = str(norm(ref)), str(norm(hyp))
     alignment = align(ref_norm.split(), hyp_norm.split())
