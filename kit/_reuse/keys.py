@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from kit._base.fingerprint import code_fingerprint
 from kit.config._errors import closest, error
 
 if TYPE_CHECKING:
@@ -83,6 +82,9 @@ def forward_digest(runner: Runner, config: DictConfig | None) -> str:
     with the functions and classes it reaches: a helper of its module
     edited changes it, as does a library's version.
     """
+    # Here, not at the top: the fingerprint reads installed versions, which `import kit` need not.
+    from kit._base.fingerprint import code_fingerprint
+
     keys = type(runner).forward_keys or ()
     owner = f"{type(runner).__qualname__}.forward_keys"
     sliced = config_slice(config, keys, owner)
