@@ -7,7 +7,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kit._sweeps.request import SweepRequest, trial_line
 from kit.cli import guarded, sweep_exit_code
@@ -20,6 +20,9 @@ from kit.result import RunError
 from kit.store._rundir import RunDir
 from kit.store._store import RunStore, StoreError
 
+if TYPE_CHECKING:
+    from kit._sweeps.sweep import SweepHandle
+
 
 def run_detached(output_dir: Path) -> int:
     """Run the job pickled in ``output_dir`` to its end (the driver process)."""
@@ -30,7 +33,7 @@ def run_detached(output_dir: Path) -> int:
     try:
         job = load_job(RunDir(output_dir).job)
         if "sweep" in job:
-            return _run_detached_sweep(job["sweep"])
+            return _run_detached_sweep(job["sweep"], output_dir, deadline)
         handle = assemble(job["request"])
         if handle.spec.store is not None:
             take_lock(handle.spec.store, deadline)
@@ -71,7 +74,25 @@ def take_lock(store: RunStore, deadline: float) -> None:
             time.sleep(0.05)
 
 
-def _run_detached_sweep(request: SweepRequest) -> int:
+def submit_waiting(
+    request: SweepRequest, folder: Path, deadline: float, on_trial: Any = None
+) -> SweepHandle:
+    """Start the sweep ``request`` asks for in ``folder``, waiting out another submit's lock.
+
+    As :func:`take_lock` does for a run: a second ``kit submit`` into the
+    folder holds its lock for a moment; until ``deadline``, the sweep waits
+    for it, and a refusal for any other reason stands at once.
+    """
+    while True:
+        try:
+            return request.submit(on_trial=on_trial)
+        except StoreError:
+            if time.monotonic() >= deadline or not RunStore(folder).busy():
+                raise
+            time.sleep(0.05)
+
+
+def _run_detached_sweep(request: SweepRequest, folder: Path, deadline: float) -> int:
     """Start the sweep ``request`` asks for and wait for it; SIGTERM cancels it like Ctrl-C.
 
     Each trial's line goes to ``driver.log``, as ``kit sweep`` prints it.
@@ -82,8 +103,11 @@ def _run_detached_sweep(request: SweepRequest) -> int:
 
     signal.signal(signal.SIGTERM, interrupt)
 
+    def said(*ended: Any) -> None:
+        print(trial_line(*ended), flush=True)
+
     def run() -> int:
-        handle = request.submit(on_trial=lambda *ended: print(trial_line(*ended), flush=True))
+        handle = submit_waiting(request, folder, deadline, said)
         return sweep_exit_code(handle.join().rows())
 
     try:

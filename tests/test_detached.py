@@ -195,3 +195,46 @@ def test_a_driver_waits_out_a_second_submit_holding_the_lock_for_a_moment(tmp_pa
     store.lock()  # held already: taking it again is nothing
     store.unlock()
     assert not store.busy()
+
+
+def test_a_sweeps_driver_waits_out_a_second_submit_holding_the_lock_for_a_moment(
+    tmp_path: Path,
+) -> None:
+    # As a run's driver does (above): the sweep's driver met the second submit's lock
+    # and failed, leaving the folder with no sweep.
+    import threading
+
+    from kit._driver import submit_waiting
+    from kit._sweeps.request import SweepRequest
+
+    config = tmp_path / "poly.yaml"
+    config.write_text(
+        "provider: {_target_: kit.examples.quickstart.ModelProvider}\n"
+        "runner: {_target_: kit.examples.quickstart.Evaluate}\n"
+        "model: {coefficients: [0.0, 1.0], work_seconds: 0.0}\n"
+        "items: {start: 0, stop: 4}\nparallel: {env: inline}\n"
+    )
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    request = SweepRequest(str(config), ("items.stop=2,4",), folder, 1)
+    other = subprocess.Popen(
+        [sys.executable, "-c", HOLDS_THE_LOCK, str(folder)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert other.stdout is not None and other.stdin is not None
+    assert other.stdout.readline() == "held\n"
+    with pytest.raises(kit.errors.StoreError, match="another run is writing to"):
+        submit_waiting(request, folder, deadline=time.monotonic())  # past its wait
+    started: list[object] = []
+    waiting = threading.Thread(
+        target=lambda: started.append(submit_waiting(request, folder, time.monotonic() + 60))
+    )
+    waiting.start()
+    other.stdin.write("\n")
+    other.stdin.flush()  # it lets go while the driver waits
+    waiting.join(timeout=60)
+    assert not waiting.is_alive() and other.wait(timeout=60) == 0
+    result = started[0].join()  # type: ignore[attr-defined]
+    assert [r.stats.ok for r in result.results] == [2, 4]
