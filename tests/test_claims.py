@@ -19,7 +19,7 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
-    "A key the config does not have fails the run before anything runs": [
+    "A key missing from a section the config has fails the run before anything runs": [
         "tests/reuse/test_stored.py::"
         "test_forward_keys_naming_a_key_the_config_lacks_fail_the_run_before_anything_runs",
     ],
