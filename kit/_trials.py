@@ -197,6 +197,8 @@ class SweepResult:
                 row["status"] = self.statuses.get(trial.number, TrialState(result.status)).word
                 row.update(result.summary)
                 row["ok"] = result.stats.ok
+                if result.stats.reused:  # taken from a trial alike, not decoded again
+                    row["reused"] = result.stats.reused
                 row["failed"] = result.stats.failed
                 row["wall_seconds"] = round(result.stats.wall_seconds, 3)
                 row["items_per_second"] = round(result.stats.items_per_second, 2)

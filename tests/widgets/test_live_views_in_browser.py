@@ -410,3 +410,39 @@ def test_a_decided_sweep_says_in_its_table_what_was_decided_and_what_it_saved(
     assert note.startswith("trial-001: gain=0.1: err lower by "), note
     assert "than trial-000, decided at " in note and "% of its items saved" in note, note
     nothing_said(page, ui, console)
+
+
+REUSED = (
+    "import kit\n"
+    "from kit import widgets\n"
+    "config = {\n"
+    "    'provider': {'_target_': 'tests.reuse.workload.Numbers'},\n"
+    "    'runner': {'_target_': 'tests.reuse.workload.Decode', 'chunk_size': 20},\n"
+    "    'items': {'start': 0, 'stop': 200}, 'decoder': {'beam': 1},\n"
+    "    'scoring': {'normalizer': 'plain', 'metric': 'wer'}, 'parallel': {'env': 'inline'},\n"
+    "}\n"
+    "handle = kit.submit_sweep(config, ['decoder.beam=1,2', 'scoring.normalizer=plain,upper'],\n"
+    "                          output_dir='runs/reused', concurrency=2)\n"
+    "widgets.SweepView(handle)"
+)
+
+
+@pytest.mark.parametrize("ui", ["lab"])
+def test_a_sweep_over_scorings_shows_which_trials_reused_their_items(
+    jupyter: Jupyter, page: Any, console: list[str], tmp_path: Path, ui: str
+) -> None:
+    """Trials alike in decoder.* but for their normaliser take each other's outputs: said."""
+    shots = run_cell(page, jupyter, tmp_path, "reused.ipynb", REUSED)
+    sweep = page.locator(".kit-sweep").first
+    sweep.get_by_text("completed · 4/4 trials done").wait_for(timeout=120_000)
+    shots(page, "reused-sweep", focus=sweep)
+    header = sweep.locator(".kit-trials th").all_text_contents()
+    assert "reused" in header, header
+    column = header.index("reused")
+    cells = [
+        row.locator("td").nth(column).text_content() or ""
+        for row in sweep.locator(".kit-trial-row").all()
+    ]
+    # One trial of each beam decodes; the other, its normaliser alone differing, reuses.
+    assert sorted(cells) == ["", "", "200", "200"], cells
+    nothing_said(page, ui, console)
