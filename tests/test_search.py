@@ -18,6 +18,8 @@ import pytest
 import kit
 from tests.workloads import lines
 
+QUICKSTART = Path(kit.__file__).parent / "examples" / "quickstart.yaml"
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -329,3 +331,19 @@ def test_a_tampered_journal_is_named_with_its_path(tmp_path: Path, text: str) ->
     assert str(info.value).startswith(
         f"{tmp_path / 'optuna.journal'}: the search's study (Optuna's journal) cannot be read ("
     )
+
+
+def test_a_search_in_a_notebook_prints_no_optuna_log_line(tmp_path: Path) -> None:
+    # A notebook shows a library's log line as an error (a red block above the view).
+    script = (
+        "import kit\n"
+        f"handle = kit.submit_search({str(QUICKSTART)!r}, ['items.stop=int(interval(2,6))',\n"
+        "    'parallel.env=inline'], trials=1, metric='max_y',\n"
+        f"    output_dir={str(tmp_path / 'search')!r})\n"
+        "print(handle.result(timeout=60))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "A new study created" not in done.stderr, done.stderr

@@ -7,6 +7,7 @@ imported when a study is opened.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ def open_study(
     _trim_torn_line(path)
     study = read_journal(
         path,
-        lambda storage: optuna.create_study(
+        lambda storage: _quietly(optuna.create_study)(
             storage=storage,
             study_name=STUDY_NAME,
             direction=direction,
@@ -83,6 +84,26 @@ def open_study(
             seed=None if seed is None else seed + offset, constant_liar=True
         )
     return study
+
+
+def _quietly(make: Callable[..., Any]) -> Callable[..., Any]:
+    """Return ``make``, run without Optuna's "A new study created" line.
+
+    A notebook shows a library's log line as an error; Kit says what a search
+    does itself. Only that logger, only while the study is made: Optuna's
+    own verbosity, the user's to set, is left as it is.
+    """
+
+    def made(*args: Any, **kwargs: Any) -> Any:
+        logger = logging.getLogger("optuna.storages")  # where each storage says it
+        level = logger.level
+        logger.setLevel(logging.WARNING)
+        try:
+            return make(*args, **kwargs)
+        finally:
+            logger.setLevel(level)
+
+    return made
 
 
 def read_journal(path: Path, study_of: Callable[[Any], Any]) -> Any:
