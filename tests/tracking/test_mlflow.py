@@ -278,12 +278,18 @@ def test_a_server_killed_mid_run_holds_the_run_back_seconds_at_most_and_it_is_se
     store = f"sqlite:///{tmp_path}/runs/mlflow.db"
     (tmp_path / "runs").mkdir()
     folder = tmp_path / "runs" / "graded"
+    # The run waits at item 8 until the gate opens, after the server is gone: under load,
+    # the server's shutdown took longer than the run, which then ended FINISHED there.
+    gate = tmp_path / "gate"
     with mlflow_server(store, tmp_path) as url:
-        cfg = graded_config(tmp_path, {"env": "inline"}, sleep=0.05, tracking={"mlflow": url})
+        cfg = graded_config(
+            tmp_path, {"env": "inline"}, tracking={"mlflow": url}, gate=str(gate), gate_offset=0
+        )
         runner, items = build_runner(kit.load_config(cfg))
         handle = runner.submit(items)
         wait_until(lambda: (folder / "tracking.json").exists(), "the MLflow run's start")
     # The server is gone (killed at the with's end) while the run goes on.
+    gate.touch()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = handle.result(timeout=300)
