@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kit._base.errors import FolderBusyError
 from kit._sweeps.request import SweepRequest, trial_line
 from kit.cli import guarded, sweep_exit_code
 from kit.cluster._session import shutdown
@@ -86,8 +87,8 @@ def submit_waiting(
     while True:
         try:
             return request.submit(on_trial=on_trial)
-        except StoreError:
-            if time.monotonic() >= deadline or not RunStore(folder).busy():
+        except FolderBusyError:
+            if time.monotonic() >= deadline:
                 raise
             time.sleep(0.05)
 

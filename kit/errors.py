@@ -13,6 +13,7 @@ three a notebook meets most are in ``kit`` too (``kit.KitError``,
     ├── RunError (RuntimeError)                a run stopped early; .result holds its items
     ├── TrialPruned                            a search's pruner stopped a trial
     ├── StoreError (RuntimeError)              an output folder cannot be used for this run
+    │   ├── FolderBusyError                    another process writes there now
     │   └── UnsafeFileError                    a file there is a link, or not this user's
     ├── DriverLostError (RuntimeError)         a detached run's driver ended without finishing
     ├── ReuseMismatchError (RuntimeError)      a reused forward output differs from a fresh one
@@ -44,6 +45,7 @@ from kit._base.errors import (
     ConfigError,
     DriverLostError,
     EnvPoolError,
+    FolderBusyError,
     KitError,
     NothingPendingError,
     NoWorkersError,
@@ -68,6 +70,7 @@ __all__ = [
     "ConfigError",
     "DriverLostError",
     "EnvPoolError",
+    "FolderBusyError",
     "KitError",
     "NoWorkersError",
     "NothingPendingError",

@@ -247,6 +247,19 @@ class SetupCancelled(KitError):
     """
 
 
+class FolderBusyError(StoreError):
+    """Another process holds the lock of the folder a run or sweep would write.
+
+    A :class:`kit.errors.StoreError`: what a second driver meets while the
+    first writes there (a detached driver waits a moment for a submit's).
+
+    Examples
+    --------
+    >>> issubclass(FolderBusyError, StoreError)
+    True
+    """
+
+
 class UnsafeFileError(StoreError):
     """A file in a run directory is a link, not a regular file, or not trusted enough to read.
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import IO
 
-from kit._base.errors import StoreError
+from kit._base.errors import FolderBusyError, StoreError
 from kit._base.files import UnsafeFileError, open_file, refuse_links
 from kit.store._rundir import RunDir
 
@@ -77,13 +77,13 @@ class FolderLock:
                 holder = self.holder()
                 if holder is not None:
                     fh.close()
-                    raise StoreError(
+                    raise FolderBusyError(
                         f"another run is writing to {self.path} (pid {holder}); wait for it "
                         "to end, cancel it, or choose another output_dir"
                     ) from None
         else:
             fh.close()
-            raise StoreError(
+            raise FolderBusyError(
                 f"another run is writing to {self.path}; wait for it to end, cancel it, or "
                 "choose another output_dir"
             )
