@@ -167,20 +167,25 @@ HOLDS_THE_LOCK = textwrap.dedent(
 )
 
 
+def holding_the_lock(folder: Path) -> subprocess.Popen[str]:
+    """Another process, holding ``folder``'s lock until a line on its stdin."""
+    other = subprocess.Popen(
+        [sys.executable, "-c", HOLDS_THE_LOCK, str(folder)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert other.stdout is not None and other.stdout.readline() == "held\n"
+    return other
+
+
 def test_a_driver_waits_out_a_second_submit_holding_the_lock_for_a_moment(tmp_path: Path) -> None:
     # A second `kit submit` into the folder takes the lock to read driver.json and refuse:
     # a driver whose run met it there failed, and the folder was left with no run.
     from kit._driver import take_lock
     from kit.store._store import RunStore
 
-    other = subprocess.Popen(
-        [sys.executable, "-c", HOLDS_THE_LOCK, str(tmp_path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert other.stdout is not None and other.stdin is not None
-    assert other.stdout.readline() == "held\n"
+    other = holding_the_lock(tmp_path)
     store = RunStore(tmp_path)
     with pytest.raises(kit.errors.StoreError, match="another run is writing to"):
         take_lock(store, deadline=time.monotonic())  # past its wait: the refusal stands
@@ -188,6 +193,7 @@ def test_a_driver_waits_out_a_second_submit_holding_the_lock_for_a_moment(tmp_pa
 
     waiting = threading.Thread(target=take_lock, args=(store, time.monotonic() + 60))
     waiting.start()
+    assert other.stdin is not None
     other.stdin.write("\n")
     other.stdin.flush()  # it lets go while the driver waits
     waiting.join(timeout=60)
@@ -217,14 +223,7 @@ def test_a_sweeps_driver_waits_out_a_second_submit_holding_the_lock_for_a_moment
     folder = tmp_path / "sweep"
     folder.mkdir()
     request = SweepRequest(str(config), ("items.stop=2,4",), folder, 1)
-    other = subprocess.Popen(
-        [sys.executable, "-c", HOLDS_THE_LOCK, str(folder)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert other.stdout is not None and other.stdin is not None
-    assert other.stdout.readline() == "held\n"
+    other = holding_the_lock(folder)
     with pytest.raises(kit.errors.StoreError, match="another run is writing to"):
         submit_waiting(request, folder, deadline=time.monotonic())  # past its wait
     started: list[object] = []
@@ -232,6 +231,7 @@ def test_a_sweeps_driver_waits_out_a_second_submit_holding_the_lock_for_a_moment
         target=lambda: started.append(submit_waiting(request, folder, time.monotonic() + 60))
     )
     waiting.start()
+    assert other.stdin is not None
     other.stdin.write("\n")
     other.stdin.flush()  # it lets go while the driver waits
     waiting.join(timeout=60)
