@@ -87,12 +87,12 @@ class _Digest:
 
     def of(self, obj: Any, *, by_value: bool = False) -> str:
         if isinstance(obj, _PLAIN):
-            return _sha(f"{type(obj).__name__}:{obj!r}")
+            return parts_digest(f"{type(obj).__name__}:{obj!r}")
         key = id(obj)
         if key in self._done:
             return self._done[key]
         if key in self._open:  # a cycle (a method's super() cell holds its class)
-            return _sha(f"cycle:{self._open[key]}")
+            return parts_digest(f"cycle:{self._open[key]}")
         self._open[key] = len(self._open)
         self._keep.append(obj)
         try:
@@ -104,28 +104,30 @@ class _Digest:
 
     def _fresh(self, obj: Any, by_value: bool) -> str:
         if isinstance(obj, types.ModuleType):
-            return _sha(f"module:{obj.__name__}@{_release(obj.__name__)}")
+            return parts_digest(f"module:{obj.__name__}@{_release(obj.__name__)}")
         if isinstance(obj, (type, types.FunctionType)) and (by_value or not _by_reference(obj)):
             return self._class(obj) if isinstance(obj, type) else self._function(obj)
         if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
             name = f"{obj.__module__}.{obj.__qualname__}"
-            return _sha(f"ref:{name}@{_release(obj.__module__ or '')}")
+            return parts_digest(f"ref:{name}@{_release(obj.__module__ or '')}")
         if isinstance(obj, types.CodeType):
             return self._code(obj)
         if isinstance(obj, (staticmethod, classmethod)):
-            return _sha(type(obj).__name__, self.of(obj.__func__))
+            return parts_digest(type(obj).__name__, self.of(obj.__func__))
         if isinstance(obj, property):
-            return _sha("property", *(self.of(f) for f in (obj.fget, obj.fset, obj.fdel)))
+            return parts_digest("property", *(self.of(f) for f in (obj.fget, obj.fset, obj.fdel)))
         if isinstance(obj, functools.partial):
-            return _sha("partial", self.of(obj.func), self.of(obj.args), self.of(obj.keywords))
+            return parts_digest(
+                "partial", self.of(obj.func), self.of(obj.args), self.of(obj.keywords)
+            )
         if isinstance(obj, types.MethodType):
-            return _sha("method", self.of(obj.__func__), self.of(obj.__self__))
+            return parts_digest("method", self.of(obj.__func__), self.of(obj.__self__))
         if isinstance(obj, (tuple, list)):
-            return _sha(type(obj).__name__, *(self.of(item) for item in obj))
+            return parts_digest(type(obj).__name__, *(self.of(item) for item in obj))
         if isinstance(obj, (set, frozenset)):  # no order: hash randomisation moves it
-            return _sha(type(obj).__name__, *sorted(self.of(item) for item in obj))
+            return parts_digest(type(obj).__name__, *sorted(self.of(item) for item in obj))
         if type(obj) is dict:
-            return _sha("dict", *(self.of(k) + self.of(v) for k, v in obj.items()))
+            return parts_digest("dict", *(self.of(k) + self.of(v) for k, v in obj.items()))
         return self._pickled(obj)
 
     def _class(self, cls: type) -> str:
@@ -133,7 +135,7 @@ class _Digest:
         for name, value in sorted(vars(cls).items()):
             if name not in _CLASS_NOISE:
                 parts.append(f"{name}=" + self.of(value))
-        return _sha(*parts)
+        return parts_digest(*parts)
 
     def _function(self, fn: types.FunctionType) -> str:
         cells = [self.of(cell.cell_contents) for cell in fn.__closure__ or () if _filled(cell)]
@@ -142,7 +144,7 @@ class _Digest:
             for name in sorted(_names(fn.__code__))
             if name in fn.__globals__
         ]
-        return _sha(
+        return parts_digest(
             "function",
             self._code(fn.__code__),
             self.of(fn.__defaults__),
@@ -154,7 +156,7 @@ class _Digest:
     def _code(self, code: types.CodeType) -> str:
         # Not the file, line numbers or qualified name: where code was written is not what it
         # does (a notebook's cell and a script's line differ for the same class).
-        return _sha(
+        return parts_digest(
             "code",
             code.co_code.hex(),
             repr(
@@ -177,9 +179,9 @@ class _Digest:
         import cloudpickle
 
         try:
-            return _sha(f"pickled:{type(obj).__qualname__}", cloudpickle.dumps(obj))
+            return parts_digest(f"pickled:{type(obj).__qualname__}", cloudpickle.dumps(obj))
         except Exception:  # not sendable: never equal to another process's
-            return _sha(f"unpicklable:{_process_token()}:{id(obj)}")
+            return parts_digest(f"unpicklable:{_process_token()}:{id(obj)}")
 
 
 def _by_reference(obj: type | types.FunctionType) -> bool:
@@ -268,7 +270,14 @@ def _file_digest(path: str) -> str:
     return file_digest(path)[:16]
 
 
-def _sha(*parts: str | bytes) -> str:
+def parts_digest(*parts: str | bytes) -> str:
+    """Return the sha256 of ``parts``, each kept apart from the next by its length.
+
+    Examples
+    --------
+    >>> parts_digest("a", "bc") == parts_digest("ab", "c")
+    False
+    """
     digest = hashlib.sha256()
     for part in parts:
         data = part if isinstance(part, bytes) else part.encode()
@@ -277,4 +286,4 @@ def _sha(*parts: str | bytes) -> str:
     return digest.hexdigest()
 
 
-__all__ = ["code_fingerprint"]
+__all__ = ["code_fingerprint", "parts_digest"]

@@ -11,7 +11,6 @@ provider's: :meth:`kit.EnvironmentProvider.item_fingerprints`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -83,32 +82,16 @@ def forward_digest(runner: Runner, config: DictConfig | None) -> str:
     edited changes it, as does a library's version.
     """
     # Here, not at the top: the fingerprint reads installed versions, which `import kit` need not.
-    from kit._base.fingerprint import code_fingerprint
+    from kit._base.fingerprint import code_fingerprint, parts_digest
 
     keys = type(runner).forward_keys or ()
     owner = f"{type(runner).__qualname__}.forward_keys"
     sliced = config_slice(config, keys, owner)
-    return digest(
+    return parts_digest(
         "forward",
         code_fingerprint(runner.task_forward()),
         json.dumps(sliced, sort_keys=True, default=repr),
     )
-
-
-def digest(*parts: str) -> str:
-    """Return the sha256 of ``parts``, each kept apart from the next.
-
-    Examples
-    --------
-    >>> digest("a", "bc") == digest("ab", "c")
-    False
-    """
-    out = hashlib.sha256()
-    for part in parts:
-        data = part.encode()
-        out.update(len(data).to_bytes(8, "little"))
-        out.update(data)
-    return out.hexdigest()
 
 
 def _paths(config: Any, prefix: str = "") -> list[str]:

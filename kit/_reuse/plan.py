@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig
 
 from kit._reuse.forward import ReusingForward
-from kit._reuse.keys import digest, forward_digest
+from kit._reuse.keys import forward_digest
 from kit._reuse.stored import item_key, known_records, write_reuse
 from kit.result import Index, RunResult
 
@@ -53,7 +53,9 @@ class ReusePlan:
 
     def group(self) -> str:
         """Return what runs that share outputs share: forward and env (a sweep waits on it)."""
-        return digest(self.forward, self.provider.reuse_fingerprint())
+        from kit._base.fingerprint import parts_digest  # reads versions: not at import
+
+        return parts_digest(self.forward, self.provider.reuse_fingerprint())
 
     def wrap(self, job: ChunkJob, folder: Path, pending: Sequence[tuple[int, int]]) -> ChunkJob:
         """Write the run's ``reuse.json``; return ``job`` sending what others made as known.

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kit._base.errors import StoreWarning, UnsafeFileError
+from kit._base.errors import UnsafeFileError
 from kit._base.files import open_private, write_json
 from kit.result import Index
 from kit.store._formats import RecordWriter
-from kit.store._ledger import Ledger, entry_problem
+from kit.store._ledger import Ledger
 from kit.store._rundir import RunDir
 
 #: The chunk files read for reuse: records as data (a pickle is never read here).
@@ -122,26 +121,13 @@ def _records_at(folder: Path, positions: Mapping[int, Index]) -> dict[Index, Any
     """
     if not all(_private(folder / name) for name in (RunDir.chunks.name, RunDir.ledger.name)):
         return {}
-    files = RunDir(folder)
-    ledger = Ledger(files, RecordWriter("data"))
+    ledger = Ledger(RunDir(folder), RecordWriter("data"))
     out: dict[Index, Any] = {}
     for name, entry in ledger.entries().items():
-        path = files.chunks / name
-        if path.suffix not in DATA_SUFFIXES:
+        if Path(name).suffix not in DATA_SUFFIXES:
             continue
-        problem = entry_problem(path, entry)
-        chunk = None
-        if problem is None:
-            try:
-                chunk = ledger.writer.read_chunk(path)
-            except Exception as exc:  # a chunk Kit wrote, damaged since
-                problem = f"cannot be read ({type(exc).__name__}: {exc})"
+        chunk = ledger.read_committed(name, entry, stacklevel=5, then="its records are not reused")
         if chunk is None:
-            warnings.warn(
-                f"chunk file {path} {problem}; its records are not reused",
-                StoreWarning,
-                stacklevel=5,
-            )
             continue
         failed = {error.position for error in chunk.errors}
         for offset, record in enumerate(chunk.records):

@@ -537,16 +537,12 @@ def _file_sound(path: Path) -> str:
     Its item is then decoded, and fails as it would have (a fifo is never
     opened here: reading one would wait for a writer).
     """
-    import os
     import secrets
-    import stat
 
-    try:
-        if stat.S_ISREG(os.stat(path).st_mode):
-            return "file:" + file_digest(path)
+    try:  # file_digest opens without waiting and refuses what is not a regular file
+        return "file:" + file_digest(path)
     except OSError:
-        pass
-    return "unmatched:" + secrets.token_hex(8)
+        return "unmatched:" + secrets.token_hex(8)
 
 
 def entry_pcm(entry: Mapping[str, Any]) -> tuple[bytes, float]:

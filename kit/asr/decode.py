@@ -140,6 +140,14 @@ class DecodeProvider(EnvironmentProvider):
         return functools.partial(build_env, self._plain(), type(self).recognizer)
 
 
+def rates(scored: Mapping[str, Any]) -> dict[str, float]:
+    """Return an utterance's WER and CER from its counts (:func:`kit.asr.wer.score`'s)."""
+    return {
+        "wer": scored["errors"] / max(1, scored["words"]),
+        "cer": scored["char_errors"] / max(1, scored["chars"]),
+    }
+
+
 def decode_items(
     indices: list[int],
     recognizer: Recognizer,
@@ -173,11 +181,7 @@ def decode_items(
                 "hyp": hyp,
                 **scored,
                 "duration": round(duration, 3),
-                "metrics": {
-                    "wer": scored["errors"] / max(1, scored["words"]),
-                    "cer": scored["char_errors"] / max(1, scored["chars"]),
-                    "rtf": share / duration if duration else 0.0,
-                },
+                "metrics": {**rates(scored), "rtf": share / duration if duration else 0.0},
                 "decode_seconds": share,
                 "warmup": warmup,
             }
@@ -242,12 +246,7 @@ class DecodeRunner(Runner):
         """
         chosen = OmegaConf.select(config, "scoring.normalizer") if config is not None else None
         scored = score(record["ref"], record["hyp"], "whisper" if chosen is None else str(chosen))
-        metrics = {
-            **record["metrics"],
-            "wer": scored["errors"] / max(1, scored["words"]),
-            "cer": scored["char_errors"] / max(1, scored["chars"]),
-        }
-        return {**record, **scored, "metrics": metrics}
+        return {**record, **scored, "metrics": {**record["metrics"], **rates(scored)}}
 
     @staticmethod
     def duration(idx: int, dataset: Any) -> float:

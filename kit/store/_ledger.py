@@ -80,12 +80,16 @@ class Ledger:
         return entries
 
     def read_committed(
-        self, name: str, entry: Mapping[str, Any], stacklevel: int = 3
+        self,
+        name: str,
+        entry: Mapping[str, Any],
+        stacklevel: int = 3,
+        then: str = "its items run again on resume",
     ) -> ChunkResult | None:
         """Return the chunk file the ledger names ``name``, if it is as it was committed.
 
         A missing, truncated, altered or unreadable one gives ``None`` and a
-        :class:`StoreWarning` naming it (its items run again on resume).
+        :class:`StoreWarning` naming it, and saying ``then``: what follows.
         """
         path = self.files.chunks / name
         problem = entry_problem(path, entry)
@@ -95,7 +99,7 @@ class Ledger:
             except Exception as exc:  # a chunk Kit wrote itself, damaged since
                 problem = f"cannot be read ({type(exc).__name__}: {exc})"
         warnings.warn(
-            f"chunk file {path} {problem}; its items run again on resume",
+            f"chunk file {path} {problem}; {then}",
             StoreWarning,
             stacklevel=stacklevel,
         )
