@@ -20,6 +20,7 @@ import functools
 import inspect
 import json
 import reprlib
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import import_module
@@ -29,6 +30,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from kit._base.atomic import atomic_file
+from kit._base.errors import ConfigError
 from kit._base.files import refuse_links
 from kit.config._errors import error, import_class
 from kit.provider import Env, EnvironmentProvider
@@ -36,6 +38,14 @@ from kit.result import Index, RunError, RunResult
 from kit.runner import Runner
 
 Keys = str | Sequence[str]
+
+
+class StageError(ConfigError, RuntimeError):
+    """A config ESPnet3's inference stage refuses with a RuntimeError; either type catches it."""
+
+
+class StageTypeError(ConfigError, TypeError):
+    """A config ESPnet3's inference stage refuses with a TypeError; either type catches it."""
 
 
 class InferenceProvider(EnvironmentProvider):
@@ -99,12 +109,19 @@ class InferenceProvider(EnvironmentProvider):
             self.config.update(self.params)
 
     def build_env_local(self) -> Env:
-        """Build the env on the driver, for inline runs."""
-        return _build_env(type(self), self.config, dict(self.params))
+        """Build the env on the driver, for inline runs (``build_dataset`` may use ``self``)."""
+        config = self.config
+        env: Env = {"dataset": self.build_dataset(config), "model": self.build_model(config)}
+        env.update(self.params)
+        return env
 
     def make_worker_setup_fn(self) -> Callable[[], Env]:
         """Return the workers' setup: a ``partial`` of the class, the config and the params."""
         return functools.partial(_build_env, type(self), self.config, dict(self.params))
+
+    def build_worker_setup_fn(self) -> Callable[[], Env]:
+        """Return the workers' setup: current ESPnet3's name for :meth:`make_worker_setup_fn`."""
+        return self.make_worker_setup_fn()
 
     @staticmethod
     def build_dataset(config: DictConfig) -> Any:
@@ -117,6 +134,8 @@ class InferenceProvider(EnvironmentProvider):
         """
         from hydra.utils import instantiate
 
+        if not isinstance(config, DictConfig):  # a plain dict, as ESPnet3 takes it too
+            config = OmegaConf.create(config)
         name = OmegaConf.select(config, "test_set")
         if "_target_" in config.dataset:
             return instantiate(config.dataset).test[name]
@@ -254,15 +273,21 @@ class InferenceRunner(Runner):
         inputs = {key: [_input(data, key) for data in batch] for key in keys}
         try:
             model_output = model(**inputs, **model_kwargs)
-            if output_fn is None:
-                return model_output
-            return output_fn(data=batch, model_output=model_output, idx=indices)
         except Exception as exc:
+            # As current ESPnet3: the model's own error goes up as it is, unless the batch
+            # ran out of memory, which is said with the sizes that made it.
+            if not _out_of_memory(exc):
+                raise
+            lengths = [_length(value) for value in inputs[keys[0]]]
             raise RuntimeError(
-                "Batched inference failed. If your model/output_fn does not "
-                "support batched inputs, set batch_size to None. "
-                f"(the error: {type(exc).__name__}: {exc})"
+                f"Batched inference ran out of memory on {len(indices)} items (indices "
+                f"{indices}, input lengths {lengths}): lower batch_size in the inference "
+                "config, or sort the test set by length so that long utterances are not "
+                "batched with short ones"
             ) from exc
+        if output_fn is None:
+            return model_output
+        return output_fn(data=batch, model_output=model_output, idx=indices)
 
     def __call__(self, indices: int | Iterable[Index], **forward_kwargs: Any) -> list[Any]:  # type: ignore[override]
         """Run over ``indices`` and return the checked outputs, flattened (ESPnet3's way).
@@ -369,6 +394,24 @@ def load_output_fn(path: str) -> Callable[..., Any]:
     return getattr(import_module(module_path), name)  # type: ignore[no-any-return]
 
 
+def _out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` says memory ran out (torch's error is looked for only if torch is loaded)."""
+    torch = sys.modules.get("torch")
+    oom = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+    return isinstance(exc, MemoryError) or (oom is not None and isinstance(exc, oom))
+
+
+def _length(value: Any) -> int | None:
+    """Return an input's length (an array's first dimension), or None if it has none."""
+    shape = getattr(value, "shape", None)
+    if shape:
+        return int(shape[0])
+    try:
+        return len(value)
+    except TypeError:
+        return None
+
+
 def _input(data: Any, key: str) -> Any:
     if key not in data:
         raise KeyError(f"Input key '{key}' not found in dataset item.")
@@ -426,8 +469,8 @@ def infer(config: DictConfig | Mapping[str, Any], *, client: Any = None) -> dict
     >>> try:
     ...     infer({"inference_dir": "out", "dataset": {"test": [{"dataset": {}}]}})
     ... except Exception as exc:
-    ...     print(str(exc).splitlines()[0])
-    dataset.test[0].name: every test set needs a name
+    ...     print(str(exc).splitlines()[0].split(": ", 1)[1])
+    inference_config.dataset.test entries must define non-empty `name` (ESPnet3's words; ...
     """
     from hydra.utils import instantiate
 
@@ -436,7 +479,12 @@ def infer(config: DictConfig | Mapping[str, Any], *, client: Any = None) -> dict
     names = set_names(config)
     for key in ("inference_dir", "input_key", "provider", "runner"):
         if OmegaConf.select(config, key) is None:
-            raise error(f"the inference config has no {key}", full_key=key)
+            raise error(
+                f"inference_config.{key} must be set (ESPnet3's words)",
+                full_key=key,
+                fix=f"add {key}: to the inference config",
+                kind=StageError,
+            )
     output_keys = config.get("output_keys")
     if isinstance(output_keys, str):
         output_keys = [output_keys]
@@ -445,12 +493,21 @@ def infer(config: DictConfig | Mapping[str, Any], *, client: Any = None) -> dict
             "output_keys must not be empty (ESPnet3's words)",
             full_key="output_keys",
             fix="name the output fields to write, or leave output_keys out to write every field",
+            kind=StageError,
         )
     # ESPnet3: the runner "must provide inference runner attributes"; checked before the
     # provider and its dataset are built, not by an AttributeError after.
     runner_target = OmegaConf.select(config, "runner._target_")
     if runner_target is not None:
-        import_class(str(runner_target), "runner._target_", Runner)
+        runner_class = import_class(str(runner_target), "runner._target_", object)
+        if not issubclass(runner_class, Runner):
+            raise error(
+                f"{runner_class.__name__} must provide inference runner attributes "
+                "(ESPnet3's words): it is not a subclass of kit.Runner",
+                full_key="runner._target_",
+                fix="subclass kit.asr.InferenceRunner (or kit.Runner)",
+                kind=StageTypeError,
+            )
     idx_key = str(config.get("idx_key", "utt_id"))
     given = config.provider.get("params")
     params = OmegaConf.to_container(given, resolve=True) if given is not None else {}
@@ -487,9 +544,10 @@ def infer(config: DictConfig | Mapping[str, Any], *, client: Any = None) -> dict
         size = len(provider.build_dataset(provider.config))
         if size == 0:
             raise error(
-                f"test set {name!r} is empty",
+                f"Test dataset {name!r} is empty (ESPnet3's words)",
                 full_key="dataset.test",
                 fix="check the set's manifest and what its dataset class reads",
+                kind=StageError,
             )
         result = runner.run(range(size))
         if result.errors:
@@ -512,7 +570,12 @@ def set_names(config: DictConfig) -> list[str]:
     for position, entry in enumerate(sets):
         name = entry.get("name") if isinstance(entry, DictConfig) else None
         if not isinstance(name, str) or not name:
-            raise error("every test set needs a name", full_key=f"dataset.test[{position}].name")
+            raise error(
+                "inference_config.dataset.test entries must define non-empty `name` "
+                f"(ESPnet3's words; failed at index {position})",
+                full_key=f"dataset.test[{position}].name",
+                kind=StageError,
+            )
         if name in names:
             raise error(
                 f"two test sets are named {name!r}",
@@ -569,6 +632,7 @@ def write_scps(
             f"item, so {folder} gets no .scp",
             full_key="runner",
             fix="return a dict with the id and at least one output field from forward",
+            kind=StageError,
         )
     columns: dict[str, list[str]] = {}
     files: dict[Path, Any] = {}
@@ -589,6 +653,7 @@ def write_scps(
                     full_key="output_keys",
                     fix="return a single value per field, or wrap structured content in a dict "
                     "so it can be saved as JSON (to <field>/<id>.json)",
+                    kind=StageTypeError,
                 )
             if isinstance(value, dict):
                 path = folder / _file_name(field, position) / f"{_file_name(uid, position)}.json"
@@ -601,6 +666,7 @@ def write_scps(
             f"only {idx_key!r}, so {folder} gets no .scp",
             full_key="runner",
             fix="return the output fields beside the id from forward",
+            kind=StageError,
         )
     for path, value in files.items():
         # The set's folder is a Kit run others may write: a field's folder planted as a

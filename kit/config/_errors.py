@@ -25,14 +25,16 @@ def error(
     expected: str | None = None,
     facts: Mapping[str, Any] | None = None,
     fix: str | None = None,
+    kind: type[ConfigError] = ConfigError,
 ) -> ConfigError:
     """Build a ConfigError whose message lists its facts one per line.
 
     The layout mirrors OmegaConf's own errors: a one-line summary, then
     indented ``name: fact`` lines, so the message reads well in a terminal,
     a notebook traceback and a widget tooltip alike. ``facts`` adds lines of
-    its own (``{"only here": ...}``) before the fix. Every ConfigError Kit
-    raises is built here.
+    its own (``{"only here": ...}``) before the fix. ``kind`` is a subclass
+    to raise where a caller also expects another type (ESPnet3's configs
+    raise RuntimeError). Every ConfigError Kit raises is built here.
 
     Examples
     --------
@@ -61,7 +63,7 @@ def error(
     lines += [f"    {name}: {fact}" for name, fact in (facts or {}).items()]
     if fix:
         lines.append(f"    fix: {fix}")
-    return ConfigError("\n".join(lines), full_key=full_key, source=source)
+    return kind("\n".join(lines), full_key=full_key, source=source)
 
 
 def import_class(path: str, key: str, base: type) -> type:

@@ -222,14 +222,27 @@ def test_forward_batched_passes_model_kwargs_to_model() -> None:
     assert result == {"result": "[1.0, 2.0]:4"}
 
 
-def test_forward_batched_wraps_model_exception_in_runtime_error() -> None:
+def test_forward_batched_lets_the_models_own_error_through_as_current_espnet3_does() -> None:
     def failing_model(speech: Any) -> Any:
         raise ValueError("model broken")
 
-    with pytest.raises(RuntimeError, match="Batched inference failed"):
+    with pytest.raises(ValueError, match="model broken") as info:
         InferenceRunner.forward(
             [0], dataset=[{"speech": 1.0}], model=failing_model, input_key="speech"
         )
+    assert info.value.__cause__ is None
+
+
+def test_a_batch_out_of_memory_is_said_with_its_items_and_their_lengths() -> None:
+    def hungry_model(speech: Any) -> Any:
+        raise MemoryError
+
+    dataset = [{"speech": [0.0] * 1600}, {"speech": [0.0] * 800}]
+    with pytest.raises(RuntimeError, match="ran out of memory on 2 items") as info:
+        InferenceRunner.forward([0, 1], dataset=dataset, model=hungry_model, input_key="speech")
+    assert "input lengths [1600, 800]" in str(info.value)
+    assert "lower batch_size" in str(info.value)
+    assert isinstance(info.value.__cause__, MemoryError)
 
 
 def test_a_checked_batch_checks_every_output() -> None:
@@ -363,25 +376,42 @@ def test_a_malformed_output_fails_its_utterance_named_and_writes_no_scp(
 
 
 @pytest.mark.parametrize(
-    ("change", "message"),
+    ("change", "kind", "message"),
     [
-        ({"dataset": {"test": [{"data_dir": "x"}]}}, r"dataset\.test\[0\]\.name: every test"),
+        (
+            {"dataset": {"test": [{"data_dir": "x"}]}},
+            RuntimeError,
+            r"dataset\.test\[0\]\.name: inference_config.dataset.test entries must define "
+            r"non-empty `name` \(ESPnet3's words; failed at index 0\)",
+        ),
         (
             {"dataset": {"test": [{"name": "a"}, {"name": "a"}]}},
+            ValueError,
             r"dataset\.test\[1\]\.name: two test sets are named 'a'",
         ),
-        ({"input_key": None}, r"input_key: the inference config has no input_key"),
-        ({"output_fn": "no_such_module.fn"}, r"No module named 'no_such_module'"),
-        ({"output_keys": []}, r"output_keys: output_keys must not be empty \(ESPnet3's words\)"),
+        (
+            {"input_key": None},
+            RuntimeError,
+            r"input_key: inference_config.input_key must be set \(ESPnet3's words\)",
+        ),
+        ({"output_fn": "no_such_module.fn"}, ModuleNotFoundError, r"'no_such_module'"),
+        (
+            {"output_keys": []},
+            RuntimeError,
+            r"output_keys: output_keys must not be empty \(ESPnet3's words\)",
+        ),
         (
             {"runner": {"_target_": "collections.OrderedDict"}},
-            r"runner\._target_: 'collections.OrderedDict' is not a subclass of kit.Runner",
+            TypeError,
+            r"runner\._target_: OrderedDict must provide inference runner attributes "
+            r"\(ESPnet3's words\): it is not a subclass of kit.Runner",
         ),
     ],
 )
 def test_a_config_missing_what_espnet3_requires_is_named(
-    tmp_path: Path, change: dict[str, Any], message: str
+    tmp_path: Path, change: dict[str, Any], kind: type[Exception], message: str
 ) -> None:
+    # ESPnet3's type (RuntimeError, TypeError) and Kit's (ConfigError) both catch it.
     config = {
         "inference_dir": str(tmp_path),
         "dataset": {"test": [{"name": "a"}]},
@@ -390,8 +420,9 @@ def test_a_config_missing_what_espnet3_requires_is_named(
         "input_key": "speech",
     }
     config.update(change)
-    with pytest.raises(Exception, match=message):
+    with pytest.raises(kind, match=message) as info:
         infer(config)
+    assert isinstance(info.value, kit.ConfigError) or kind is ModuleNotFoundError
 
 
 def test_a_planted_scp_link_in_the_inference_dir_is_replaced_not_written_through(

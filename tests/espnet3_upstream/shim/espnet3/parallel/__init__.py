@@ -1,0 +1,1 @@
+"""ESPnet3's ``espnet3.parallel``: its provider and runner bases are Kit's."""

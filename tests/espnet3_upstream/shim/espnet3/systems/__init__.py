@@ -1,0 +1,1 @@
+"""ESPnet3's ``espnet3.systems``."""

@@ -1,0 +1,7 @@
+"""ESPnet3's inference provider is :class:`kit.asr.InferenceProvider`."""
+
+from hydra.utils import instantiate
+
+from kit.asr import InferenceProvider
+
+__all__ = ["InferenceProvider", "instantiate"]
