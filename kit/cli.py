@@ -524,6 +524,11 @@ def _cluster_start(args: argparse.Namespace) -> int:
     if args.warm is not None and not Path(args.warm).is_file():
         _say(f"kit: error: --warm {args.warm}: no such config file", file=sys.stderr)
         return EXIT_USAGE
+    if args.warm is not None:
+        from kit.provider import build_provider
+
+        # Its mistakes (a key, a missing corpus) are said before a cluster starts for nothing.
+        build_provider(_load(argparse.Namespace(config=args.warm, overrides=[]))).check_config()
     try:
         started = class_cluster(
             args.workers,

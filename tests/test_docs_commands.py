@@ -7,8 +7,10 @@ commands run in order in a scratch folder of their own, as a user types
 them: Kit's venv first on ``PATH``, the examples where the pages name them
 (``kit/examples/...``), the generated speech where ``decode.yaml`` reads it
 (``runs/asr-data``), and the stand-ins for what the pages call the user's
-own (``exp.yaml``, ``edited.yaml``, two Kaldi test sets). A command exits
-0, or with the code the page shows after it (``$ echo $?``). A new command
+own (``exp.yaml``, ``edited.yaml``, ``decode.yaml``, two Kaldi test sets).
+A command exits 0, or with the code the page shows after it (``$ echo
+$?``); one that runs until Ctrl-C (``UNTIL_STOPPED``) gets Ctrl-C once it
+says it is up, and must then end with 0. A new command
 in the manual fails here until it runs or is set aside in ``SET_ASIDE``.
 Kit commands set aside are still read by Kit's own argument parser and
 their files looked for: a renamed flag or file fails here too.
@@ -20,6 +22,7 @@ import contextlib
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -47,16 +50,13 @@ SET_ASIDE: dict[str, str] = {
     "make test-dist": "tests/dist installs it per extra",
     "kit check exp.yaml && kit submit exp.yaml parallel.env=slurm": "SLURM: the tests "
     "that take the slurm fixture submit to the local one",
-    "kit cluster start --class": "a class cluster until Ctrl-C, on the page's port 8786, "
-    "which a parallel suite cannot hold: tests/cluster/test_class_start.py starts it",
-    "dask scheduler --host 127.0.0.1 --port 8786": "the page's fixed port 8786: "
-    "tests/cluster/test_teacher.py starts a scheduler on a free one",
-    "dask worker tcp://127.0.0.1:8786": "a worker of that scheduler",
-    "kit cluster claim tcp://127.0.0.1:8786": "that scheduler: tests/cluster/test_teacher.py "
-    "claims one",
-    "kit cluster warm tcp://127.0.0.1:8786": "that scheduler: tests/cluster/test_teacher.py "
-    "warms one",
     "kit cluster claim tcp://10.0.0.5:8786": "an example address of another machine",
+}
+
+#: Commands that run until Ctrl-C, by how they begin, and the line that says they are up:
+#: each is stopped with Ctrl-C once it prints it, and must then end cleanly.
+UNTIL_STOPPED: dict[str, str] = {
+    "kit cluster start --class": "Ctrl-C ends the class",
 }
 
 #: The user's own files the pages name, as the scratch folder holds them.
@@ -141,7 +141,10 @@ def scratch(folder: Path, corpus: Path) -> dict[str, str]:
     (folder / "runs" / "asr-data").symlink_to(corpus)
     (folder / "exp.yaml").write_text(EXP)
     (folder / "edited.yaml").write_text(EXP.replace("lr: 0.01", "lr: 0.1"))
+    # The teacher's own config, "a copy of Kit's kit/examples/asr/decode.yaml".
+    shutil.copy(ROOT / "kit" / "examples" / "asr" / "decode.yaml", folder / "decode.yaml")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env["XDG_CONFIG_HOME"] = str(folder / ".config")  # the teacher's token goes there
     for name in ("test_clean", "test_other"):  # the two test sets the sets example names
         made = subprocess.run(
             [sys.executable, "-m", "kit.examples.asr.corpus", f"data/{name}", "--kaldi"],
@@ -181,26 +184,50 @@ def test_each_command_of_the_page_runs_as_printed(page: Path, corpus: Path, tmp_
     printed = commands(page)
     if not printed:
         pytest.skip(f"{page.name} prints no command")
-    env = scratch(tmp_path, corpus)
+    folder, logs = tmp_path / "user", tmp_path / "logs"
+    folder.mkdir()
+    logs.mkdir()
+    env = scratch(folder, corpus)
     groups: list[int] = []
     try:
-        for command in printed:
+        for number, command in enumerate(printed):
             if aside(command) is not None:
-                parsed_by_kit(command, tmp_path)
+                parsed_by_kit(command, folder)
                 continue
-            ran = subprocess.Popen(
-                ["bash", "-c", command.text],
-                cwd=tmp_path,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                start_new_session=True,
-            )
+            log = logs / f"{number}.log"
+            with log.open("w") as out:
+                # Output to a file, not a pipe: a command's `&` child keeps its output open.
+                ran = subprocess.Popen(
+                    ["bash", "-c", command.text],
+                    cwd=folder,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
             groups.append(ran.pid)
-            out, _ = ran.communicate(timeout=600)
-            assert ran.returncode == command.expected, f"{command}\n{out[-3000:]}"
+            ready = next(
+                (line for start, line in UNTIL_STOPPED.items() if command.text.startswith(start)),
+                None,
+            )
+            if ready is not None:
+                wait_for(log, ready, ran)
+                os.killpg(ran.pid, signal.SIGINT)
+            ran.wait(timeout=600)
+            said = log.read_text(errors="replace")
+            assert ran.returncode == command.expected, f"{command}\n{said[-3000:]}"
     finally:
         for group in groups:  # what a command left running in the background
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, signal.SIGKILL)
+
+
+def wait_for(log: Path, line: str, process: subprocess.Popen[bytes]) -> None:
+    """Return once ``log`` holds ``line``; fail if ``process`` ends first."""
+    while line not in log.read_text(errors="replace"):
+        try:
+            process.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            continue
+        pytest.fail(f"ended before it said {line!r}:\n{log.read_text(errors='replace')[-3000:]}")

@@ -116,6 +116,16 @@ class DecodeProvider(EnvironmentProvider):
         """
         return make_recognizer(settings)
 
+    def check_config(self) -> None:
+        """Check the ``decoder`` section, and read the lists ``data`` names (not their audio).
+
+        A missing corpus or a bad line of its lists is then said before a
+        cluster starts or an env is built, with its file and line.
+        """
+        super().check_config()
+        if "data" in self.config:
+            load_dataset_entries(self._plain()["data"])
+
     def item_count(self) -> int:
         """Return how many utterances ``data`` names (its lists, not its audio, are read)."""
         return len(load_dataset_entries(self._plain()["data"]))

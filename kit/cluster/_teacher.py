@@ -224,6 +224,7 @@ def warm(session: Any, cfg: Any) -> dict[str, Any]:
     from kit.provider import build_provider
 
     provider = build_provider(cfg)
+    provider.check_config()  # a typo or a missing corpus is said here, not by every worker
     began = time.perf_counter()
     name, keys = session.attach(provider)
     session.release(name)

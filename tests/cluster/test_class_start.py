@@ -85,3 +85,15 @@ def test_bad_sizes_and_a_missing_warm_config_are_refused_before_anything_starts(
     assert bad.returncode == 2 and "--workers and --threads take a whole number" in bad.stderr
     missing = kit("cluster", "start", "--class", "--warm", str(tmp_path / "nope.yaml"))
     assert missing.returncode == 2 and "nope.yaml: no such config file" in missing.stderr
+    # A warm config whose corpus is not there yet: said in one line, and no cluster started.
+    decode = tmp_path / "decode.yaml"
+    decode.write_text(
+        (ROOT / "kit" / "examples" / "asr" / "decode.yaml")
+        .read_text()
+        .replace("root: runs/asr-data", f"root: {tmp_path / 'no-corpus'}")
+    )
+    no_corpus = kit("cluster", "start", "--class", "--warm", str(decode))
+    assert no_corpus.returncode == 2, no_corpus.stderr
+    assert no_corpus.stderr.startswith("kit: error: data.manifest: no such file: ")
+    assert "build the corpus with `python -m kit.examples.asr.corpus" in no_corpus.stderr
+    assert "Traceback" not in no_corpus.stderr and "class cluster at" not in no_corpus.stdout

@@ -16,6 +16,7 @@ from distributed import Client
 from kit.cluster._shared import list_runs
 from tests.class_client import ROOT, attendee, reports, until
 from tests.cluster.conftest import WORKERS
+from tests.servers import DASK, dask_cluster, dask_port_range, release, stop
 from tests.workloads import lines
 
 KIT = str(Path(sys.executable).with_name("kit"))
@@ -141,6 +142,47 @@ def test_warming_builds_the_env_once_per_worker_before_the_class_uses_it(
     assert found, row
     assert "carol" in found.group(1).split(", ")
     assert 60 <= int(found.group(2)) <= 200  # the 64 MiB it holds, and little else
+
+
+def test_warming_a_cluster_started_a_moment_ago_waits_for_its_first_worker(
+    tmp_path: Path,
+) -> None:
+    # The teacher's page starts `dask scheduler &` and `dask worker ... &`, then warms at once.
+    config = tmp_path / "class.yaml"
+    config.write_text(
+        f"provider: {{_target_: tests.workloads.Paced}}\nfactor: 2\nlog_dir: {tmp_path}\n"
+    )
+    with dask_cluster(tmp_path, n_workers=0) as address, Client(address) as watcher:
+        environ = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CONFIG_HOME=str(tmp_path))
+        warming = subprocess.Popen(
+            [KIT, "cluster", "warm", address, str(config)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environ,
+        )
+        until(lambda: clients(watcher) >= 3, "kit cluster warm to connect")  # and ours, Dask's
+        ports = [dask_port_range(), dask_port_range()]
+        command = [DASK, "worker", address, "--no-dashboard", "--host", "127.0.0.1"]
+        worker = subprocess.Popen(
+            [*command, "--worker-port", ports[0], "--nanny-port", ports[1]],
+            env=environ,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            out, err = warming.communicate(timeout=120)
+        finally:
+            stop([worker])
+            release(ports)
+    assert warming.returncode == 0, err
+    assert " on 1 workers " in out
+    assert len(lines(tmp_path, "setup.log")) == 1
+
+
+def clients(watcher: Client) -> int:
+    """How many clients the scheduler has (Dask's fire-and-forget one among them)."""
+    return int(watcher.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.clients)))
 
 
 def test_a_bad_seat_is_refused_on_the_scheduler_and_the_class_goes_on(
