@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.kit-installed
-EXTRAS ?= dev,docs,jobqueue,notebook,asr,lhotse,rl,search,mlflow,tensorboard
+EXTRAS ?= dev,docs,jobqueue,notebook,asr,lhotse,hf,rl,search,mlflow,tensorboard
 # lhotse needs PyTorch: this CPU build (a file the machine keeps) is installed first,
 # so lhotse's plain `torch` does not pull a CUDA build of several GB.
 TORCH ?= torch==2.13.0

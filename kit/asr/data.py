@@ -7,7 +7,8 @@
   ``segments`` and ``utt2spk``), as ESPnet and Kaldi recipes prepare them;
 - ``lhotse``: a Lhotse CutSet manifest (``cuts.jsonl.gz``), as icefall and
   ESPnet's Lhotse recipes write them, read with lhotse (``pip install lhotse``);
-- ``hf``: a Hugging Face dataset saved to disk (``{path, split}``);
+- ``hf``: a Hugging Face dataset saved to disk (``{path, split}``), its
+  ``audio`` column read by Kit (stored bytes or a local file, never a URL);
 
 or ``sets: {NAME: {one of those}}``: several named test sets in one run,
 each utterance carrying its set (``record["set"]``), so scores come per set.
@@ -132,6 +133,16 @@ def audio_pcm(audio: Any) -> tuple[bytes, float]:
     """
     if isinstance(audio, (str, Path)):
         return read_wav(str(audio))
+    if isinstance(audio, dict) and "path" in audio and "array" not in audio:
+        # A Hugging Face Audio column left undecoded (kit.asr._hf): its bytes, else its file.
+        from kit.asr._hf import remote, stored_pcm
+
+        stored = stored_pcm(audio)
+        if stored is not None:
+            return stored
+        if not audio["path"] or remote(str(audio["path"])):
+            raise error(f"audio {audio['path']!r} is not a local file; store it in the dataset")
+        return read_wav(str(audio["path"]))
     if isinstance(audio, dict) and "array" in audio:
         rate = audio.get("sampling_rate", 16000)
         if rate != 16000:
@@ -143,7 +154,10 @@ def audio_pcm(audio: Any) -> tuple[bytes, float]:
         floats = np.asarray(audio["array"], dtype=np.float64)
         samples = np.clip(np.round(floats * 32768), -32768, 32767).astype("<i2")
         return samples.tobytes(), len(samples) / 16000
-    raise TypeError(f"audio must be a WAV path or {{'array', 'sampling_rate'}}, got {audio!r:.80}")
+    raise TypeError(
+        "audio must be a WAV path, {'array', 'sampling_rate'} or {'bytes', 'path'}, "
+        f"got {audio!r:.80}"
+    )
 
 
 def _wav_problem(path: Path) -> str | None:
@@ -468,15 +482,9 @@ def _source(data: Mapping[str, Any], where: str) -> Any:
     if given == ["lhotse"]:
         return LhotseCuts(data["lhotse"])
     if given == ["hf"]:
-        hf = data["hf"]
-        try:
-            import datasets
-        except ImportError:
-            raise ImportError(
-                "data.hf needs the Hugging Face datasets package: pip install datasets"
-            ) from None
-        loaded = datasets.load_from_disk(hf["path"])
-        return loaded[hf["split"]] if hf.get("split") else loaded
+        from kit.asr._hf import read_hf
+
+        return read_hf(data["hf"])
     if not data.get("manifest"):
         raise error(f"{where}: give kaldi, lhotse, hf or manifest")
     return read_manifest(data["manifest"])

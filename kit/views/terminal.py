@@ -26,6 +26,14 @@ class TerminalProgress:
     >>> view(RunFinished("r", "completed", 4, 1, 4, 2.0))
     >>> print(out.getvalue().splitlines()[-1])
     [##########] 4/4 100% | 2.0 items/s | 1 failed | completed in 2.0s
+
+    A run that ends before it starts (its config refused, its env not
+    built) draws no bar: what ended it is its caller's to say.
+
+    >>> out = io.StringIO()
+    >>> TerminalProgress(out)(RunFinished("r", "error", 0, 0, 4, 0.0))
+    >>> out.getvalue()
+    ''
     """
 
     def __init__(self, stream: TextIO | None = None, width: int = 30, every: float = 0.1) -> None:
@@ -35,6 +43,7 @@ class TerminalProgress:
         self.every = every if self.tty else 5.0
         self._last = 0.0
         self._resumed = 0
+        self._started = False
 
     def _bar(self, done: int, total: int) -> str:
         filled = self.width * done // total if total else self.width
@@ -52,6 +61,7 @@ class TerminalProgress:
     def __call__(self, event: Event) -> None:
         """Draw ``event``."""
         if isinstance(event, RunStarted):
+            self._started = True
             self._resumed = event.resumed
             note = f", {event.resumed} already done" if event.resumed else ""
             self._write(f"{event.total} items on {event.workers} worker(s){note}", final=True)
@@ -70,7 +80,7 @@ class TerminalProgress:
             self._write(
                 f"{self._bar(event.done, event.total)} | {rate:.1f} items/s | ETA {eta}{failed}"
             )
-        elif isinstance(event, RunFinished):
+        elif isinstance(event, RunFinished) and self._started:
             ran = event.done - self._resumed
             rate = ran / event.elapsed if event.elapsed > 0 else 0.0
             failed = f" | {event.failed} failed" if event.failed else ""

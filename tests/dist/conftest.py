@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: The extras, each installed alone into a venv of its own; "" is the core install.
 EXTRAS = ("", "asr", "lhotse", "rl", "notebook", "search", "mlflow", "tensorboard", "jobqueue")
-EXTRAS += ("gateway",)
+EXTRAS += ("gateway", "hf")
 
 #: Installed first where an extra's own requirement would take a build of several GB:
 #: lhotse asks for plain `torch`, which alone resolves to a CUDA build; a CPU user

@@ -143,6 +143,11 @@ MISSING = {
         "{out}",
     ],
     "lhotse": ["python", "-c", "from kit.asr.data import LhotseCuts; LhotseCuts('cuts.jsonl')"],
+    "hf": [
+        "python",
+        "-c",
+        "from kit.asr.data import load_dataset_entries as load; load({'hf': 1})",
+    ],
 }
 
 

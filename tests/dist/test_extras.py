@@ -273,3 +273,29 @@ def test_lhotse_reads_a_cutset_manifest_into_decoding_items(venvs: Venvs, outsid
         outside,
     )
     assert said.split() == ["ONE", "ada", "16000", "1600"]
+
+
+def test_hf_reads_a_saved_dataset_of_flac_audio_without_torchcodec(
+    venvs: Venvs, outside: Path
+) -> None:
+    # datasets 4+ decodes an Audio column through torchcodec, which the extra does not install:
+    # Kit reads the stored bytes itself.
+    said = run_python(
+        venvs.python("hf"),
+        """
+        import importlib.util, io
+        import datasets, numpy, soundfile
+        from kit.asr.data import audio_pcm, load_dataset_entries
+
+        flac = io.BytesIO()
+        soundfile.write(flac, numpy.zeros(1600, dtype="int16"), 16000, format="FLAC")
+        rows = [{"id": "u1", "audio": {"bytes": flac.getvalue(), "path": "u1.flac"}, "text": "ONE"}]
+        table = datasets.Dataset.from_list(rows)
+        table.cast_column("audio", datasets.Audio()).save_to_disk("saved")
+        (row,) = load_dataset_entries({"hf": {"path": "saved"}})
+        pcm, seconds = audio_pcm(row["audio"])
+        print(row["text"], len(pcm), seconds, importlib.util.find_spec("torchcodec") is None)
+        """,
+        outside,
+    )
+    assert said.split() == ["ONE", "3200", "0.1", "True"]
