@@ -64,9 +64,9 @@ def _refuse_remote_audio(loaded: Any, where: str) -> None:
     stored = (
         column.field("bytes").to_pylist() if column.type.get_field_index("bytes") >= 0 else None
     )
+    ids = loaded.data.column("id") if "id" in loaded.column_names else None
     for row, path in enumerate(paths):
         if path and remote(path) and (stored is None or stored[row] is None):
-            ids = loaded.data.column("id") if "id" in loaded.column_names else None
             name = f" ({ids[row].as_py()})" if ids is not None else ""
             raise error(
                 f"{where}, row {row}{name}: its audio is {path!r}, not a local file; Kit reads "

@@ -146,7 +146,7 @@ MISSING = {
     "hf": [
         "python",
         "-c",
-        "from kit.asr.data import load_dataset_entries as load; load({'hf': 1})",
+        "from kit.asr.data import load_dataset_entries as load; load(dict(hf=1))",
     ],
 }
 
