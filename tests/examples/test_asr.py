@@ -359,18 +359,6 @@ def test_decoded_audio_rows_decode_like_files(corpus: Path) -> None:
         audio_pcm({"array": [0.0], "sampling_rate": 8000})
 
 
-def test_an_hf_dataset_without_the_package_names_it() -> None:
-    from kit.asr.decode import load_dataset_entries
-
-    try:
-        import datasets  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match="pip install datasets"):
-            load_dataset_entries({"hf": {"path": "somewhere"}})
-    else:
-        pytest.skip("datasets is installed")
-
-
 def test_decoding_threads_default_to_the_workers_threads_and_inline_to_every_core(
     local: dict[str, Any], local_client: Any
 ) -> None:
