@@ -160,20 +160,27 @@ _MARKUP = (
 )
 #: Optionally deletable words, ``(uh)``: Whisper's normalisers drop what is in parentheses.
 _OPTIONAL = (re.compile(r"(?:^|\s)\([^()\s]+\)(?:\s|$)"), "an optionally deletable word (x)")
+#: A word's tags, ``b;tag``: sclite compares the word alone (``\;`` is a semicolon of the word).
+_TAGS = (re.compile(r"\S*[^\s\\];\S*"), "a word's tag (word;tag): sclite compares the word alone")
+#: The normalisers that drop parentheses and semicolons (Whisper's two).
 _DROPS_PARENTHESES = ("whisper", "basic")
 
 
 class MarkupError(ValueError):
-    """A reference holds SCTK markup, which Kit would score as words (:func:`sctk_markup`)."""
+    """A transcript holds SCTK markup, which Kit would score as words (:func:`sctk_markup`)."""
 
 
-def sctk_markup(ref: str, normalize_with: str = "whisper") -> str | None:
+def sctk_markup(
+    ref: str, normalize_with: str = "whisper", *, hypothesis: bool = False
+) -> str | None:
     """Say which of SCTK's transcript markup ``ref`` holds, or None.
 
     sclite reads alternations, the null word ``@``, ``;;`` comments and,
     but for Whisper's normalisers, which drop them, optionally deletable
-    words ``(x)`` as markup; Kit would count them as words. So a reference
-    that holds them is refused by name, not scored otherwise than sclite.
+    words ``(x)`` and word tags ``word;tag`` as markup; Kit would count
+    them as words. So a transcript that holds them is refused by name, not
+    scored otherwise than sclite. A ``hypothesis`` is read for all but
+    optionally deletable words, which sclite takes from references.
 
     Examples
     --------
@@ -181,8 +188,15 @@ def sctk_markup(ref: str, normalize_with: str = "whisper") -> str | None:
     "an alternation { a / b }: either is correct, at '{ cat / cats }'"
     >>> sctk_markup("yes (uh) no", "none"), sctk_markup("yes (uh) no")
     ("an optionally deletable word (x), at ' (uh) '", None)
+    >>> sctk_markup("b;tag1 c", "none", hypothesis=True)
+    "a word's tag (word;tag): sclite compares the word alone, at 'b;tag1'"
     """
-    kinds = [*_MARKUP, *([_OPTIONAL] if normalize_with not in _DROPS_PARENTHESES else [])]
+    kept = normalize_with not in _DROPS_PARENTHESES
+    kinds = [
+        *_MARKUP,
+        *([_TAGS] if kept else []),
+        *([_OPTIONAL] if kept and not hypothesis else []),
+    ]
     for pattern, what in kinds:
         found = pattern.search(ref)
         if found is not None:
@@ -198,15 +212,16 @@ def scored(
     Raises
     ------
     MarkupError
-        When the reference holds SCTK markup (:func:`sctk_markup`).
+        When the reference or the hypothesis holds SCTK markup (:func:`sctk_markup`).
     """
-    markup = sctk_markup(ref, normalize_with)
-    if markup is not None:
-        raise MarkupError(
-            f"the reference holds SCTK markup, {markup}, which sclite scores as markup and "
-            "Kit would score as words: write the reference out plainly (one reading), or "
-            "score with sclite on the files `kit export OUTPUT_DIR --normalizer none` writes"
-        )
+    for side, text in (("reference", ref), ("hypothesis", hyp)):
+        markup = sctk_markup(text, normalize_with, hypothesis=side == "hypothesis")
+        if markup is not None:
+            raise MarkupError(
+                f"the {side} holds SCTK markup, {markup}, which sclite scores as markup and "
+                f"Kit would score as words: write the {side} out plainly (one reading), or "
+                "score with sclite on the files `kit export OUTPUT_DIR --normalizer none` writes"
+            )
     norm = normalizer(normalize_with)
     ref_norm, hyp_norm = str(norm(ref)), str(norm(hyp))
     alignment = align(ref_norm.split(), hyp_norm.split())

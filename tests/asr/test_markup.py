@@ -1,4 +1,4 @@
-"""SCTK's transcript markup in a reference is refused by name, never scored as words."""
+"""SCTK's transcript markup in a reference or hypothesis is refused by name, not scored."""
 
 from __future__ import annotations
 
@@ -26,6 +26,29 @@ from tests.speech import write_wav
 def test_a_reference_with_sctk_markup_is_refused_naming_it(ref: str, named: str) -> None:
     with pytest.raises(MarkupError, match=f"the reference holds SCTK markup, {named}"):
         score(ref, "the cat sat")
+
+
+@pytest.mark.parametrize(
+    ("hyp", "named"),
+    [
+        ("the { cat / cats } sat", "an alternation { a / b }"),
+        ("the @ sat", "the null word @"),
+    ],
+)
+def test_a_hypothesis_with_sctk_markup_is_refused_naming_it(hyp: str, named: str) -> None:
+    with pytest.raises(MarkupError, match=f"the hypothesis holds SCTK markup, {named}"):
+        score("the cat sat", hyp)
+
+
+def test_a_word_tag_is_refused_unless_a_whisper_normaliser_drops_it() -> None:
+    # SCTK's own test set scores `b;reftag1` against `b;hyptag1` as correct: the tag is markup.
+    with pytest.raises(MarkupError, match=r"the reference holds SCTK markup, a word's tag"):
+        score("a b;reftag1 c", "a b c", "none")
+    with pytest.raises(MarkupError, match=r"hypothesis holds SCTK markup, a word's tag \(word;"):
+        score("a b c", "a b;hyptag1 c", "none")
+    assert score("a b\\;b c", "a b\\;b c", "none")["errors"] == 0  # an escaped one is the word's
+    assert score("a b;reftag1 c", "a b reftag1 c", "basic")["errors"] == 0  # dropped
+    assert score("yes no", "yes (uh) no", "none")["insertions"] == 1  # (x) is a reference's
 
 
 def test_an_optional_word_is_refused_unless_a_whisper_normaliser_drops_it() -> None:
