@@ -39,7 +39,8 @@ SHELL_BLOCKS = ("sh", "bash", "console", "shell")
 SET_ASIDE: dict[str, str] = {
     "pip install -e": "installs into the venv the suite runs in; tests/dist installs the "
     "built wheel with each extra into a fresh venv",
-    "make demo": "the clean clone of .ci/run runs it before the suite",
+    "make demo": "the main job over 250 utterances, minutes a run: tests/examples/test_asr.py "
+    "runs its command (python -m kit.examples.asr) on 6",
     "make test": "the suite this test is part of",
     "make check": "a part of the suite this test is part of",
     "make lab": "JupyterLab until stopped: tests/test_make_lab.py starts it",
