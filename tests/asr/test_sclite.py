@@ -14,7 +14,7 @@ import pytest
 import kit
 from kit.asr import DecodeProvider, DecodeRunner
 from kit.asr.export import lines
-from kit.asr.wer import corpus_cer, corpus_wer, score
+from kit.asr.wer import MarkupError, corpus_cer, corpus_wer, score
 from kit.cli import main
 from kit.examples.asr import CONFIG_PATH
 
@@ -221,3 +221,72 @@ def test_a_hundred_thousand_random_pairs_count_as_sclite_counts_them(tmp_path: P
         assert words[uid] == (n_words - s - d, s, d, i), uid
         s, d, i = found["char_substitutions"], found["char_deletions"], found["char_insertions"]
         assert chars[uid] == (n_chars - s - d, s, d, i), uid
+
+
+#: SCTK's own trn test files (its ``src/sclite/testdata``), where they are given: they are not
+#: part of Kit nor on a package index. Pairs of reference, hypothesis and sclite's id format.
+SCTK_TESTDATA = os.environ.get(
+    "KIT_SCTK_TESTDATA", str(Path(__file__).parents[3] / "shared" / "sctk-testdata")
+)
+SCTK_PAIRS = [
+    ("csrnab.ref", "csrnab.hyp", "wsj"),
+    ("csrnab1.ref", "csrnab1.hyp", "wsj"),
+    ("tests.ref", "tests.hyp", "rm"),
+    ("test.turkish.ref", "test.turkish.hyp", "rm"),
+    ("test.ukranian.ref", "test.ukranian.hyp", "rm"),
+    ("test.vietnamese.ref.trn", "test.vietnamese.hyp.trn", "rm"),
+]
+
+
+def trn_texts(path: Path) -> dict[str, str]:
+    """A trn file's utterances by lower-cased id (sclite pairs ids without case)."""
+    found = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^(.*)\(([^()]*)\)\s*$", line)
+        if match and not line.lstrip().startswith(";;"):
+            found[match.group(2).lower()] = match.group(1).strip()
+    return found
+
+
+def test_sctks_own_trn_test_files_count_as_sclite_counts_them() -> None:
+    folder = Path(SCTK_TESTDATA)
+    if not folder.is_dir():
+        pytest.skip(f"SCTK's test files are not given (KIT_SCTK_TESTDATA, or {folder})")
+    scored = refused = 0
+    for ref_name, hyp_name, ids in SCTK_PAIRS:
+        ref, hyp = folder / ref_name, folder / hyp_name
+        # The csrnab files differ from their hypotheses in case: compared without it there.
+        fold = ids == "wsj"
+        case = [] if fold else ["-s"]
+        options = ["-i", ids, "-e", "utf-8", *case, "-o", "pra", "stdout"]
+        command = [*sclite(), "-r", str(ref), "trn", "-h", str(hyp), "trn"]
+        found = {}
+        for chars in ([], ["-c"]):
+            out = subprocess.run(
+                [*command, *chars, *options], capture_output=True, text=True, timeout=300
+            )
+            found[bool(chars)] = {
+                uid.lower(): tuple(int(n) for n in counts)
+                for uid, *counts in re.findall(
+                    r"^id: \((\S+)\)\nScores: \(#C #S #D #I\) (\d+) (\d+) (\d+) (\d+)",
+                    out.stdout,
+                    re.M,
+                )
+            }
+        hyps = trn_texts(hyp)
+        for uid, text in trn_texts(ref).items():
+            said, heard = (
+                (text.lower(), hyps.get(uid, "").lower()) if fold else (text, hyps.get(uid, ""))
+            )
+            try:
+                ours = score(said, heard, "none")
+            except MarkupError:
+                refused += 1
+                continue
+            scored += 1
+            s, d, i = ours["substitutions"], ours["deletions"], ours["insertions"]
+            assert found[False][uid] == (len(said.split()) - s - d, s, d, i), (ref_name, uid)
+            s, d, i = ours["char_substitutions"], ours["char_deletions"], ours["char_insertions"]
+            n = len(said.replace(" ", ""))
+            assert found[True][uid] == (n - s - d, s, d, i), (ref_name, uid)
+    assert (scored, refused) == (65, 63)
