@@ -510,6 +510,47 @@ def load_dataset_entries(data: Mapping[str, Any]) -> Any:
     return _source(data, "data")
 
 
+#: The keys of ``data`` (and of each of ``data.sets``) that name a file or folder.
+PATH_KEYS = ("root", "manifest", "kaldi", "lhotse", "hf.path")
+
+
+def absolute_data_paths(config: Any, base: str | Path | None = None) -> None:
+    """Make the relative paths ``config.data`` names whole, from ``base`` (this folder).
+
+    Workers do not share the folder a run was started in (a remote
+    scheduler's were started elsewhere), and an env is named by the data it
+    holds: ``runs/asr-data`` from two folders is two corpora. A path built
+    from ``data.root`` follows it.
+
+    Examples
+    --------
+    >>> from omegaconf import OmegaConf
+    >>> cfg = OmegaConf.create({"data": {"root": "runs/d", "manifest": "${data.root}/c.jsonl"}})
+    >>> absolute_data_paths(cfg, "/home/ada")
+    >>> cfg.data.root, cfg.data.manifest
+    ('/home/ada/runs/d', '/home/ada/runs/d/c.jsonl')
+    """
+    from omegaconf import DictConfig, OmegaConf
+
+    from kit.asr._hf import remote
+
+    data = OmegaConf.select(config, "data")
+    if not isinstance(data, DictConfig):
+        return
+    here = Path(base) if base is not None else Path.cwd()
+    sets = data.get("sets")
+    sections = [data, *(sets.values() if isinstance(sets, DictConfig) else [])]
+    for section in sections:
+        if not isinstance(section, DictConfig):
+            continue
+        for key in PATH_KEYS:
+            value = OmegaConf.select(section, key, throw_on_missing=False)
+            # A URL or a pipe is left as it is, for its reader to refuse.
+            local = isinstance(value, str) and value and not remote(value)
+            if local and not Path(value).expanduser().is_absolute():
+                OmegaConf.update(section, key, str(here / value), merge=False)
+
+
 def entry_fingerprint(entry: Mapping[str, Any]) -> str:
     """Return a digest of what an utterance's decoding and scoring read: its audio and its text.
 

@@ -21,6 +21,7 @@ from omegaconf import OmegaConf
 
 from kit import EnvironmentProvider, Runner
 from kit.asr.data import (  # noqa: F401 (read_manifest, read_wav: their old home)
+    absolute_data_paths,
     entry_fingerprint,
     entry_pcm,
     load_dataset_entries,
@@ -87,6 +88,9 @@ class DecodeProvider(EnvironmentProvider):
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
+        # Workers do not share this process's folder (a remote scheduler's were started
+        # elsewhere), and the env is named by the data it holds: paths are made whole here.
+        absolute_data_paths(self.config)
         # A mistyped normaliser is a config error now, not a failure of every item.
         chosen = OmegaConf.select(self.config, "scoring.normalizer")
         if chosen is not None:
