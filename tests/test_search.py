@@ -296,6 +296,24 @@ def test_a_trial_that_gives_no_number_for_the_metric_ends_in_error_saying_what_i
     assert result.study.trials[0].state == optuna.trial.TrialState.FAIL
 
 
+def test_a_grid_sampler_runs_its_grid_once_and_the_search_ends_there(tmp_path: Path) -> None:
+    # GridSampler stops the study once its grid is run through, which Optuna allows only
+    # inside optimize: the last trial ended in "error" though it completed.
+    result = kit.search(
+        search_config(tmp_path, {"env": "inline"}),
+        ["x=choice(0.1,0.3,0.5)"],
+        trials=5,
+        metric="loss",
+        sampler=optuna.samplers.GridSampler({"x": [0.1, 0.3, 0.5]}, seed=0),
+        output_dir=tmp_path / "search",
+        concurrency=1,  # trials asked side by side would each take a grid point not yet told
+    )
+    assert [row["status"] for row in result.rows()] == ["completed"] * 3
+    assert sorted(float(row["x"]) for row in result.rows()) == [0.1, 0.3, 0.5]
+    assert [t.state for t in result.study.trials] == [optuna.trial.TrialState.COMPLETE] * 3
+    assert not result.errors
+
+
 def test_each_trial_is_scored_by_its_own_runners_summarize(tmp_path: Path) -> None:
     # A summarize that reads its runner's config: the probe runner's would score every
     # trial alike (what Optuna was once told: 0, 0, 0, 0).

@@ -122,6 +122,8 @@ class _SearchPlan:
         self._again: list[Trial] = []
         self._asked: dict[int, Any] = {}
         self._pruned: dict[int, str] = {}
+        #: The sampler stopped the study (GridSampler, its grid run through): ask no more.
+        self._sampler_stopped = False
         self._study_lock = threading.RLock()
         self._optuna = require_optuna()
 
@@ -153,10 +155,9 @@ class _SearchPlan:
                 self._again.append(trial)
         # The driver died while these ran, or just after asking for one: none is left
         # RUNNING (a trial sweep.json names is asked again with its values).
-        with self._study_lock:
-            for number, state in known.items():
-                if state == states.RUNNING:
-                    self.study.tell(number, state=states.FAIL)
+        for number, state in known.items():
+            if state == states.RUNNING:
+                self._tell(number, state=states.FAIL)
         return done
 
     # ---------------------------------------------------------------- asking
@@ -168,7 +169,7 @@ class _SearchPlan:
                 self.study.enqueue_trial(entry["params"])
                 asked = self.study.ask(self._distributions())
             entry["optuna_trial"] = asked.number
-        elif len(self.trials) < self.total:
+        elif len(self.trials) < self.total and not self._sampler_stopped:
             with self._study_lock:
                 asked = self.study.ask(self._distributions())
             number = len(self.trials)
@@ -231,10 +232,10 @@ class _SearchPlan:
         value = run_metric(dataclasses.replace(result, summary=summary), self.metric)
         with self._study_lock:
             asked.set_user_attr(DECIDED_ATTR, why)
-            if value is None:
-                self.study.tell(asked, state=self._optuna.trial.TrialState.FAIL)
-            else:
-                self.study.tell(asked, value)
+        if value is None:
+            self._tell(asked, state=self._optuna.trial.TrialState.FAIL)
+        else:
+            self._tell(asked, value)
 
     def ended(
         self, trial: Trial, result: RunResult | None, error: BaseException | None
@@ -242,28 +243,40 @@ class _SearchPlan:
         states = self._optuna.trial.TrialState
         asked = self._asked.pop(trial.number)
         if trial.number in self._pruned and result is not None:
-            with self._study_lock:
-                self.study.tell(asked, state=states.PRUNED)
+            self._tell(asked, state=states.PRUNED)
             return PRUNED, TrialPruned(self._pruned.pop(trial.number))
         if result is not None and result.status == RunStatus.COMPLETED and error is None:
             # The trial's own summary (its runner's summarize, on its config), never the
             # probe runner's: a summarize that reads its runner's config scores each trial.
             value = run_metric(result, self.metric)
             if value is None:
-                with self._study_lock:
-                    self.study.tell(asked, state=states.FAIL)
+                self._tell(asked, state=states.FAIL)
                 have = ", ".join(sorted(result.summary)) or "nothing"
                 return TrialState(RunStatus.ERROR), config_error(
                     f"{trial.name} gives no number {self.metric!r}: the summary has {have}, "
                     f"and no record has metrics[{self.metric!r}]",
                     fix="search on a metric the runner's summarize or its records give",
                 )
-            with self._study_lock:
-                self.study.tell(asked, value)
+            self._tell(asked, value)
             return COMPLETED, None
-        with self._study_lock:
-            self.study.tell(asked, state=states.FAIL)
+        self._tell(asked, state=states.FAIL)
         return TrialState.ended(result), error
+
+    def _tell(self, trial: Any, value: float | None = None, state: Any = None) -> None:
+        """Tell the study how ``trial`` ended (Optuna's ``tell``).
+
+        A sampler may stop the study when told (``GridSampler``, once its
+        grid is run through), which Optuna allows only inside ``optimize``
+        and refuses with a RuntimeError after storing the tell: the search
+        then asks for no more trials, as ``optimize`` would stop.
+        """
+        with self._study_lock:
+            try:
+                self.study.tell(trial, value, state=state)
+            except RuntimeError as exc:
+                if not str(exc).startswith("`Study.stop`"):
+                    raise
+                self._sampler_stopped = True
 
 
 class _Follower:
