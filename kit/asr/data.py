@@ -514,33 +514,36 @@ def load_dataset_entries(data: Mapping[str, Any]) -> Any:
 PATH_KEYS = ("root", "manifest", "kaldi", "lhotse", "hf.path")
 
 
-def absolute_data_paths(config: Any, base: str | Path | None = None) -> None:
-    """Make the relative paths ``config.data`` names whole, from ``base`` (this folder).
+def absolute_data_paths(config: Any, base: str | Path | None = None) -> Any:
+    """Return ``config`` with the relative paths ``data`` names made whole from ``base``.
 
     Workers do not share the folder a run was started in (a remote
     scheduler's were started elsewhere), and an env is named by the data it
     holds: ``runs/asr-data`` from two folders is two corpora. A path built
-    from ``data.root`` follows it.
+    from ``data.root`` follows it. ``config`` itself is never changed: a
+    copy is returned (``base``: this folder by default).
 
     Examples
     --------
     >>> from omegaconf import OmegaConf
     >>> cfg = OmegaConf.create({"data": {"root": "runs/d", "manifest": "${data.root}/c.jsonl"}})
-    >>> absolute_data_paths(cfg, "/home/ada")
-    >>> cfg.data.root, cfg.data.manifest
-    ('/home/ada/runs/d', '/home/ada/runs/d/c.jsonl')
+    >>> whole = absolute_data_paths(cfg, "/home/ada")
+    >>> whole.data.root, whole.data.manifest, cfg.data.root
+    ('/home/ada/runs/d', '/home/ada/runs/d/c.jsonl', 'runs/d')
     """
+    import copy
+
     from omegaconf import DictConfig, OmegaConf
 
     from kit.asr._hf import remote
 
+    here = Path(base) if base is not None else Path.cwd()
+    config = copy.deepcopy(config)
     data = OmegaConf.select(config, "data")
     if not isinstance(data, DictConfig):
-        return
-    here = Path(base) if base is not None else Path.cwd()
+        return config
     sets = data.get("sets")
-    sections = [data, *(sets.values() if isinstance(sets, DictConfig) else [])]
-    for section in sections:
+    for section in [data, *(sets.values() if isinstance(sets, DictConfig) else [])]:
         if not isinstance(section, DictConfig):
             continue
         for key in PATH_KEYS:
@@ -549,6 +552,7 @@ def absolute_data_paths(config: Any, base: str | Path | None = None) -> None:
             local = isinstance(value, str) and value and not remote(value)
             if local and not Path(value).expanduser().is_absolute():
                 OmegaConf.update(section, key, str(here / value), merge=False)
+    return config
 
 
 def entry_fingerprint(entry: Mapping[str, Any]) -> str:

@@ -90,7 +90,7 @@ class DecodeProvider(EnvironmentProvider):
         super().__init__(config)
         # Workers do not share this process's folder (a remote scheduler's were started
         # elsewhere), and the env is named by the data it holds: paths are made whole here.
-        absolute_data_paths(self.config)
+        self.config = absolute_data_paths(self.config)
         # A mistyped normaliser is a config error now, not a failure of every item.
         chosen = OmegaConf.select(self.config, "scoring.normalizer")
         if chosen is not None:

@@ -47,8 +47,10 @@ def test_two_folders_relative_corpora_are_two_envs(
     for who in ("ada", "bob"):
         (tmp_path / who).mkdir()
         monkeypatch.chdir(tmp_path / who)
-        provider = DecodeProvider(kit.load_config(DECODE))  # data.root: runs/asr-data
+        given = kit.load_config(DECODE)  # data.root: runs/asr-data
+        provider = DecodeProvider(given)
         assert provider.config.data.manifest == f"{tmp_path / who}/runs/asr-data/corpus.jsonl"
+        assert given.data.root == "runs/asr-data"  # the caller's config is theirs
         names.append(provider.env_name())
     assert names[0] != names[1]
 
