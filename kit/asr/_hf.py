@@ -10,11 +10,11 @@ not local is refused when the dataset is loaded, naming the row and its id.
 from __future__ import annotations
 
 import io
-import wave
 from collections.abc import Mapping
 from typing import Any
 
 from kit._base.extras import install
+from kit.asr._wav import wav_pcm
 from kit.config._errors import error
 
 RATE = 16000
@@ -96,15 +96,7 @@ def stored_pcm(audio: Mapping[str, Any]) -> tuple[bytes, float] | None:
         return None
     name = audio.get("path") or "the row's audio bytes"
     if bytes(data[:4]) == b"RIFF":
-        with wave.open(io.BytesIO(data)) as wav:
-            rate, channels, width = wav.getframerate(), wav.getnchannels(), wav.getsampwidth()
-            if (rate, channels, width) != (RATE, 1, 2):
-                raise error(
-                    f"{name}: need 16 kHz 16-bit mono audio, got {rate} Hz, "
-                    f"{channels} channel(s), {8 * width}-bit"
-                )
-            frames = wav.readframes(wav.getnframes())
-            return frames, wav.getnframes() / RATE
+        return wav_pcm(io.BytesIO(data), name)
     try:
         import soundfile
     except ImportError:

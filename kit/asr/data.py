@@ -27,6 +27,7 @@ from typing import Any
 
 from kit._base.extras import install
 from kit._base.files import file_digest
+from kit.asr._wav import wav_pcm
 from kit.config._errors import error
 
 #: The sources ``data`` (or each of ``data.sets``) may name; ``manifest`` is the default.
@@ -109,15 +110,7 @@ def read_wav(path: str) -> tuple[bytes, float]:
     """Return the 16-bit PCM frames of a 16 kHz mono WAV file and its duration in seconds."""
     if Path(path).exists() and not Path(path).is_file():
         raise error(f"{path} {NOT_REGULAR}; give a WAV file")
-    with wave.open(path) as wav:
-        if wav.getframerate() != 16000 or wav.getnchannels() != 1 or wav.getsampwidth() != 2:
-            raise error(
-                f"{path}: need 16 kHz 16-bit mono WAV, got {wav.getframerate()} Hz, "
-                f"{wav.getnchannels()} channel(s), {8 * wav.getsampwidth()}-bit; convert with "
-                "`sox in.wav -r 16000 -c 1 -b 16 out.wav`"
-            )
-        frames = wav.readframes(wav.getnframes())
-        return frames, wav.getnframes() / wav.getframerate()
+    return wav_pcm(path, path)
 
 
 def audio_pcm(audio: Any) -> tuple[bytes, float]:
