@@ -176,12 +176,37 @@ def file_digest(path: str | os.PathLike[str]) -> str:
 
 @functools.lru_cache(maxsize=65536)
 def _digest_of(path: str, mtime: int, size: int, inode: int) -> str:
-    # Opened without waiting: a fifo swapped in since the stat would block a plain open.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", path)
-        digest = hashlib.sha256()
+    digest = hashlib.sha256()
+    with open_regular(path) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
+    """Open a data file (a link followed) for reading bytes; refuse what is not a regular file.
+
+    Opened without waiting: a FIFO (or one swapped in since a check) would
+    block a plain open until some writer came. For the files a config or a
+    manifest names, which may be links into a corpus; a run directory's own
+    files are opened with :func:`open_file`, which follows no link.
+
+    Raises
+    ------
+    OSError
+        ``EINVAL`` if ``path`` is a FIFO, a device or a folder.
+
+    Examples
+    --------
+    >>> with open_regular("/dev/null") as fh:
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    OSError: [Errno 22] not a regular file: '/dev/null'
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")

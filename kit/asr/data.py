@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kit._base.extras import install
-from kit._base.files import file_digest
+from kit._base.files import file_digest, open_regular
 from kit.asr._wav import wav_pcm
 from kit.config._errors import error
 
@@ -378,6 +378,40 @@ def _source_problem(stored: Any) -> str | None:
     return None
 
 
+def _bytes_held(stored: Any) -> Any:
+    """Return a cut as its manifest stores it, each file source's bytes read here, by Kit.
+
+    Lhotse reads a ``.sph`` file (and an ``.opus`` one, when asked) with a
+    shell command holding the file's name; audioread may start ``ffmpeg``.
+    Handed bytes, every reader lhotse has decodes them in this process: the
+    ones that would start a process take a path only, and fail on bytes. A
+    name is never given to a program, whatever characters it holds.
+
+    Examples
+    --------
+    >>> cut = {"recording": {"sources": [{"type": "file", "source": "/dev/null"}]}}
+    >>> _bytes_held(cut)
+    Traceback (most recent call last):
+    ...
+    OSError: [Errno 22] not a regular file: '/dev/null'
+    """
+    if isinstance(stored, Mapping):
+        held = {key: _bytes_held(value) for key, value in stored.items() if key != "sources"}
+        if "sources" in stored:
+            held["sources"] = [_source_bytes(source) for source in stored["sources"] or []]
+        return held
+    if isinstance(stored, (list, tuple)):
+        return [_bytes_held(child) for child in stored]
+    return stored
+
+
+def _source_bytes(source: Mapping[str, Any]) -> Mapping[str, Any]:
+    if source.get("type") != "file":
+        return source  # bytes already (a memory source): anything else was refused at load
+    with open_regular(source["source"]) as fh:
+        return {**source, "type": "memory", "source": fh.read()}
+
+
 class LhotseCuts(Sequence[dict[str, Any]]):
     """The cuts of a Lhotse CutSet manifest as entries; a cut's audio is loaded when asked for.
 
@@ -385,7 +419,9 @@ class LhotseCuts(Sequence[dict[str, Any]]):
     a supervision to score against, and audio read from local files that
     exist (or bytes the manifest holds): a URL, a ``pipe:`` or a command is
     refused, wherever in the cut it is (a mixed cut's tracks too), since
-    Lhotse would fetch or run it.
+    Lhotse would fetch or run it. Kit reads a file's bytes itself and hands
+    them to lhotse, which then decodes in this process whatever the format
+    (its ``.sph`` reader would run a shell command with the file's name).
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -416,10 +452,17 @@ class LhotseCuts(Sequence[dict[str, Any]]):
         return len(self.cuts)
 
     def __getitem__(self, index: Any) -> Any:
+        from lhotse import CutSet
+
         cut = self.cuts[index]
         supervisions = cut.supervisions
         text = " ".join(s.text for s in supervisions if s.text)
-        samples = cut.load_audio()[0]
+        where = f"{self.path}, cut {index} ({cut.id})"
+        try:
+            (held,) = CutSet.from_dicts([_bytes_held(cut.to_dict())])
+            samples = held.load_audio()[0]
+        except OSError as exc:
+            raise error(f"{where}: its audio cannot be read: {exc}") from None
         entry: dict[str, Any] = {
             "id": cut.id,
             "text": text,

@@ -140,3 +140,51 @@ def test_a_cut_reading_a_fifo_is_refused_without_opening_it(tmp_path: Path) -> N
     lhotse.CutSet.from_cuts([mono("f", recording)]).to_file(manifest)
     with pytest.raises(kit.ConfigError, match=r"fifo\.wav is not a regular file"):
         LhotseCuts(manifest)
+
+
+def audio_extensions() -> list[str]:
+    """Every extension lhotse reads audio by: libsndfile's formats, its video list, its specials."""
+    import soundfile
+    from lhotse.audio.backend import SUPPORTED_VIDEO_EXTENSIONS
+
+    known = {f".{name.lower()}" for name in soundfile.available_formats()}
+    known |= {extension.lower() for extension in SUPPORTED_VIDEO_EXTENSIONS}
+    return sorted(known | {".sph", ".shn", ".opus", ".mp3", ".m4b", ".aac", ".wma", ".mka"})
+
+
+#: Backends lhotse has that start a process: a user may have chosen one for their own reading.
+SHELLING = ["default", "Sph2pipeSubprocessBackend", "FfmpegSubprocessOpusBackend"]
+
+
+@pytest.mark.parametrize("backend", SHELLING)
+def test_no_audio_file_name_reaches_a_shell_whatever_its_extension(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clip = write_wav(tmp_path / "clip.wav")
+    named = []
+    for number, extension in enumerate(audio_extensions()):
+        # WAV bytes under each name: a reader that sniffs the bytes decodes them.
+        for trap in (f"u{number};touch MARK;", f"u{number}$(touch MARK)`touch MARK`"):
+            path = tmp_path / f"{trap}{extension}"
+            path.write_bytes(clip.read_bytes())
+            recording = lhotse.Recording.from_file(clip, recording_id=f"r{len(named)}")
+            recording.sources[0].source = str(path)
+            named.append(mono(f"c{len(named)}", recording))
+    manifest = tmp_path / "cuts.jsonl.gz"
+    lhotse.CutSet.from_cuts(named).to_file(manifest)
+    cuts = LhotseCuts(manifest)
+    monkeypatch.chdir(tmp_path)  # a command run with these names would touch MARK here
+    failed = []
+    with lhotse.audio_backend(backend):
+        for index in range(len(cuts)):
+            try:
+                samples = cuts[index]["audio"]["array"]
+            except Exception as exc:  # a reader that needs a path fails on bytes: never runs
+                failed.append(f"cut {index}: {exc!r:.200}")
+                continue
+            assert samples.shape == (1600,) and not samples.any()
+    assert not (tmp_path / "MARK").exists()
+    assert failed == [] if backend == "default" else len(failed) == len(named)
+    if backend == "default":
+        run = ["run", str(CONFIG_PATH), f"data.lhotse={manifest}", "parallel.env=inline"]
+        assert main(run) == 0 and not (tmp_path / "MARK").exists()
