@@ -223,7 +223,7 @@ def _check(args: argparse.Namespace) -> int:
     if args.json is not None:
         from kit._base.atomic import atomic_file
 
-        with atomic_file(args.json) as out:
+        with atomic_file(args.json, named=True) as out:
             json.dump(verdict.to_dict(), out, indent=1, default=str)
     return EXIT_OK if verdict.ok else EXIT_CHECK
 

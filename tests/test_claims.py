@@ -697,6 +697,14 @@ CLAIMS: dict[str, list[str]] = {
 
 #: A phrase of a sentence that uses the words without claiming a rule -> why.
 NOT_CLAIMS: dict[str, str] = {
+    "so no file name ever reaches a program": [
+        "tests/asr/test_lhotse.py::test_no_audio_file_name_reaches_a_shell_whatever_its_extension",
+    ],
+    "Every file Kit writes whole (a run's files": [
+        "tests/test_atomic.py::test_a_file_kit_keeps_is_never_renamed_over_a_device",
+        "tests/test_atomic.py::test_a_report_onto_a_device_is_refused_naming_it",
+        "tests/test_atomic.py::test_a_link_in_a_folder_kit_keeps_is_refused_not_replaced",
+    ],
     "Anyone who can write a run directory": "the trust model's premise, not Kit's behaviour",
     '`make lab LAB_ARGS="--no-browser': "an option's spelling",
     "The tests use real components": "what the suite is made of; each test is its own backing",

@@ -4,10 +4,23 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
+
+from kit._base.errors import UnsafeFileError
+
+#: What a path is, by its mode, for the error that refuses to rename over it.
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def current_umask() -> int:
@@ -43,6 +56,32 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+def _streamed(target: Path) -> bool:
+    """Whether a path someone named is a device or FIFO to write into (``/dev/stdout`` too)."""
+    try:
+        mode = os.stat(target).st_mode  # a link followed: /dev/stdout is one
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def _refuse_unless_regular(target: Path, named: bool) -> None:
+    """Raise :class:`UnsafeFileError` if ``target`` exists and a rename would replace a non-file."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    hint = " (a device or a FIFO is written into: /dev/null, /dev/stdout)" if named else ""
+    raise UnsafeFileError(
+        f"{target} is {kind}; Kit writes a file whole, through a new file renamed onto its "
+        f"path, which would replace it: remove it, or give the path of a regular file (or of "
+        f"none yet){hint}"
+    )
+
+
 @contextlib.contextmanager
 def atomic_file(
     path: str | os.PathLike[str],
@@ -51,6 +90,7 @@ def atomic_file(
     durable: bool | str = False,
     private: bool = False,
     parents: bool = True,
+    named: bool = False,
 ) -> Iterator[IO[Any]]:
     """Write ``path`` through a temporary file renamed into place at the end.
 
@@ -63,6 +103,14 @@ def atomic_file(
     returns (``fsync`` of the file and of its folder); with ``durable="data"``
     only the data does, for a caller that syncs the folder once for many files.
 
+    Nothing but a regular file is ever renamed over: a path that is a link,
+    a folder, a device or a FIFO is refused (:class:`UnsafeFileError`),
+    since the rename would replace it (a ``/dev/null`` replaced by a file
+    breaks every later program that writes there). A path the user
+    ``named`` (``--json FILE``) may be a character device or a FIFO,
+    ``/dev/null`` or ``/dev/stdout``: it is written straight into, not
+    renamed over, and a link to a regular file is followed, the link kept.
+
     Examples
     --------
     >>> import pathlib, tempfile
@@ -73,8 +121,22 @@ def atomic_file(
     ('done', ['out.txt'])
     >>> oct(target.stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
     True
+    >>> with atomic_file("/dev/null", named=True) as fh:
+    ...     _ = fh.write("discarded")
+    >>> with atomic_file("/dev/null") as fh:
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    kit.errors.UnsafeFileError: /dev/null is a character device; Kit writes a file whole, ...
     """
     target = Path(path)
+    if named and _streamed(target):
+        with open(target, mode) as fh:
+            yield fh
+        return
+    if named and target.is_symlink() and target.is_file():
+        target = target.resolve()
+    _refuse_unless_regular(target, named)
     if parents:
         target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kit._base.differences import Difference
+from kit._base.errors import UnsafeFileError
 from kit._engine.inject import ForwardSpec
 from kit.check._forecast import Forecast, finite, forecast
 from kit.check._parity import Parity, compare, judge
@@ -540,7 +541,7 @@ def check(
     if request.output_dir is not None:
         try:
             keep(verdict, request)
-        except OSError as exc:  # the verdict stands; only its copy for the run's report is lost
+        except (OSError, UnsafeFileError) as exc:  # the verdict stands; only its copy is lost
             warnings.warn(
                 f"kit check: the verdict could not be kept in {request.output_dir} "
                 f"({type(exc).__name__}: {exc}); the run's report will show no forecast. "

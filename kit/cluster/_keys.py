@@ -19,6 +19,8 @@ import re
 import secrets
 from pathlib import Path
 
+from kit._base.atomic import atomic_file
+
 #: A key or token's digest, as the scheduler keeps it.
 DIGEST = re.compile(r"[0-9a-f]{64}")
 
@@ -66,11 +68,8 @@ def write_token(scheduler_id: str, token: str) -> Path:
     path = token_path(scheduler_id)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(path.parent, 0o700)
-    draft = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as out:
+    with atomic_file(path, private=True) as out:
         out.write(token + "\n")
-    os.replace(draft, path)
     return path
 
 

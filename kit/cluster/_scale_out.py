@@ -10,6 +10,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from kit._base.atomic import atomic_file
 from kit.cluster._builders import EXTRA_RESOURCES, JOB_QUEUES, JOB_RESOURCES
 from kit.config import config_hash, to_overrides
 
@@ -116,8 +117,8 @@ def _config_file(base: Any, path: Path, folder: Path) -> str:
     if copy_path.exists() and copy_path.read_text() != text:
         copy_path = folder / f"{path.stem}-{config_hash(base)[:8]}{path.suffix}"
     if not copy_path.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        copy_path.write_text(text)
+        with atomic_file(copy_path) as fh:  # a dangling link there is refused, not followed
+            fh.write(text)
     try:
         return str(copy_path.resolve().relative_to(here))
     except ValueError:

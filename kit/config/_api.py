@@ -271,7 +271,7 @@ def save_config(cfg: ConfigSource, path: str | os.PathLike[str]) -> Path:
     done = OmegaConf.to_container(resolved, resolve=True)
     secrets = {str(v) for v in _env_values(raw, done) if str(v)}
     target = Path(path)
-    with atomic_file(target) as fh:
+    with atomic_file(target, named=True) as fh:
         fh.write(OmegaConf.to_yaml(OmegaConf.create(_hide_env(raw, done, secrets))))
     return target
 

@@ -203,13 +203,11 @@ def share_bokeh(folder: Path) -> str | None:
     for url in Resources(mode="server", root_url="").js_files:
         source = Path(bokehjs_path()) / url.split("?")[0].removeprefix("static/")
         copy = target / url.split("?")[0]
-        if (
-            copy.is_file()
-            and not copy.is_symlink()
-            and copy.stat().st_size == source.stat().st_size
-        ):
+        if copy.is_symlink() or (copy.exists() and not copy.is_file()):
+            return None  # nothing is written through, or renamed over, what stands there
+        if copy.is_file() and copy.stat().st_size == source.stat().st_size:
             continue
-        with atomic_file(copy) as fh:  # a rename: a link planted there is replaced, not followed
+        with atomic_file(copy) as fh:
             fh.write(source.read_text(encoding="utf-8"))
     return f"../{SweepDir.bokeh.name}/"
 

@@ -18,6 +18,7 @@ import pytest
 from omegaconf import OmegaConf
 
 import kit
+from kit._base.files import UnsafeFileError
 from kit.asr import InferenceProvider, InferenceRunner, infer
 from kit.asr.inference import OutputCheck, checked_forward, load_output_fn, write_scps
 from kit.cli import main
@@ -344,7 +345,6 @@ def test_a_list_output_is_refused_as_current_espnet3_does_and_a_dict_is_a_json_f
 
 def test_a_field_folder_planted_as_a_link_is_not_written_through(tmp_path: Path) -> None:
     # The set's folder is a Kit run: a co-user who can write it plants `nbest` -> elsewhere.
-    from kit._base.files import UnsafeFileError
 
     victim, folder = tmp_path / "victim", tmp_path / "set"
     victim.mkdir()
@@ -425,17 +425,22 @@ def test_a_config_missing_what_espnet3_requires_is_named(
     assert isinstance(info.value, kit.ConfigError) or kind is ModuleNotFoundError
 
 
-def test_a_planted_scp_link_in_the_inference_dir_is_replaced_not_written_through(
+def test_a_planted_scp_link_in_the_inference_dir_is_refused_not_written_through(
     corpus: Path, tmp_path: Path, sphinx: None
 ) -> None:
     # A co-user who can write inference_dir plants hyp.scp as a link to a file of ours.
     victim = tmp_path / "thesis.tex"
     victim.write_text("precious")
-    (tmp_path / "infer" / "digits").mkdir(parents=True)
-    (tmp_path / "infer" / "digits" / "hyp.scp").symlink_to(victim)
-    folder = infer(espnet3_config(corpus, tmp_path))["digits"]
-    assert victim.read_text() == "precious"
-    assert not (folder / "hyp.scp").is_symlink()
+    folder = tmp_path / "infer" / "digits"
+    folder.mkdir(parents=True)
+    (folder / "hyp.scp").symlink_to(victim)
+    config = espnet3_config(corpus, tmp_path)
+    with pytest.raises(UnsafeFileError, match=r"digits/hyp.scp is a symbolic link; Kit writes"):
+        infer(config)
+    assert victim.read_text() == "precious"  # neither written through nor renamed over
+    assert (folder / "hyp.scp").is_symlink()
+    (folder / "hyp.scp").unlink()
+    assert infer(config)["digits"] == folder
     assert len((folder / "hyp.scp").read_text().splitlines()) == 2
 
 

@@ -161,10 +161,14 @@ def test_a_co_user_who_can_write_the_run_folder_cannot_make_kit_score_follow_or_
     elsewhere.write_text("scoring: {normalizer: tests.speech.shout}\n")
     (out / "config.yaml").unlink()
     (out / "config.yaml").symlink_to(elsewhere)
+    # The link is neither followed nor renamed over: refused, named, left as it is.
+    assert main(["score", str(out)]) == 2
+    assert f"{out / 'metrics.json'} is a symbolic link" in capsys.readouterr().err
+    assert victim.read_text() == "precious" and (out / "metrics.json").is_symlink()
+    (out / "metrics.json").unlink()
     assert main(["score", str(out)]) == 0
     capsys.readouterr()
-    assert victim.read_text() == "precious"  # the link was replaced, never followed
-    assert not (out / "metrics.json").is_symlink()
+    assert victim.read_text() == "precious"
     metrics = json.loads((out / "metrics.json").read_text())
     # The linked config was not read: Kit's own normaliser, the run's own counts.
     assert metrics["normalizer"] == "whisper"
