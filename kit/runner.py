@@ -13,8 +13,6 @@ from omegaconf import DictConfig, OmegaConf
 from kit._engine import RunHandle
 from kit._engine.chunk import BatchBy
 from kit._engine.inject import ForwardSpec
-from kit._reuse import ReuseHooks
-from kit.check._hooks import CheckHooks
 from kit.cluster._session import check_client
 from kit.config import ParallelConfig, RunnerConfig, parallel_section
 from kit.config._errors import closest, error
@@ -27,21 +25,27 @@ from kit.store._formats import RecordWriter
 from kit.tracking import Tracking
 
 if TYPE_CHECKING:
+    from kit.check import CheckResult
     from kit.detached._run import DetachedRun
 
 
-class Runner(CheckHooks, ReuseHooks):
+class Runner:
     """Run ``forward`` over items with the provider's env injected by keyword name.
 
     Subclasses define ``forward`` as a ``@staticmethod`` taking the item
     index first and env entries by name (``**env`` takes all of them);
     with ``batch_size=k`` (or ``batch_by``) it takes a list of indices and
     returns a list of as many results. Nothing of ``self`` is sent to the workers.
-    ``check`` and what it reads of a runner (``check_ignore``, ``check_rtol``,
-    ``cost_by``, ``check_items``, ``check_summary``) are
-    :class:`kit.check.CheckHooks`'; ``forward_keys`` and ``finish``, which
-    let runs alike share forward outputs (docs/reuse.md), are
-    :class:`kit._reuse.ReuseHooks`'.
+    A subclass declares; Kit reads what it declares into a
+    :class:`kit.task.Task` when a run is asked for. What ``kit check`` reads
+    (``check_ignore``, ``check_rtol``, ``cost_by``, ``check_items``,
+    ``check_summary``), what lets runs alike share forward outputs
+    (``forward_keys``, ``finish``: docs/reuse.md), ``summarize`` and
+    ``report_sections`` are hooks to override, each checked when the class is
+    made (a hook of another shape is refused, naming it); ``run``,
+    ``submit``, ``prepare``, ``check`` and ``__call__`` are Kit's, and a
+    subclass that defines one is refused unless it names it in
+    ``replaces=`` (``class R(Runner, replaces=("__call__",))``).
 
     Parameters
     ----------
@@ -90,17 +94,39 @@ class Runner(CheckHooks, ReuseHooks):
     ([0, 3, 6, 9], 'completed')
     """
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, replaces: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "forward" in cls.__dict__ and not isinstance(cls.__dict__["forward"], staticmethod):
-            raise TypeError(
-                f"{cls.__qualname__}.forward must be a @staticmethod (so nothing of the "
-                "runner is pickled and sent to workers): add @staticmethod above it"
-            )
+        check_declarations(cls, tuple(replaces))
 
     #: ``forward(idx, **env)``: process one item (or a list of items with
     #: ``batch_size``). Subclasses define it as a ``@staticmethod``.
     forward: ClassVar[Callable[..., Any]]
+
+    #: The config keys ``forward`` reads (``decoder.*`` is the whole ``decoder``
+    #: section): runs alike in them, in code, env and item share forward
+    #: outputs (docs/reuse.md); None (the default): its outputs are never reused.
+    forward_keys: ClassVar[tuple[str, ...] | None] = None
+    #: Record fields that may differ between two runs of one item (timings,
+    #: worker names): ``kit check`` does not compare them. Dotted paths.
+    check_ignore: ClassVar[tuple[str, ...]] = ()
+    #: Numbers of two runs of one item within this relative difference are
+    #: the same to ``kit check`` (0: exactly; ``--rtol`` and ``check.rtol`` override it).
+    check_rtol: ClassVar[float] = 0.0
+    #: The name of a ``@staticmethod cost(idx, **env) -> float`` (like
+    #: ``batch_by``'s) an item's time grows with, e.g. ``duration``: ``kit
+    #: check`` scales the sample's times by it to forecast the full run. The
+    #: ``cost_by`` option (``runner.cost_by`` in a config) sets it for one runner.
+    cost_by: str | None = None
+
+    @staticmethod
+    def finish(record: Any, config: Any) -> Any:
+        """Return a reused ``record`` as this run's ``config`` makes it; override this.
+
+        ``forward`` made ``record`` under a config alike in ``forward_keys``;
+        recompute from it what the other keys decide (a score under this
+        run's normaliser). The default returns it as it is.
+        """
+        return record
 
     def summarize(self, records: list[Any]) -> dict[str, Any]:
         """Aggregate the records of a completed run (e.g. corpus WER); override this."""
@@ -124,6 +150,23 @@ class Runner(CheckHooks, ReuseHooks):
         matched to ``forward``'s own parameters.
         """
         return type(self).forward
+
+    def check_summary(self, records: list[Any]) -> dict[str, Any]:
+        """Return what ``kit check`` says of its sample's records (by default :meth:`summarize`'s).
+
+        :class:`kit.asr.DecodeRunner` adds its WER and CER intervals.
+        """
+        return self.summarize(records)
+
+    def check_items(self, indices: Sequence[Index], env: Mapping[str, Any]) -> list[str]:
+        """Return what keeps items from running, one line an item; none by default.
+
+        ``kit check`` calls it on the whole set with the env built in this
+        process, so a problem anywhere in the set shows before the run
+        starts. It should read headers, not data: :class:`kit.asr.DecodeRunner`
+        checks every recording's rate, channels and sample width.
+        """
+        return []
 
     def __init__(
         self,
@@ -274,6 +317,40 @@ class Runner(CheckHooks, ReuseHooks):
         """
         return assemble(RunRequest.of(self, indices, **forward_kwargs), on_event)
 
+    def check(
+        self,
+        indices: int | Iterable[Index],
+        *,
+        n: int = 20,
+        seed: int = 0,
+        rtol: float | None = None,
+        ignore: Sequence[str] | None = None,
+        target: DictConfig | Mapping[str, Any] | ParallelConfig | None = None,
+        on_step: Callable[[str], None] | None = None,
+        **forward_kwargs: Any,
+    ) -> CheckResult:
+        """Check the run over ``indices`` before running it in full: see :func:`kit.check.check`.
+
+        ``n`` items spread over ``indices`` run in this process (twice), on
+        the configured cluster and batched as configured; the verdict says
+        whether they agree (or the likely cause), forecasts the full run on
+        ``target`` (default: this runner's ``parallel``), and checks the
+        whole set's items.
+        """
+        from kit.check import check
+
+        if target is not None and not isinstance(target, ParallelConfig):
+            target = parallel_section(target)
+        return check(
+            RunRequest.of(self, indices, **forward_kwargs),
+            n=n,
+            seed=seed,
+            rtol=rtol,
+            ignore=ignore,
+            target=target,
+            on_step=on_step,
+        )
+
 
 def batch_by_of(runner: type[Runner], options: RunnerConfig) -> BatchBy | None:
     """Check ``runner.batch_by``/``runner.max_batch`` on ``runner``; return how to batch by size."""
@@ -315,3 +392,102 @@ def static_method(runner: type[Runner], name: str, key: str, what: str) -> Calla
         )
     function: Callable[..., Any] = found.__func__
     return function
+
+
+#: Kit's own methods: a subclass that defines one must say so (``replaces=``).
+KIT_METHODS = ("run", "submit", "prepare", "check", "__call__")
+#: The hooks a subclass overrides, with the arguments Kit calls them with.
+HOOKS: dict[str, tuple[str, ...]] = {
+    "summarize": ("self", "records"),
+    "report_sections": ("self",),
+    "task_forward": ("self",),
+    "check_items": ("self", "indices", "env"),
+    "check_summary": ("self", "records"),
+    "finish": ("record", "config"),
+}
+STATIC = ("forward", "finish")
+
+
+def check_declarations(cls: type, replaces: tuple[str, ...]) -> None:
+    """Refuse, naming it, what ``cls`` defines that would take a Kit method's or hook's place.
+
+    Examples
+    --------
+    >>> class Mine(Runner):
+    ...     @staticmethod
+    ...     def forward(idx):
+    ...         return idx
+    ...     def check(self, value):
+    ...         return value > 0
+    Traceback (most recent call last):
+    ...
+    TypeError: Mine.check would replace Runner.check, Kit's own (it runs kit check ...
+    >>> class Sized(Runner):
+    ...     def check_items(self, indices):
+    ...         return []
+    Traceback (most recent call last):
+    ...
+    TypeError: Sized.check_items is a hook Kit calls as check_items(self, indices, env): ...
+    """
+    own = cls.__dict__
+    for name in STATIC:
+        if name in own and not isinstance(own[name], staticmethod):
+            raise TypeError(
+                f"{cls.__qualname__}.{name} must be a @staticmethod (it runs on the workers, "
+                "and nothing of the runner is pickled and sent there): add @staticmethod above it"
+            )
+    unknown = [name for name in replaces if name not in KIT_METHODS]
+    if unknown:
+        raise TypeError(
+            f"{cls.__qualname__}: replaces={unknown!r} names no method of Kit's; "
+            f"it may name {', '.join(KIT_METHODS)}"
+        )
+    for name in KIT_METHODS:
+        if name in own and name not in replaces:
+            what = "kit check" if name == "check" else "the run"
+            raise TypeError(
+                f"{cls.__qualname__}.{name} would replace Runner.{name}, Kit's own (it runs "
+                f"{what} on this runner): give your method another name, or replace Kit's on "
+                f"purpose with `class {cls.__name__}(..., replaces=({name!r},))`"
+            )
+    for name, arguments in HOOKS.items():
+        if name in own and not _takes(own[name], arguments):
+            raise TypeError(
+                f"{cls.__qualname__}.{name} is a hook Kit calls as {name}"
+                f"({', '.join(arguments)}): give it those parameters, or give your method "
+                "another name"
+            )
+    _check_values(cls)
+
+
+def _takes(member: Any, arguments: tuple[str, ...]) -> bool:
+    """Whether a method defined in a class body can be called with ``arguments``."""
+    function = member.__func__ if isinstance(member, (staticmethod, classmethod)) else member
+    if not callable(function):
+        return False
+    try:
+        inspect.signature(function).bind(*arguments)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _check_values(cls: type) -> None:
+    """Refuse a declaration of the wrong type (``forward_keys = "decoder.*"``), naming it."""
+    name = cls.__qualname__
+    keys = getattr(cls, "forward_keys", None)
+    if keys is not None and (
+        isinstance(keys, str) or not all(isinstance(key, str) and key for key in keys)
+    ):
+        raise TypeError(
+            f"{name}.forward_keys must be a tuple of config keys such as ('decoder.*',)"
+        )
+    ignore = getattr(cls, "check_ignore", ())
+    if isinstance(ignore, str) or not all(isinstance(field, str) for field in ignore):
+        raise TypeError(f"{name}.check_ignore must be a tuple of dotted record fields")
+    rtol = getattr(cls, "check_rtol", 0.0)
+    if isinstance(rtol, bool) or not isinstance(rtol, (int, float)) or not rtol >= 0:
+        raise TypeError(f"{name}.check_rtol must be a number >= 0, got {rtol!r}")
+    cost_by = getattr(cls, "cost_by", None)
+    if cost_by is not None and not isinstance(cost_by, str):
+        raise TypeError(f"{name}.cost_by must be the name of a static method, or None")

@@ -311,7 +311,7 @@ CLAIMS: dict[str, list[str]] = {
         "test_a_driver_killed_at_random_points_of_its_commits_loses_and_duplicates_nothing"
     ],
     "Modules import in one direction: no import cycle": [
-        "tests/test_layers.py::test_kit_imports_in_one_direction_lazy_imports_included"
+        "tests/test_layers.py::test_kit_imports_in_one_direction_lazy_and_typing_imports_included"
     ],
     "`submit()` never waits on the calling thread": [
         "tests/engine/test_submit.py::test_submit_returns_while_the_cluster_is_still_starting",
@@ -704,6 +704,14 @@ NOT_CLAIMS: dict[str, str] = {
         "tests/test_atomic.py::test_a_file_kit_keeps_is_never_renamed_over_a_device",
         "tests/test_atomic.py::test_a_report_onto_a_device_is_refused_naming_it",
         "tests/test_atomic.py::test_a_link_in_a_folder_kit_keeps_is_refused_not_replaced",
+    ],
+    "`Runner` declares these hooks itself (no mixins)": [
+        "tests/test_task.py::test_a_method_that_would_replace_kits_own_is_refused_naming_it",
+        "tests/test_task.py::test_a_hook_of_another_shape_is_refused_naming_how_kit_calls_it",
+        "tests/test_task.py::test_reading_and_running_leave_the_runner_and_its_class_as_they_were",
+    ],
+    "the import graph, typing imports included, has no circle": [
+        "tests/test_layers.py::test_kit_imports_in_one_direction_lazy_and_typing_imports_included",
     ],
     "Anyone who can write a run directory": "the trust model's premise, not Kit's behaviour",
     '`make lab LAB_ARGS="--no-browser': "an option's spelling",

@@ -5,10 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from kit.result import Index
+from typing import Any
 
 #: Numbers apart by at most this (relative) differ by precision only: float noise.
 PRECISION = 1e-3
@@ -43,7 +40,7 @@ class Difference:
     ["item 0, text: 'a cat' (r) vs 'a hat' (w): from character 2: 'a cat' vs 'a hat'"]
     """
 
-    index: Index
+    index: int | str  # an item's index (kit.result.Index, which stands a floor above)
     position: int
     ways: tuple[str, str]
     field: str
@@ -140,7 +137,7 @@ def _where_text(a: str, b: str) -> str:
 
 
 def differences(
-    index: Index,
+    index: int | str,
     position: int,
     a: Any,
     b: Any,

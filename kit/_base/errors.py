@@ -8,10 +8,7 @@ import them from :mod:`kit.errors` (three from ``kit`` too).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from kit.result import ItemError, RunResult
+from typing import Any
 
 
 class KitError(Exception):
@@ -193,7 +190,9 @@ class RunError(KitError, RuntimeError):
     0 stopped
     """
 
-    def __init__(self, message: str, result: RunResult, error: ItemError | None) -> None:
+    # The result (a kit.result.RunResult) and the item's error (an ItemError) are typed Any:
+    # they stand a floor above, and this module imports nothing of Kit, not even for typing.
+    def __init__(self, message: str, result: Any, error: Any) -> None:
         super().__init__(message)
         self.result = result
         self.error = error

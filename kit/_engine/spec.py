@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from omegaconf import DictConfig
 
@@ -12,12 +13,9 @@ from kit._engine.chunk import BatchBy
 from kit._engine.inject import ForwardSpec
 from kit.config import ParallelConfig, RunnerConfig
 from kit.provider import EnvironmentProvider
-from kit.result import Index
+from kit.result import Index, RunResult
 from kit.store._store import RunStore
 from kit.store._version import code_digest, keyword_digests
-
-if TYPE_CHECKING:
-    from kit._reuse import ReusePlan
 
 
 @dataclass(frozen=True)
@@ -31,6 +29,19 @@ class ChunkJob:
     indices: Sequence[Index]
     batch_size: int | None
     batch_by: BatchBy | None = None
+
+
+class OutputReuse(Protocol):
+    """What the engine asks of a run that takes forward outputs of runs beside it.
+
+    :class:`kit._reuse.ReusePlan` is the one there is; the engine knows only this.
+    """
+
+    def wrap(self, job: ChunkJob, folder: Path, pending: Sequence[tuple[int, int]]) -> ChunkJob:
+        """Return ``job`` taking what others made, once the run's folder is open."""
+
+    def count(self, result: RunResult) -> None:
+        """Set ``result.stats.reused``, once the run has ended."""
 
 
 @dataclass
@@ -48,7 +59,7 @@ class RunSpec:
     summarize: Callable[[list[Any]], dict[str, Any]]
     config: DictConfig | None
     #: How the run takes forward outputs of runs beside it (None: it computes all).
-    reuse: ReusePlan | None = None
+    reuse: OutputReuse | None = None
 
     @property
     def run_id(self) -> str:

@@ -1,6 +1,6 @@
 """Decode once, score many: a forward output reused by runs alike in forward, keys, env and item.
 
-A runner that declares ``forward_keys`` (:class:`ReuseHooks`) lets runs
+A runner that declares ``forward_keys`` (:attr:`kit.Runner.forward_keys`) lets runs
 into one results root share forward outputs: a sweep over beams and
 normalisers decodes once per beam. What an output is keyed by
 (:mod:`~kit._reuse.keys`), where outputs are found (:mod:`~kit._reuse.stored`),
@@ -8,7 +8,6 @@ the forward the workers call (:mod:`~kit._reuse.forward`), one run's plan
 (:mod:`~kit._reuse.plan`).
 """
 
-from kit._reuse.hooks import ReuseHooks
 from kit._reuse.plan import ReusePlan, plan_of
 
-__all__ = ["ReuseHooks", "ReusePlan", "plan_of"]
+__all__ = ["ReusePlan", "plan_of"]

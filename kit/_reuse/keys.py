@@ -20,7 +20,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from kit.config._errors import closest, error
 
 if TYPE_CHECKING:
-    from kit.runner import Runner
+    from kit.task import Task
 
 
 def config_slice(config: DictConfig | None, keys: Sequence[str], owner: str) -> dict[str, Any]:
@@ -73,23 +73,21 @@ def config_slice(config: DictConfig | None, keys: Sequence[str], owner: str) -> 
     return out
 
 
-def forward_digest(runner: Runner, config: DictConfig | None) -> str:
-    """Return the digest of what ``runner``'s forward is: its code and its config slice.
+def forward_digest(task: Task, config: DictConfig | None) -> str:
+    """Return the digest of what ``task``'s forward is: its code and its config slice.
 
-    The code is what the workers call (``task_forward``: ``forward`` or the
-    runner's wrapper of it), read by :func:`~kit._base.fingerprint.code_fingerprint`
-    with the functions and classes it reaches: a helper of its module
-    edited changes it, as does a library's version.
+    The code is what the workers call (``forward`` or the runner's wrapper
+    of it), read by :func:`~kit._base.fingerprint.code_fingerprint` with the
+    functions and classes it reaches: a helper of its module edited changes
+    it, as does a library's version.
     """
     # Here, not at the top: the fingerprint reads installed versions, which `import kit` need not.
     from kit._base.fingerprint import code_fingerprint, parts_digest
 
-    keys = type(runner).forward_keys or ()
-    owner = f"{type(runner).__qualname__}.forward_keys"
-    sliced = config_slice(config, keys, owner)
+    sliced = config_slice(config, task.forward_keys or (), f"{task.owner}.forward_keys")
     return parts_digest(
         "forward",
-        code_fingerprint(runner.task_forward()),
+        code_fingerprint(task.forward),
         json.dumps(sliced, sort_keys=True, default=repr),
     )
 

@@ -22,8 +22,9 @@ from kit.result import Index, RunResult
 
 if TYPE_CHECKING:
     from kit._engine.spec import ChunkJob
+    from kit.config import RunnerConfig
     from kit.provider import EnvironmentProvider
-    from kit.runner import Runner
+    from kit.task import Task
 
 
 @dataclass
@@ -102,22 +103,27 @@ class ReusePlan:
         result.stats = dataclasses.replace(result.stats, reused=reused)
 
 
-def plan_of(runner: Runner, config: DictConfig | None, output_dir: Path | None) -> ReusePlan | None:
-    """Return how ``runner``'s run reuses outputs; None when it does not.
+def plan_of(
+    task: Task,
+    provider: EnvironmentProvider,
+    options: RunnerConfig,
+    config: DictConfig | None,
+    output_dir: Path | None,
+) -> ReusePlan | None:
+    """Return how a run of ``task`` reuses outputs; None when it does not.
 
     It does not when the runner declares no ``forward_keys``, its
     ``runner.reuse`` is false, or it stores nothing (no ``output_dir``: its
     outputs are nobody's to take, and there is no folder beside it).
     """
-    cls = type(runner)
-    if cls.forward_keys is None or not runner.options.reuse or output_dir is None:
+    if task.forward_keys is None or not options.reuse or output_dir is None:
         return None
     return ReusePlan(
-        forward_digest(runner, config),
-        runner.provider,
-        cls.finish,
-        runner.options.verify,
-        cls.__qualname__,
-        tuple(runner.check_ignore),
-        float(runner.check_rtol),
+        forward_digest(task, config),
+        provider,
+        task.finish,
+        options.verify,
+        task.owner,
+        task.check_ignore,
+        task.check_rtol,
     )

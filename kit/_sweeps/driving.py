@@ -16,13 +16,13 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kit._base.atomic import atomic_file
 from kit._base.files import UnsafeFileError
 from kit._base.format import first_line
 from kit._sweeps.waiting import ReuseQueue, reuse_group
-from kit._trials import SweepResult, Trial, TrialCallback, TrialPruned, TrialState
+from kit._trials import SweepResult, Trial, TrialCallback, TrialPlan, TrialPruned, TrialState
 from kit.dashboard import write_sweep_report
 from kit.dashboard._report import ReportWriter, share_bokeh
 from kit.events import RunFinished, RunStarted
@@ -32,9 +32,6 @@ from kit.store._rundir import RunDir, SweepDir
 from kit.store._store import RunStore
 from kit.tracking._exporter import Exporters
 from kit.tracking._sweep import SweepTracker
-
-if TYPE_CHECKING:
-    from kit._sweeps.sweep import TrialPlan
 
 
 def check_trial_folder(path: Path) -> None:
@@ -169,7 +166,7 @@ class SweepDriver:
             )
         if result.status != RunStatus.COMPLETED:
             return  # a run stopped early (pruned) stores no summary: nothing to check
-        made = json.loads(json.dumps(request.runner.summarize(result.records), default=repr))
+        made = json.loads(json.dumps(request.task.summarize(result.records), default=repr))
         stored = json.loads(json.dumps(result.summary, default=repr))
         differ = [k for k in {**made, **stored} if not _same(made.get(k), stored.get(k))]
         if differ:
@@ -248,12 +245,12 @@ class SweepDriver:
             request = self._request(trial)
             handle = assemble(request)
             exporters = Exporters(
-                self.tracker.exporters(trial, request.runner.provider.config)
+                self.tracker.exporters(trial, request.provider.config)
                 if self.tracker is not None
                 else []
             )
             handle.events.subscribe(exporters.take)
-            self.reports.follow(trial, handle, exporters, request.runner.report_sections())
+            self.reports.follow(trial, handle, exporters, request.task.report_sections)
             handle.start()
         except BaseException as exc:
             self._ended(trial, None, exc)

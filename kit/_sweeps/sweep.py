@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from omegaconf import DictConfig
 
@@ -28,6 +28,7 @@ from kit._trials import (
     SweepResult,
     Trial,
     TrialCallback,
+    TrialPlan,
     TrialState,
     follow_trials,
 )
@@ -56,33 +57,6 @@ EXAMPLE = {
 
 #: A trial whose run completed.
 COMPLETED = TrialState(RunStatus.COMPLETED)
-
-
-class TrialPlan(Protocol):
-    """Where a sweep's trials come from: a grid's fixed list, or a search asking as it goes.
-
-    The seam knows no search library: a search plan keeps its study to itself,
-    and the handle is given it apart (``SweepHandle(..., study=...)``).
-    """
-
-    #: The trials made so far, in order (a search's list grows).
-    trials: list[Trial]
-    #: How many trials the sweep has in all.
-    total: int
-
-    def restore(self) -> dict[int, tuple[RunResult, TrialState]]:
-        """Return the trials an earlier run of the sweep finished: result and status."""
-
-    def next(self) -> Trial | None:
-        """Return the next trial to run, or None when there is none (called under a lock)."""
-
-    def watch(self, trial: Trial, handle: Any, indices: Sequence[Any]) -> None:
-        """Follow a trial's run as its items complete (a search's pruner)."""
-
-    def ended(
-        self, trial: Trial, result: RunResult | None, error: BaseException | None
-    ) -> tuple[TrialState, BaseException | None]:
-        """Take a trial's end; return its status for ``sweep.json`` and any error it makes."""
 
 
 class SweepHandle:

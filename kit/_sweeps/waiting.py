@@ -30,7 +30,9 @@ WAITING: Final = _Waiting()
 
 def reuse_group(request: RunRequest) -> str | None:
     """Return what ``request``'s run shares outputs by (forward and env); None: it shares none."""
-    plan = plan_of(request.runner, request.config, request.output_dir)
+    plan = plan_of(
+        request.task, request.provider, request.options, request.config, request.output_dir
+    )
     return None if plan is None else plan.group()
 
 

@@ -173,7 +173,7 @@ def _build_env(cls: type[InferenceProvider], config: DictConfig, params: dict[st
     return env
 
 
-class InferenceRunner(Runner):
+class InferenceRunner(Runner, replaces=("__call__",)):
     """Run inference and check each output: a dict with ``idx_key``, ``hyp_key`` and ``ref_key``.
 
     ``forward`` is ESPnet3's: ``dataset[idx]``'s ``input_key`` entries go to

@@ -5,15 +5,14 @@ on the configured cluster and batched as configured; compares every record
 field; names the likely cause of a difference (:data:`CAUSES`); forecasts the
 full run's wall time and slot-hours with an 80% interval; sets the workers'
 peak memory against their limit; and checks every item of the set.
-``kit check CONFIG`` and ``Runner.check`` call it; a runner's
-:class:`CheckHooks` (every :class:`kit.Runner` has them) say what may
-differ, what an item costs and what is wrong with the set.
+``kit check CONFIG`` and ``Runner.check`` call it; what a runner declares
+(:attr:`kit.Runner.check_ignore`, ``check_rtol``, ``cost_by``,
+``check_items``, ``check_summary``), read into its :class:`kit.task.Task`,
+says what may differ, what an item costs and what is wrong with the set.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
-
-from kit.check._hooks import CheckHooks
 
 if TYPE_CHECKING:
     from kit._base.differences import Difference, differences
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CAUSES",
     "ENV_VARS",
-    "CheckHooks",
     "CheckResult",
     "DataCheck",
     "Difference",
@@ -40,8 +38,8 @@ __all__ = [
     "target_limit",
 ]
 
-# Imported when first used: every runner has the hooks (kit.runner imports them), and
-# `import kit` must not load what a check runs with (the cluster, numpy) until one runs.
+# Imported when first used: `import kit` must not load what a check runs with (the
+# cluster, numpy) until one runs.
 _HOMES = {
     **dict.fromkeys(
         ("CheckResult", "DataCheck", "Memory", "check", "spread", "target_limit"),

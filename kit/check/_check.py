@@ -27,6 +27,7 @@ from kit.config import ParallelConfig
 from kit.events import ChunkFinished, Event
 from kit.launch import RunRequest, run
 from kit.result import Index, RunResult
+from kit.task import Task
 
 #: Items a check takes when not told.
 ITEMS = 20
@@ -235,7 +236,7 @@ def _scores(summary: Mapping[str, Any]) -> str:
 def _one_at_a_time(request: RunRequest) -> Any:
     """Return the runner's options with items one at a time, one a chunk, failures recorded."""
     return dataclasses.replace(
-        request.runner_options,
+        request.options,
         batch_size=None,
         batch_by=None,
         max_batch=None,
@@ -321,16 +322,12 @@ def target_slots(parallel: ParallelConfig, measured: int | None) -> int:
     return parallel.n_workers * max(1, int(per or 1))
 
 
-def _features(
-    runner: Any, name: str | None, indices: Sequence[Index], env: Mapping[str, Any]
-) -> list[float] | None:
-    """Return each item's ``name`` feature (``duration``) by the runner's method, or None."""
-    if not name:
-        return None
-    function = getattr(type(runner), name, None)
+def _features(task: Task, indices: Sequence[Index], env: Mapping[str, Any]) -> list[float] | None:
+    """Return each item's cost feature (``duration``) by the runner's method, or None."""
+    function = task.cost
     if not callable(function):
         return None
-    spec = ForwardSpec.of(function, f"{type(runner).__qualname__}.{name}")
+    spec = ForwardSpec.of(function, f"{task.owner}.{task.cost_by}")
     kwargs = spec.kwargs(env, {})
     values = [function(index, **kwargs) for index in indices]
     return [float(v) for v in values] if finite(values) else None
@@ -365,7 +362,7 @@ def _run_ways(request: RunRequest, sample: list[Index], say: Callable[[str], Non
         say("on the cluster's workers, one at a time")
         worker = _run(base, times)
         ways["worker"] = "on the workers, one at a time"
-    options = request.runner_options
+    options = request.options
     batched = None
     if options.batch_size is not None or options.batch_by is not None:
         say("batched as configured")
@@ -420,7 +417,7 @@ def _look(client: Any, request: RunRequest, env: Mapping[str, Any]) -> _Seen:
         peak, limit = _peak_rss()
         return _Seen(peak=peak, limit=limit)
     config = request.config
-    packages = used_packages(request.runner, env)
+    packages = used_packages(request.task, request.provider, env)
     workers = _worker_sights(client, config, packages)
     driver = see(config, packages)
     differs: dict[str, list[str]] = {}
@@ -444,10 +441,10 @@ def _check_data(
     request: RunRequest, sample: list[Index], env: Mapping[str, Any]
 ) -> tuple[DataCheck, list[float] | None, list[float] | None]:
     """Check every item of the set; return it with the sample's and the set's cost features."""
-    runner = request.runner
-    feature = runner.cost_by
-    all_features = _features(runner, feature, request.items, env)
-    problems = list(runner.check_items(request.items, env))
+    task = request.task
+    feature = task.cost_by
+    all_features = _features(task, request.items, env)
+    problems = list(task.check_items(request.items, env))
     sample_features = None
     share = None
     if all_features is not None:
@@ -485,7 +482,7 @@ def check(
     ``check_rtol`` and ``check_ignore``); a difference is put down to its
     likely cause. The workers' per-item times forecast the full run on
     ``target`` (default: ``request.parallel``); every item of the set is
-    checked with the runner's :meth:`~kit.check.CheckHooks.check_items`. With an
+    checked with the runner's :meth:`~kit.Runner.check_items`. With an
     ``output_dir``, the verdict is kept there (``check.json``, that file only)
     for the run's report to set against the run.
 
@@ -499,9 +496,9 @@ def check(
     (True, None, 100)
     """
     say = on_step or (lambda _: None)
-    runner = request.runner
-    rtol = float(runner.check_rtol if rtol is None else rtol)
-    ignore = tuple(runner.check_ignore if ignore is None else ignore)
+    task = request.task
+    rtol = float(task.check_rtol if rtol is None else rtol)
+    ignore = tuple(task.check_ignore if ignore is None else ignore)
     sample = spread(request.items, n, seed)
     ran = _run_ways(request, sample, say)
     say("comparing what the driver and the workers see")
@@ -518,16 +515,16 @@ def check(
         sample,
         target or request.parallel,
         measured,
-        request.runner_options,
+        request.options,
         len(request.items),
-        (sample_features, all_features, runner.cost_by),
+        (sample_features, all_features, task.cost_by),
         seed,
         others,
     )
     limit = target_limit(target) if target is not None else seen.limit
     if limit is None and target is None:
         limit = target_limit(request.parallel)
-    summary = dict(runner.check_summary([r for r in ran.reference.records if r is not None]))
+    summary = dict(task.check_summary([r for r in ran.reference.records if r is not None]))
     verdict = CheckResult(
         tuple(sample),
         parity,
@@ -587,7 +584,7 @@ def _client(request: RunRequest) -> Any:
 def _local_env(request: RunRequest) -> Mapping[str, Any]:
     """Return the env the reference built in this process (the inline session keeps it)."""
     session = get_session(ParallelConfig(env="inline"))
-    name, _ = session.attach(request.runner.provider)
+    name, _ = session.attach(request.provider)
     try:
         return session.local_envs[name]
     finally:

@@ -73,8 +73,8 @@ def _modules_of(value: Any) -> set[str]:
     return {name for name in found if isinstance(name, str)}
 
 
-def used_packages(runner: Any, env: Mapping[str, Any]) -> set[str]:
-    """Return the top-level packages ``runner`` uses: its code's, its provider's, its env's.
+def used_packages(task: Any, provider: Any, env: Mapping[str, Any]) -> set[str]:
+    """Return the top-level packages a run uses: its runner's code's, its provider's, its env's.
 
     The modules of the runner's class and ``forward``, of the provider's
     class, and of every env value (and of the values it holds), with the
@@ -88,12 +88,13 @@ def used_packages(runner: Any, env: Mapping[str, Any]) -> set[str]:
     >>> class Holder:
     ...     def __init__(self):
     ...         self.settings = OmegaConf.create({"beam": 5})
-    >>> used = used_packages(object(), {"model": Holder(), "lib": json})
+    >>> used = used_packages(None, None, {"model": Holder(), "lib": json})
     >>> "json" in used, "omegaconf" in used
     (True, True)
     """
     modules: set[str] = set()
-    code = [runner, getattr(type(runner), "forward", None), getattr(runner, "provider", None)]
+    declared = getattr(task, "declared_by", None)  # a kit.task.Task's runner class
+    code = [declared, getattr(declared, "forward", None), provider]
     for value in code:
         modules |= _modules_of(value)
     for value in env.values():

@@ -16,31 +16,30 @@ from kit.tracking._exporter import Exporters
 
 def spec_of(request: RunRequest) -> RunSpec:
     """Return the spec of ``request``'s run; nothing is contacted, nothing written."""
-    runner = request.runner
-    options = request.runner_options
-    writer = runner.writer or RecordWriter(options.record_format)
+    task, options = request.task, request.options
+    writer = request.writer or RecordWriter(options.record_format)
     output_dir = request.output_dir
     job = ChunkJob(
         run_id=uuid.uuid4().hex[:8],
-        forward=runner.task_forward(),
-        forward_spec=runner.forward_spec,
+        forward=task.forward,
+        forward_spec=task.forward_spec,
         explicit=dict(request.forward_kwargs),
         indices=request.items,
         batch_size=options.batch_size,
         # Batching by size is the runner's, checked when it was made; options may drop it.
-        batch_by=runner.batch_by if options.batch_by is not None else None,
+        batch_by=task.batch_by if options.batch_by is not None else None,
     )
     return RunSpec(
-        provider=runner.provider,
+        provider=request.provider,
         job=job,
         parallel=request.parallel,
         client=request.client,
         options=options,
         store=RunStore(output_dir, writer) if output_dir is not None else None,
-        runner_name=f"{type(runner).__module__}.{type(runner).__qualname__}",
-        summarize=runner.summarize,
+        runner_name=task.name,
+        summarize=task.summarize,
         config=request.config,
-        reuse=plan_of(runner, request.config, output_dir),
+        reuse=plan_of(task, request.provider, options, request.config, output_dir),
     )
 
 
@@ -101,7 +100,7 @@ def assemble(request: RunRequest, on_event: Subscriber | None = None) -> RunHand
         # then upload the report once it is written.
         events.subscribe(exporters.take)
     if store is not None and request.draws_report:
-        events.subscribe(ReportWriter(store.path, request.runner.report_sections()))
+        events.subscribe(ReportWriter(store.path, request.task.report_sections))
     if exporters is not None:
         events.subscribe(exporters.finish)
     if on_event is not None:

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig
 
 from kit.config import ParallelConfig, RunnerConfig
+from kit.provider import EnvironmentProvider
 from kit.result import Index
+from kit.task import Task
 from kit.tracking import Tracking
 
 if TYPE_CHECKING:
-    from kit.runner import Runner
+    from kit.store._formats import RecordWriter
 
 
 @dataclass(frozen=True)
@@ -27,13 +29,15 @@ class RunRequest:
     :func:`kit.launch.assemble`. What differs from the runner as its user
     built it (a trial's folder, a check's parallel section, trackers the
     sweep takes over) is a field of the request: the runner itself is never
-    changed, so the same runner can be asked for many runs at once.
+    changed, nor read again, so the same runner can be asked for many runs
+    at once.
 
     Parameters
     ----------
-    runner
-        What to run: its class's ``forward``, its options, its provider.
-        Read, never written.
+    task
+        What runs: what the runner's class declares (:class:`kit.task.Task`).
+    provider
+        Builds the env the task's ``forward`` is given.
     items
         The item indices (a range or a list of ints and strings).
     forward_kwargs
@@ -51,8 +55,10 @@ class RunRequest:
         A Dask client to run on instead of ``parallel`` (the runner's own,
         ``Runner(client=...)``); Kit never closes it.
     options
-        The ``runner`` options the run uses instead of the runner's own (a
-        check runs items one at a time, one a chunk); None: the runner's.
+        The ``runner`` options the run uses: the runner's, or a copy (a
+        check runs items one at a time, one a chunk).
+    writer
+        How records are stored (None: the one ``options.record_format`` names).
 
     Examples
     --------
@@ -64,24 +70,27 @@ class RunRequest:
     PosixPath('runs/a')
     """
 
-    runner: Runner
+    task: Task
+    provider: EnvironmentProvider
     items: Sequence[Index]
+    options: RunnerConfig
     forward_kwargs: Mapping[str, Any] = field(default_factory=dict)
     output_dir: Path | None = None
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
     tracking: Tracking | None = None
     draws_report: bool = True
     client: Any = None
-    options: RunnerConfig | None = None
+    writer: RecordWriter | None = None
 
     @classmethod
-    def of(
-        cls, runner: Runner, indices: int | Iterable[Index], **forward_kwargs: Any
-    ) -> RunRequest:
-        """Return the request of ``runner``'s run over ``indices``, as its user built it."""
+    def of(cls, runner: Any, indices: int | Iterable[Index], **forward_kwargs: Any) -> RunRequest:
+        """Return the request of ``runner``'s (a :class:`kit.Runner`) run over ``indices``."""
         return cls(
-            runner=runner,
+            task=Task.of(runner),
+            provider=runner.provider,
             items=normalize_indices(indices),
+            options=runner.options,
+            writer=runner.writer,
             forward_kwargs=dict(forward_kwargs),
             output_dir=runner.output_dir,
             parallel=runner.parallel,
@@ -96,14 +105,9 @@ class RunRequest:
         return dataclasses.replace(self, **changes)
 
     @property
-    def runner_options(self) -> RunnerConfig:
-        """The ``runner`` options the run uses: the request's, else the runner's."""
-        return self.options if self.options is not None else self.runner.options
-
-    @property
     def config(self) -> DictConfig | None:
         """The provider's config, stored with the run (None if it has none)."""
-        config = self.runner.provider.config
+        config = self.provider.config
         return config if isinstance(config, DictConfig) else None
 
 
