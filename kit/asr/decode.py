@@ -9,10 +9,11 @@ Nothing is downloaded. WER uses Whisper's English normalisation
 
 from __future__ import annotations
 
-import contextlib
 import functools
+import threading
 import time
 import wave
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -162,6 +163,23 @@ def rates(scored: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
+#: Recognizers that have decoded in this process: Kit's own note, nothing set on the object.
+_CALLED: weakref.WeakSet[Any] = weakref.WeakSet()
+_CALLED_LOCK = threading.Lock()
+
+
+def _first_call(recognizer: Any) -> bool:
+    """Whether this is ``recognizer``'s first call here (one that cannot be noted: yes)."""
+    with _CALLED_LOCK:
+        try:
+            if recognizer in _CALLED:
+                return False
+            _CALLED.add(recognizer)
+        except TypeError:  # no weak reference to it (a recognizer of your own, with __slots__)
+            pass
+    return True
+
+
 def decode_items(
     indices: list[int],
     recognizer: Recognizer,
@@ -174,11 +192,9 @@ def decode_items(
     audio = [entry_pcm(entry) for entry in entries]
     # A recognizer's first call warms it up (lazy allocations, caches): the
     # leaderboard's RTFx leaves it out, and so does the summary's rtf_warm.
-    warmup = getattr(recognizer, "calls", 0) == 0
+    warmup = _first_call(recognizer)
     began = time.perf_counter()
     hyps = recognizer.decode([pcm for pcm, _ in audio], beam_size=beam_size)
-    with contextlib.suppress(AttributeError):  # a recognizer of your own may not count
-        setattr(recognizer, "calls", getattr(recognizer, "calls", 0) + 1)  # noqa: B010
     # A batch's decoding time is shared by its utterances in proportion to their length.
     seconds = time.perf_counter() - began
     total = sum(duration for _, duration in audio) or 1.0
