@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -114,3 +116,25 @@ def test_a_link_in_a_folder_kit_keeps_is_refused_not_replaced(tmp_path: Path) ->
     with refused, atomic_file(link) as fh:
         fh.write("{}")
     assert link.is_symlink() and victim.read_text() == "precious"
+
+
+@pytest.mark.parametrize("into", ["pipe", "file"])
+def test_check_json_to_dev_stdout_follows_the_card_wherever_stdout_goes(
+    into: str, tmp_path: Path
+) -> None:
+    command = [sys.executable, "-m", "kit", "check", str(CONFIG_PATH), *FAST, "--json"]
+    out = tmp_path / "out.txt"
+    with out.open("w") as file:
+        done = subprocess.run(
+            [*command, "/dev/stdout"],
+            stdout=subprocess.PIPE if into == "pipe" else file,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+    text = done.stdout if into == "pipe" else out.read_text()
+    card, _, verdict = text.partition("\n{")
+    assert card.startswith("kit check: PASS on 3 items")
+    assert json.loads("{" + verdict)["ok"] is True
+    assert os.readlink("/dev/stdout") == "/proc/self/fd/1"

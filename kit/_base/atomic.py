@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,12 +58,31 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
 
 
 def _streamed(target: Path) -> bool:
-    """Whether a path someone named is a device or FIFO to write into (``/dev/stdout`` too)."""
+    """Whether a path someone named is to be written into, as a shell's ``>`` would.
+
+    A device, a FIFO or a link that leads to one or to a file
+    (``/dev/null``; ``/dev/stdout``, a link into ``/proc``, whatever stdout
+    is): renaming over it would replace it. A folder is not.
+    """
     try:
-        mode = os.stat(target).st_mode  # a link followed: /dev/stdout is one
+        if stat.S_ISREG(os.lstat(target).st_mode):
+            return False
+        mode = os.stat(target).st_mode  # links followed
     except OSError:
         return False
-    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+
+
+def _standard_stream(target: Path) -> Any:
+    """Return this process's stdout or stderr if ``target`` is the file it writes to."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if os.path.samestat(os.stat(target), os.fstat(stream.fileno())):
+                stream.flush()
+                return stream
+        except (OSError, ValueError, AttributeError):  # closed, or no file (a notebook's)
+            continue
+    return None
 
 
 def _refuse_unless_regular(target: Path, named: bool) -> None:
@@ -107,9 +127,9 @@ def atomic_file(
     a folder, a device or a FIFO is refused (:class:`UnsafeFileError`),
     since the rename would replace it (a ``/dev/null`` replaced by a file
     breaks every later program that writes there). A path the user
-    ``named`` (``--json FILE``) may be a character device or a FIFO,
-    ``/dev/null`` or ``/dev/stdout``: it is written straight into, not
-    renamed over, and a link to a regular file is followed, the link kept.
+    ``named`` (``--json FILE``) may be a character device, a FIFO or a
+    link (``/dev/null``, ``/dev/stdout``): it is written straight into, as
+    a shell's ``>`` would, not renamed over.
 
     Examples
     --------
@@ -131,11 +151,14 @@ def atomic_file(
     """
     target = Path(path)
     if named and _streamed(target):
+        stream = _standard_stream(target)
+        if stream is not None:  # /dev/stdout: after what was printed there, not over it
+            yield stream.buffer if "b" in mode else stream
+            stream.flush()
+            return
         with open(target, mode) as fh:
             yield fh
         return
-    if named and target.is_symlink() and target.is_file():
-        target = target.resolve()
     _refuse_unless_regular(target, named)
     if parents:
         target.parent.mkdir(parents=True, exist_ok=True)
