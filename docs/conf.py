@@ -88,6 +88,7 @@ PACKAGES = {
     "kit": "kit: configs, providers, runners, sweeps",
     "kit.errors": "kit.errors: every error and warning Kit raises",
     "kit.config": "kit.config: loading, checking and saving configs",
+    "kit.task": "kit.task: what a runner declares, as a run reads it",
     "kit.launch": "kit.launch: the run request, assembled in one place",
     "kit.cluster": "kit.cluster: sessions, cluster builders, the env plugin",
     "kit.check": "kit.check: the check before scaling out",

@@ -19,6 +19,8 @@ from kit._engine.chunk import BatchBy
 from kit._engine.inject import ForwardSpec
 from kit.result import Index
 
+__all__ = ["Task"]
+
 
 @dataclass(frozen=True)
 class Task:
