@@ -94,11 +94,14 @@ def _refuse_unless_regular(target: Path, named: bool) -> None:
     if stat.S_ISREG(mode):
         return
     kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-    hint = " (a device or a FIFO is written into: /dev/null, /dev/stdout)" if named else ""
+    if stat.S_ISDIR(mode):
+        fix = f"give the path of a file, such as {target / 'out.json'}"
+    else:
+        fix = "remove it, or give the path of a regular file (or of none yet)"
+    hint = "; a device, a FIFO or a link is written into (/dev/null, /dev/stdout)" if named else ""
     raise UnsafeFileError(
         f"{target} is {kind}; Kit writes a file whole, through a new file renamed onto its "
-        f"path, which would replace it: remove it, or give the path of a regular file (or of "
-        f"none yet){hint}"
+        f"path, which would replace it: {fix}{hint}"
     )
 
 
