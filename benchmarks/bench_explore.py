@@ -4,7 +4,7 @@
    every chunk of 10 items of a 500-item set, 1,000 times each way: tied
    trials (the trial's per-item scores are the baseline's, shuffled: the
    same set, so any decision is false) and a trial worse by 0.05 (per-item
-   sd 0.15). Kit's confidence sequence (``kit._anytime``, as ``stop:
+   sd 0.15). Kit's confidence sequence (``kit._trials.anytime``, as ``stop:
    decided`` uses it) beside Optuna's ``WilcoxonPruner`` (``p_threshold``
    0.1, as ``kit sweep --prune wilcoxon`` sets it) fed the same items:
    how often each decides (prunes) a tied trial, and after how many items
@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from kit._anytime import ConfidenceSequence
+from kit._trials.anytime import ConfidenceSequence
 from kit.asr.wer import score
 from kit.examples.asr.corpus import SENTENCES
 

@@ -16,12 +16,12 @@ from kit._base.errors import KitError
 from kit._base.errors import (
     speak_as as _speak_as,
 )
-from kit._compare import Comparison, compare
 from kit._engine import RunHandle
 from kit._from_config import items_of
 from kit._sweeps.search import search, submit_search
 from kit._sweeps.sweep import SweepHandle, submit_sweep, sweep
-from kit._trials import SweepResult, Trial, TrialState
+from kit._trials.compare import Comparison, compare
+from kit._trials.trial import SweepResult, Trial, TrialState
 from kit.cluster import Session, get_session, shutdown
 from kit.config import ConfigError, load_config
 from kit.detached import attach

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kit._base.errors import FolderBusyError
+from kit._base.exits import guarded
 from kit._sweeps.request import SweepRequest, trial_line
-from kit.cli import guarded, sweep_exit_code
+from kit._trials.trial import sweep_exit_code
 from kit.cluster._session import shutdown
 from kit.detached._leave import leave
 from kit.detached._run import SUBMIT_GRACE, load_job

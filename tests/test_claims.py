@@ -46,10 +46,10 @@ CLAIMS: dict[str, list[str]] = {
         "test_without_an_items_stop_a_data_dir_runs_its_whole_set_and_no_more",
     ],
     "an interval on the mean per-item difference that holds at every look at once": [
-        "tests/test_anytime.py",
+        "tests/trials/test_anytime.py",
     ],
     "the chance that any trial of the sweep is ever decided wrongly is at most 5%": [
-        "tests/test_anytime.py::"
+        "tests/trials/test_anytime.py::"
         "test_a_thousand_null_sweeps_looked_at_after_every_chunk_decide_wrongly_rarely",
     ],
     "Every trial runs the set's items in one": [
@@ -59,9 +59,9 @@ CLAIMS: dict[str, list[str]] = {
         "kit/_sweeps/decided.py",
     ],
     "over 1,000 null sweeps of 5 trials": [
-        "tests/test_anytime.py::"
+        "tests/trials/test_anytime.py::"
         "test_a_thousand_null_sweeps_looked_at_after_every_chunk_decide_wrongly_rarely",
-        "tests/test_anytime.py::"
+        "tests/trials/test_anytime.py::"
         "test_a_difference_of_five_points_is_decided_within_a_third_of_five_hundred_items",
     ],
     "a run that scored nothing passes no gate": [
@@ -456,7 +456,7 @@ CLAIMS: dict[str, list[str]] = {
         "tests/test_search.py::test_a_trial_asked_of_optuna_but_not_yet_in_sweep_json_is_not_left_running",
     ],
     "which is no mean of per-utterance WERs": [
-        "tests/test_compare.py::test_a_corpus_metric_is_resampled_through_the_runners_summarize"
+        "tests/trials/test_compare.py::test_a_corpus_metric_is_resampled_through_the_runners_summarize"
     ],
     "`kit.load_config` still refuses a sweep": [
         "tests/config/test_overrides.py::test_a_sweep_is_rejected",

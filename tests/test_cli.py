@@ -73,7 +73,7 @@ def test_the_installed_kit_script_runs(base: Path) -> None:
 
 def test_lines_said_from_many_threads_never_interleave(capsys: pytest.CaptureFixture[str]) -> None:
     # A sweep's trials end on their runs' threads, each printing its line at once.
-    from kit.cli import _say
+    from kit._base.exits import say as _say
 
     def say_many(n: int) -> None:
         for _ in range(300):

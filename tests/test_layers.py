@@ -286,8 +286,8 @@ def test_each_wing_stands_below_the_ones_that_use_it(wing: str, below: tuple[str
 
 def test_the_sweep_seam_knows_no_search_library() -> None:
     # A grid and a search are plans behind one Protocol; Optuna stays in the search plan.
-    tree = ast.parse((ROOT / "kit/_trials.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "kit/_trials/trial.py").read_text(encoding="utf-8"))
     plan = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "TrialPlan")
     assert "optuna" not in ast.unparse(plan).lower()
-    for seam in ("kit/_trials.py", "kit/_sweeps/sweep.py", "kit/_sweeps/driving.py"):
+    for seam in ("kit/_trials/trial.py", "kit/_sweeps/sweep.py", "kit/_sweeps/driving.py"):
         assert not any(module.startswith("optuna") for module in imports(ROOT / seam))

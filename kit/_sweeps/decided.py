@@ -2,7 +2,7 @@
 
 With ``stop="decided"``, every trial runs the same items in one shared
 random order, and each trial after the first keeps a confidence sequence
-(:class:`kit._anytime.ConfidenceSequence`) of its per-item difference from
+(:class:`kit._trials.anytime.ConfidenceSequence`) of its per-item difference from
 the first trial on the sweep's metric, at ``alpha / (trials - 1)``
 (Bonferroni: the chance that any trial of the sweep is decided wrongly, at
 any look, is at most ``alpha``). The sequences are looked at after every
@@ -20,9 +20,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kit._anytime import ConfidenceSequence
-from kit._compare import item_metric
-from kit._trials import Trial, TrialPruned, TrialState
+from kit._trials.anytime import ConfidenceSequence
+from kit._trials.compare import item_metric
+from kit._trials.trial import Trial, TrialPruned, TrialState
 from kit.events import ChunkFinished
 from kit.result import RunResult, RunStatus
 

@@ -22,7 +22,7 @@ from kit._base.atomic import atomic_file
 from kit._base.files import UnsafeFileError
 from kit._base.format import first_line
 from kit._sweeps.waiting import ReuseQueue, reuse_group
-from kit._trials import SweepResult, Trial, TrialCallback, TrialPlan, TrialPruned, TrialState
+from kit._trials.trial import SweepResult, Trial, TrialCallback, TrialPlan, TrialPruned, TrialState
 from kit.dashboard import write_sweep_report
 from kit.dashboard._report import ReportWriter, share_bokeh
 from kit.events import RunFinished, RunStarted

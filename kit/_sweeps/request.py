@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kit._base.errors import KitError
-from kit._trials import PRUNED, Trial, TrialCallback, TrialPruned
+from kit._trials.trial import PRUNED, Trial, TrialCallback, TrialPruned
 from kit.result import RunResult
 
 if TYPE_CHECKING:

@@ -21,7 +21,6 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from kit._compare import item_metric, metric_of, run_metric
 from kit._from_config import build_runner
 from kit._sweeps.joined import waits_for
 from kit._sweeps.sweep import (
@@ -36,7 +35,8 @@ from kit._sweeps.sweep import (
     sweep_folder,
     sweep_tracking,
 )
-from kit._trials import SweepResult, Trial, TrialCallback, TrialPruned, TrialState
+from kit._trials.compare import item_metric, metric_of, run_metric
+from kit._trials.trial import SweepResult, Trial, TrialCallback, TrialPruned, TrialState
 from kit.config import load_config
 from kit.config._api import outcome_hash
 from kit.config._errors import error as config_error

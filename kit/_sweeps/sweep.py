@@ -23,7 +23,7 @@ from kit._base.files import read_text
 from kit._from_config import build_runner
 from kit._sweeps.driving import SweepDriver, SweepState, check_trial_folder
 from kit._sweeps.joined import waits_for
-from kit._trials import (
+from kit._trials.trial import (
     BuildTrial,
     SweepResult,
     Trial,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Final
 
 from kit._reuse import plan_of
-from kit._trials import Trial
+from kit._trials.trial import Trial
 from kit.launch import RunRequest
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from kit._base.atomic import atomic_file
-from kit._compare import run_metric
-from kit._trials import TrialState
+from kit._trials.compare import run_metric
+from kit._trials.trial import TrialState
 from kit.dashboard._figures import NO_TOOLS, PALETTE, require_bokeh
 from kit.detached._sweep import DetachedSweep
 from kit.result import RunStatus

@@ -21,7 +21,7 @@ from kit._base.errors import KitError, StoreError
 from kit._base.files import read_json
 from kit._base.format import text_table
 from kit._base.waiting import WAIT_STEP
-from kit._trials import SweepResult, Trial, TrialState, follow_trials
+from kit._trials.trial import SweepResult, Trial, TrialState, follow_trials
 from kit.detached._run import DriverIdentity, signal_driver
 from kit.result import Progress, RunResult, RunStatus
 from kit.store._results import read_result

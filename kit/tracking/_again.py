@@ -23,7 +23,7 @@ from kit.tracking._exporter import Exporter, Exporters
 from kit.tracking._spec import Tracking
 
 if TYPE_CHECKING:
-    from kit._trials import Trial
+    from kit._trials.trial import Trial
 
 
 def last_session(events: list[Event]) -> list[Event]:

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
-from kit._compare import run_metric
+from kit._trials.compare import run_metric
 from kit.tracking._exporter import Exporter, TrackingWarning, numbers, warn_stopped
 from kit.tracking._spec import Tracking
 
 if TYPE_CHECKING:
-    from kit._trials import SweepResult, Trial
+    from kit._trials.trial import SweepResult, Trial
 
 
 def trial_hparams(trial: Trial) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def trial_hparams(trial: Trial) -> dict[str, Any]:
 
     Examples
     --------
-    >>> from kit._trials import Trial
+    >>> from kit._trials.trial import Trial
     >>> trial_hparams(Trial(0, ("beam=5", "engine=whisper", "lr=1e-3"), Path("t")))
     {'beam': 5, 'engine': 'whisper', 'lr': 0.001}
     """
@@ -209,7 +209,7 @@ class SweepTracker:
 
         run_id = self.parent_id()
         assert run_id is not None
-        from kit._trials import TrialState
+        from kit._trials.trial import TrialState
         from kit.result import RunStatus
 
         statuses = [TrialState.read(row["status"]) for row in result.rows()]

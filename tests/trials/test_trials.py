@@ -8,7 +8,7 @@ import pytest
 
 import kit
 from kit import RunStatus, TrialState
-from kit._trials import PENDING, PRUNED, SweepResult, Trial
+from kit._trials.trial import PENDING, PRUNED, SweepResult, Trial
 
 
 class Ended:

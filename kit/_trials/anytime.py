@@ -20,7 +20,7 @@ observations before it), truncated at three quarters of what keeps the
 capital positive (the paper's other choice, one half, decided a 0.05
 difference at a median of 144 items of 500, looked at after each item,
 where this decides at 105; both are valid). With a known population the sequence shrinks to the
-exact mean at the last item. ``tests/test_anytime.py`` holds it to an independent
+exact mean at the last item. ``tests/trials/test_anytime.py`` holds it to an independent
 scalar implementation of the same definition.
 """
 

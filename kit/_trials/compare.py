@@ -155,7 +155,7 @@ def compare(
     1.0
 
     With ``anytime=True`` the interval is a confidence sequence
-    (:class:`kit._anytime.ConfidenceSequence`): valid at every look while
+    (:class:`kit._trials.anytime.ConfidenceSequence`): valid at every look while
     items arrive, so a comparison may stop the moment it excludes zero. It
     takes a per-item metric within ``bounds`` (default 0 to 1), paired items
     in the order they ran (which must be a random order of the set, as
@@ -246,7 +246,7 @@ def _anytime(
     population: int | None,
 ) -> Comparison:
     """Compare over the paired items in the order they ran, with a confidence sequence."""
-    from kit._anytime import ConfidenceSequence
+    from kit._trials.anytime import ConfidenceSequence
 
     if summarize is not None:
         raise ValueError(

@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from kit._anytime import TRUNCATION, ConfidenceSequence
+from kit._trials.anytime import TRUNCATION, ConfidenceSequence
 
 
 def reference_interval(

@@ -16,9 +16,10 @@ from typing import Any, Protocol
 from omegaconf import DictConfig
 
 from kit._base.errors import TrialPruned as TrialPruned
+from kit._base.exits import EXIT_ITEMS_FAILED, EXIT_NO_TRIALS, EXIT_OK, EXIT_TRIALS_FAILED
 from kit._base.format import first_line
 from kit._base.waiting import WAIT_STEP
-from kit._compare import compare, run_metric
+from kit._trials.compare import compare, run_metric
 from kit.result import RunResult, RunStatus
 
 #: What ``sweep.json`` and the rows say of a trial that has not started.
@@ -355,3 +356,37 @@ def follow_trials(
         if ended:
             return
         time.sleep(WAIT_STEP)
+
+
+def sweep_exit_code(rows: Sequence[dict[str, Any]]) -> int:
+    """Return the exit code of a sweep whose trials ended as ``rows`` (``SweepResult.rows()``).
+
+    Pruned is a normal end. A sweep in which no trial ran is told apart from
+    one whose trials failed, and both from one where only some items failed.
+
+    Examples
+    --------
+    >>> sweep_exit_code([{"status": "completed", "failed": 0, "ok": 3}, {"status": "pruned"}])
+    0
+    >>> sweep_exit_code([{"status": "completed", "failed": 1, "ok": 2}])
+    1
+    >>> sweep_exit_code([{"status": "completed", "failed": 0, "ok": 3}, {"status": "error"}])
+    3
+    >>> sweep_exit_code([]), sweep_exit_code([{"status": "error", "ok": None}])
+    (4, 4)
+    """
+    if not any(row.get("ok") is not None for row in rows):
+        return EXIT_NO_TRIALS
+    states = [TrialState.read(row["status"]) for row in rows]
+    # A pruned trial is a normal end of a search; any other is its run's status.
+    ran = {state.status for state in states if not state.pruned}
+    if ran & {RunStatus.ERROR, RunStatus.STOPPED}:
+        return EXIT_TRIALS_FAILED
+    if ran & {RunStatus.CANCELLED, RunStatus.RUNNING, RunStatus.STARTING, None}:
+        return EXIT_ITEMS_FAILED
+    complete = all(
+        not row.get("failed")
+        for row, state in zip(rows, states, strict=True)
+        if state.status is RunStatus.COMPLETED
+    )
+    return EXIT_OK if complete else EXIT_ITEMS_FAILED
