@@ -1,4 +1,4 @@
-"""Sizes that show the design: few modules at ``kit/``'s top, no class too big to read.
+"""Sizes that show the design: few modules at ``kit``'s top, no class, function or module too big.
 
 A family of modules has a wing (a folder) of its own, so the top holds
 only the vocabulary and the entry points. A class past ``MAX_CLASS_LINES``
@@ -18,6 +18,11 @@ import kit
 ROOT = Path(kit.__file__).parent
 MAX_TOP_MODULES = 15
 MAX_CLASS_LINES = 250
+#: A function past this is several steps: each deserves a name (``infer`` checks its
+#: config in ``_checked_stage``, the dashboard builds each plot in a function of its own).
+MAX_FUNCTION_LINES = 80
+#: A module past this holds several concepts (the command line is one module a group).
+MAX_MODULE_LINES = 500
 
 
 def prose_lines(tree: ast.AST) -> set[int]:
@@ -54,23 +59,36 @@ def code_lines(source: list[str], prose: set[int], first: int, last: int) -> int
     )
 
 
-def class_sizes() -> dict[str, int]:
-    """Code lines of every class in ``kit``, by ``path::name`` (docstrings, comments not counted).
+def sizes(kinds: tuple[type[ast.AST], ...]) -> dict[str, int]:
+    """Code lines of every ``kinds`` node in ``kit`` by ``path::name``, prose not counted.
 
     What a class does is its code; its docstring (a numpydoc page with
     examples) is how it is read, and a long one is no reason to split it.
+    ``ast.Module`` counts whole modules, by path.
+
+    Examples
+    --------
+    >>> sizes((ast.Module,))["kit/task.py"] < MAX_MODULE_LINES
+    True
     """
-    sizes = {}
+    found = {}
     for path in sorted(ROOT.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         tree = ast.parse(text)
         prose, source = prose_lines(tree), text.splitlines()
+        where = str(path.relative_to(ROOT.parent))
         for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef):
-                name = f"{path.relative_to(ROOT.parent)}::{node.name}"
-                end = node.end_lineno or node.lineno
-                sizes[name] = code_lines(source, prose, node.lineno, end)
-    return sizes
+            if isinstance(node, ast.Module) and ast.Module in kinds:
+                found[where] = code_lines(source, prose, 1, len(source))
+            elif isinstance(node, kinds) and not isinstance(node, ast.Module):
+                first, end = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+                found[f"{where}::{node.name}:{first}"] = code_lines(source, prose, first, end)  # type: ignore[attr-defined]
+    return found
+
+
+def class_sizes() -> dict[str, int]:
+    """Code lines of every class in ``kit``, by ``path::name``."""
+    return {name.rpartition(":")[0]: size for name, size in sizes((ast.ClassDef,)).items()}
 
 
 def test_kits_top_holds_at_most_fifteen_modules() -> None:
@@ -86,3 +104,17 @@ def test_no_class_in_kit_passes_the_limit() -> None:
 def test_the_largest_classes_are_measured_in_code_lines() -> None:
     sizes = class_sizes()
     assert 100 < sizes["kit/runner.py::Runner"] < 250  # its docstrings are most of its lines
+
+
+def test_no_function_in_kit_passes_the_limit() -> None:
+    over = {
+        name: size
+        for name, size in sizes((ast.FunctionDef, ast.AsyncFunctionDef)).items()
+        if size > MAX_FUNCTION_LINES
+    }
+    assert over == {}, f"functions over {MAX_FUNCTION_LINES} code lines: name their steps"
+
+
+def test_no_module_in_kit_passes_the_limit() -> None:
+    over = {name: size for name, size in sizes((ast.Module,)).items() if size > MAX_MODULE_LINES}
+    assert over == {}, f"modules over {MAX_MODULE_LINES} code lines: one concept a module"

@@ -429,6 +429,45 @@ def _keys_or_key(keys: Keys) -> str | list[str]:
 # ------------------------------------------------------------------ the stage
 
 
+def _checked_stage(config: DictConfig) -> list[str] | None:
+    """Check what ESPnet3's inference stage requires of ``config``; return its output keys.
+
+    Said in ESPnet3's words, before the provider and its dataset are built.
+    """
+    for key in ("inference_dir", "input_key", "provider", "runner"):
+        if OmegaConf.select(config, key) is None:
+            raise error(
+                f"inference_config.{key} must be set (ESPnet3's words)",
+                full_key=key,
+                fix=f"add {key}: to the inference config",
+                kind=StageError,
+            )
+    output_keys = config.get("output_keys")
+    if isinstance(output_keys, str):
+        output_keys = [output_keys]
+    if output_keys is not None and len(output_keys) == 0:
+        raise error(
+            "output_keys must not be empty (ESPnet3's words)",
+            full_key="output_keys",
+            fix="name the output fields to write, or leave output_keys out to write every field",
+            kind=StageError,
+        )
+    # ESPnet3: the runner "must provide inference runner attributes"; checked before the
+    # provider and its dataset are built, not by an AttributeError after.
+    runner_target = OmegaConf.select(config, "runner._target_")
+    if runner_target is not None:
+        runner_class = import_class(str(runner_target), "runner._target_", object)
+        if not issubclass(runner_class, Runner):
+            raise error(
+                f"{runner_class.__name__} must provide inference runner attributes "
+                "(ESPnet3's words): it is not a subclass of kit.Runner",
+                full_key="runner._target_",
+                fix="subclass kit.asr.InferenceRunner (or kit.Runner)",
+                kind=StageTypeError,
+            )
+    return None if output_keys is None else list(output_keys)
+
+
 def infer(config: DictConfig | Mapping[str, Any], *, client: Any = None) -> dict[str, Path]:
     """Run an ESPnet3 inference config: every test set, one ``<field>.scp`` per output field.
 
@@ -477,37 +516,7 @@ def infer(config: DictConfig | Mapping[str, Any], *, client: Any = None) -> dict
     config = config.copy() if isinstance(config, DictConfig) else OmegaConf.create(dict(config))
     OmegaConf.set_struct(config, False)
     names = set_names(config)
-    for key in ("inference_dir", "input_key", "provider", "runner"):
-        if OmegaConf.select(config, key) is None:
-            raise error(
-                f"inference_config.{key} must be set (ESPnet3's words)",
-                full_key=key,
-                fix=f"add {key}: to the inference config",
-                kind=StageError,
-            )
-    output_keys = config.get("output_keys")
-    if isinstance(output_keys, str):
-        output_keys = [output_keys]
-    if output_keys is not None and len(output_keys) == 0:
-        raise error(
-            "output_keys must not be empty (ESPnet3's words)",
-            full_key="output_keys",
-            fix="name the output fields to write, or leave output_keys out to write every field",
-            kind=StageError,
-        )
-    # ESPnet3: the runner "must provide inference runner attributes"; checked before the
-    # provider and its dataset are built, not by an AttributeError after.
-    runner_target = OmegaConf.select(config, "runner._target_")
-    if runner_target is not None:
-        runner_class = import_class(str(runner_target), "runner._target_", object)
-        if not issubclass(runner_class, Runner):
-            raise error(
-                f"{runner_class.__name__} must provide inference runner attributes "
-                "(ESPnet3's words): it is not a subclass of kit.Runner",
-                full_key="runner._target_",
-                fix="subclass kit.asr.InferenceRunner (or kit.Runner)",
-                kind=StageTypeError,
-            )
+    output_keys = _checked_stage(config)
     idx_key = str(config.get("idx_key", "utt_id"))
     given = config.provider.get("params")
     params = OmegaConf.to_container(given, resolve=True) if given is not None else {}

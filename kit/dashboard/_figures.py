@@ -140,6 +140,89 @@ def failures_html(failures: Sequence[tuple[Any, str]]) -> str:
     )
 
 
+def progress_plot(width: int) -> tuple[Any, Any]:
+    """Return the progress bar (items ok and failed, of the run's size): its source and figure."""
+    from bokeh.models import ColumnDataSource, FactorRange, Range1d
+    from bokeh.plotting import figure
+
+    source = ColumnDataSource({"y": [], "left": [], "right": [], "color": [], "label": []})
+    plot = figure(
+        height=70,
+        width=width,
+        y_range=FactorRange(factors=["items"]),
+        x_range=Range1d(start=0, end=1),
+        toolbar_location=None,
+        tools=NO_TOOLS,
+        title="progress",
+        name="kit-progress",
+    )
+    # No legend: it would cover the bar, and the header gives the counts.
+    plot.hbar(
+        y="y",
+        left="left",
+        right="right",
+        height=0.8,
+        color="color",
+        source=source,
+    )
+    plot.yaxis.visible = False
+    return source, plot
+
+
+def throughput_plot(width: int) -> tuple[Any, Any]:
+    """Return the throughput plot (items per second over time): its source and figure."""
+    from bokeh.models import ColumnDataSource
+    from bokeh.plotting import figure
+
+    source = ColumnDataSource({"t": [], "rate": []})
+    plot = figure(
+        height=220,
+        width=width // 2,
+        title="throughput (items/s)",
+        x_axis_label="seconds",
+        toolbar_location=None,
+        tools=NO_TOOLS,
+        name="kit-throughput",
+    )
+    plot.line("t", "rate", source=source, line_width=2)
+    # Time and rate start at 0: with one point, bokeh would centre the axes on it (-0.5).
+    plot.x_range.start = 0  # type: ignore[attr-defined]
+    plot.y_range.start = 0  # type: ignore[attr-defined]
+    return source, plot
+
+
+def workers_plot(width: int) -> tuple[Any, Any]:
+    """Return the items per worker, each labelled with its busy share: source and figure."""
+    from bokeh.models import ColumnDataSource, FactorRange
+    from bokeh.plotting import figure
+
+    source = ColumnDataSource({"worker": [], "items": [], "busy": [], "busy_label": []})
+    plot = figure(
+        height=220,
+        width=width // 2,
+        x_range=FactorRange(),
+        title="items per worker",
+        toolbar_location=None,
+        tools=NO_TOOLS,
+        name="kit-workers",
+        tooltips=[("worker", "@worker"), ("items", "@items"), ("busy", "@busy{0%}")],
+    )
+    plot.vbar(x="worker", top="items", width=0.7, source=source, color=PALETTE[0])
+    plot.y_range.range_padding = 0.25  # type: ignore[attr-defined]  # room for labels
+    plot.y_range.start = 0  # type: ignore[attr-defined]
+    # The busy share (time in forward / wall time) written on each bar.
+    plot.text(
+        x="worker",
+        y="items",
+        text="busy_label",
+        source=source,
+        text_align="center",
+        text_baseline="bottom",
+        text_font_size="11px",
+    )
+    return source, plot
+
+
 class DashboardView:
     """The dashboard's bokeh layout; :meth:`update` redraws it from a snapshot.
 
@@ -152,80 +235,15 @@ class DashboardView:
     def __init__(self, title: str = "Kit run", width: int = 900) -> None:
         require_bokeh()
         from bokeh.layouts import column, row
-        from bokeh.models import ColumnDataSource, FactorRange, Range1d
         from bokeh.models.annotations import Title
         from bokeh.models.widgets import Div
         from bokeh.plotting import figure
 
         self.title = title
         self.header = Div(text="", sizing_mode="stretch_width")
-        self.progress_source = ColumnDataSource(
-            {"y": [], "left": [], "right": [], "color": [], "label": []}
-        )
-        self.progress = figure(
-            height=70,
-            width=width,
-            y_range=FactorRange(factors=["items"]),
-            x_range=Range1d(start=0, end=1),
-            toolbar_location=None,
-            tools=NO_TOOLS,
-            title="progress",
-            name="kit-progress",
-        )
-        # No legend: it would cover the bar, and the header gives the counts.
-        self.progress.hbar(
-            y="y",
-            left="left",
-            right="right",
-            height=0.8,
-            color="color",
-            source=self.progress_source,
-        )
-        self.progress.yaxis.visible = False
-
-        self.throughput_source = ColumnDataSource({"t": [], "rate": []})
-        self.throughput = figure(
-            height=220,
-            width=width // 2,
-            title="throughput (items/s)",
-            x_axis_label="seconds",
-            toolbar_location=None,
-            tools=NO_TOOLS,
-            name="kit-throughput",
-        )
-        self.throughput.line("t", "rate", source=self.throughput_source, line_width=2)
-        # Time and rate start at 0: with one point, bokeh would centre the axes on it (-0.5).
-        self.throughput.x_range.start = 0  # type: ignore[attr-defined]
-        self.throughput.y_range.start = 0  # type: ignore[attr-defined]
-
-        self.workers_source = ColumnDataSource(
-            {"worker": [], "items": [], "busy": [], "busy_label": []}
-        )
-        self.workers = figure(
-            height=220,
-            width=width // 2,
-            x_range=FactorRange(),
-            title="items per worker",
-            toolbar_location=None,
-            tools=NO_TOOLS,
-            name="kit-workers",
-            tooltips=[("worker", "@worker"), ("items", "@items"), ("busy", "@busy{0%}")],
-        )
-        self.workers.vbar(
-            x="worker", top="items", width=0.7, source=self.workers_source, color=PALETTE[0]
-        )
-        self.workers.y_range.range_padding = 0.25  # type: ignore[attr-defined]  # room for labels
-        self.workers.y_range.start = 0  # type: ignore[attr-defined]
-        # The busy share (time in forward / wall time) written on each bar.
-        self.workers.text(
-            x="worker",
-            y="items",
-            text="busy_label",
-            source=self.workers_source,
-            text_align="center",
-            text_baseline="bottom",
-            text_font_size="11px",
-        )
+        self.progress_source, self.progress = progress_plot(width)
+        self.throughput_source, self.throughput = throughput_plot(width)
+        self.workers_source, self.workers = workers_plot(width)
 
         # One small plot per metric, each with its own y axis: a WER of 0.05 and a
         # real-time factor of 3 on one axis would draw the WER as a flat line at 0.
@@ -295,7 +313,7 @@ class DashboardView:
         self.header.text = header_html(snap, self.title)
         ok = snap.done - snap.failed
         total = max(snap.total, 1)
-        self.progress.x_range.end = total  # type: ignore[attr-defined]
+        self.progress.x_range.end = total
         self.progress_source.data = {
             "y": ["items", "items"],
             "left": [0, ok],
@@ -307,8 +325,8 @@ class DashboardView:
         self.throughput_source.data = {"t": t, "rate": rate}
         names = list(snap.workers)
         factors = self.workers.x_range
-        if list(factors.factors) != names:  # type: ignore[attr-defined]
-            factors.factors = names  # type: ignore[attr-defined]
+        if list(factors.factors) != names:
+            factors.factors = names
         elapsed = max(snap.elapsed, 1e-9)
         busy = [min(1.0, w.busy_seconds / elapsed) for w in snap.workers.values()]
         self.workers_source.data = {

@@ -126,7 +126,6 @@ def _serve_group(conn: Connection, payload: bytes, n: int, name: str) -> None:
     # before saying it exists.
     block = SharedMemory(name=name, create=True, size=spec["size"])
     views = _Views(block, spec, n)
-    obs_view, act_view = views.obs, views.act
     try:
         conn.send(protocol.ready(spec))
         while True:
@@ -149,39 +148,7 @@ def _serve_group(conn: Connection, payload: bytes, n: int, name: str) -> None:
                         (i, protocol.SENT_ENV_ERROR, False, None, None, _build_failed(errors[i]))
                     )
                     continue
-                try:
-                    if kind == protocol.RESET:
-                        obs, info = env.reset(seed=arg[0], options=arg[1])
-                        status = protocol.SENT_RESET
-                        views.reward[i] = 0.0
-                        views.terminated[i] = views.truncated[i] = False
-                    else:
-                        action = arg
-                        if kind == protocol.STEP_SHARED:
-                            assert act_view is not None
-                            action = (
-                                act_view[i].item() if act_view.ndim == 1 else act_view[i].copy()
-                            )
-                        answer = stepped(env.step(action))
-                        obs, info, status = answer.obs, answer.info, protocol.SENT_STEPPED
-                        views.reward[i] = answer.reward
-                        views.terminated[i] = answer.terminated
-                        views.truncated[i] = answer.truncated
-                except Exception:
-                    answers.append(
-                        (i, protocol.SENT_ENV_ERROR, False, None, None, traceback.format_exc())
-                    )
-                    continue
-                if (
-                    obs_view is not None
-                    and type(obs) is np.ndarray
-                    and obs.shape == obs_view.shape[1:]
-                    and obs.dtype == obs_view.dtype
-                ):
-                    obs_view[i] = obs
-                    answers.append((i, status, True, None, info or None, None))
-                else:
-                    answers.append((i, status, False, obs, info or None, None))
+                answers.append(_answer(env, i, kind, arg, views))
             if answers:
                 try:
                     conn.send(protocol.answers(answers))
@@ -195,6 +162,38 @@ def _serve_group(conn: Connection, payload: bytes, n: int, name: str) -> None:
         views.release()
         block.close()
         conn.close()
+
+
+def _answer(env: Any, i: int, kind: int, arg: Any, views: _Views) -> GroupAnswer:
+    """Reset or step env ``i`` as ``kind`` asks; its observation goes to the block if it fits."""
+    obs_view, act_view = views.obs, views.act
+    try:
+        if kind == protocol.RESET:
+            obs, info = env.reset(seed=arg[0], options=arg[1])
+            status = protocol.SENT_RESET
+            views.reward[i] = 0.0
+            views.terminated[i] = views.truncated[i] = False
+        else:
+            action = arg
+            if kind == protocol.STEP_SHARED:
+                assert act_view is not None
+                action = act_view[i].item() if act_view.ndim == 1 else act_view[i].copy()
+            answer = stepped(env.step(action))
+            obs, info, status = answer.obs, answer.info, protocol.SENT_STEPPED
+            views.reward[i] = answer.reward
+            views.terminated[i] = answer.terminated
+            views.truncated[i] = answer.truncated
+    except Exception:
+        return (i, protocol.SENT_ENV_ERROR, False, None, None, traceback.format_exc())
+    if (
+        obs_view is not None
+        and type(obs) is np.ndarray
+        and obs.shape == obs_view.shape[1:]
+        and obs.dtype == obs_view.dtype
+    ):
+        obs_view[i] = obs
+        return (i, status, True, None, info or None, None)
+    return (i, status, False, obs, info or None, None)
 
 
 def _build_failed(error: str | None) -> str:
