@@ -248,14 +248,7 @@ class RunResult:
 
     Examples
     --------
-    >>> from kit import Runner, EnvironmentProvider
-    >>> class Env(EnvironmentProvider):
-    ...     def build_env_local(self): return {}
-    ...     def make_worker_setup_fn(self): return dict
-    >>> class Half(Runner):
-    ...     @staticmethod
-    ...     def forward(idx):
-    ...         return 10 // idx
+    >>> from kit.examples.toy import Env, Half
     >>> result = Half(Env({})).run([1, 0, 5])
     >>> result.records, result.failed_indices
     ([10, None, 2], [0])

@@ -175,14 +175,7 @@ class RunError(KitError, RuntimeError):
 
     Examples
     --------
-    >>> from kit import Runner, EnvironmentProvider
-    >>> class Env(EnvironmentProvider):
-    ...     def build_env_local(self): return {}
-    ...     def make_worker_setup_fn(self): return dict
-    >>> class Half(Runner):
-    ...     @staticmethod
-    ...     def forward(idx):
-    ...         return 10 // idx
+    >>> from kit.examples.toy import Env, Half
     >>> try:
     ...     Half(Env({}), on_error="raise").run([1, 0, 5])
     ... except RunError as err:

@@ -47,14 +47,7 @@ class RunHandle:
 
     Examples
     --------
-    >>> from kit import Runner, EnvironmentProvider
-    >>> class Env(EnvironmentProvider):
-    ...     def build_env_local(self): return {}
-    ...     def make_worker_setup_fn(self): return dict
-    >>> class Square(Runner):
-    ...     @staticmethod
-    ...     def forward(idx):
-    ...         return idx * idx
+    >>> from kit.examples.toy import Env, Square
     >>> handle = Square(Env({})).submit(range(5))
     >>> handle.result(timeout=30).records
     [0, 1, 4, 9, 16]

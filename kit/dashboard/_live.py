@@ -35,16 +35,9 @@ class Dashboard:
 
     Examples
     --------
-    >>> from kit import EnvironmentProvider, Runner
-    >>> class Env(EnvironmentProvider):
-    ...     def build_env_local(self): return {}
-    ...     def make_worker_setup_fn(self): return dict
-    >>> class Score(Runner):
-    ...     @staticmethod
-    ...     def forward(idx):
-    ...         return {"metrics": {"score": idx % 3}}
+    >>> from kit.examples.toy import Env, Scored
     >>> dashboard = Dashboard()
-    >>> result = Score(Env({})).run(range(30), on_event=dashboard)
+    >>> result = Scored(Env({})).run(range(30), on_event=dashboard)
     >>> dashboard.refresh().state.snapshot().metric_means
     {'score': 1.0}
     """

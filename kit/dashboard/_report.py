@@ -123,16 +123,9 @@ def write_report(
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> from kit import EnvironmentProvider, Runner
-    >>> class Env(EnvironmentProvider):
-    ...     def build_env_local(self): return {}
-    ...     def make_worker_setup_fn(self): return dict
-    >>> class Echo(Runner):
-    ...     @staticmethod
-    ...     def forward(idx):
-    ...         return idx
+    >>> from kit.examples.toy import Env, Square
     >>> out = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = Echo(Env({}), output_dir=out).run(range(5))  # writes report.html at the end
+    >>> _ = Square(Env({}), output_dir=out).run(range(5))  # writes report.html at the end
     >>> write_report(out).name
     'report.html'
     """

@@ -404,14 +404,7 @@ class DetachedRun:
     Examples
     --------
     >>> import tempfile
-    >>> from kit import EnvironmentProvider, Runner
-    >>> class Env(EnvironmentProvider):
-    ...     def build_env_local(self): return {}
-    ...     def make_worker_setup_fn(self): return dict
-    >>> class Square(Runner):
-    ...     @staticmethod
-    ...     def forward(idx):
-    ...         return idx * idx
+    >>> from kit.examples.toy import Env, Square
     >>> out = tempfile.mkdtemp()
     >>> _ = Square(Env({}), output_dir=out).run(range(4))
     >>> run = DetachedRun(out)  # what kit.attach(out) returns, from any process

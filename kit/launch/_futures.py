@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from kit.result import Index, Progress, RunResult, RunStatus
 
 if TYPE_CHECKING:
-    from kit._trials import SweepResult, Trial
+    from kit._trials.trial import SweepResult, Trial
 
 __all__ = ["RunFuture", "SweepFuture"]
 
@@ -29,13 +29,7 @@ class RunFuture(Protocol):
     Examples
     --------
     >>> import tempfile, kit
-    >>> class Env(kit.EnvironmentProvider):
-    ...     def build_env_local(self): return {}
-    ...     def make_worker_setup_fn(self): return dict
-    >>> class Square(kit.Runner):
-    ...     @staticmethod
-    ...     def forward(idx):
-    ...         return idx * idx
+    >>> from kit.examples.toy import Env, Square
     >>> out = tempfile.mkdtemp()
     >>> live = Square(Env({}), output_dir=out).submit(range(3))
     >>> _ = live.result(timeout=60)

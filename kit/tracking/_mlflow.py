@@ -358,21 +358,14 @@ class MLflowExporter(Exporter):
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> from kit import EnvironmentProvider, Runner
-    >>> class Env(EnvironmentProvider):
-    ...     def build_env_local(self): return {}
-    ...     def make_worker_setup_fn(self): return dict
-    >>> class Square(Runner):
-    ...     @staticmethod
-    ...     def forward(idx):
-    ...         return {"y": idx * idx, "metrics": {"err": idx % 2}}
+    >>> from kit.examples.toy import Env, Scored
     >>> runs = pathlib.Path(tempfile.mkdtemp())
     >>> store = f"sqlite:///{runs}/mlflow.db"
     >>> exporter = MLflowExporter(store, output_dir=runs / "squares", config={"lr": 0.1})
-    >>> _ = Square(Env({}), output_dir=runs / "squares").run(4, on_event=exporter)
+    >>> _ = Scored(Env({}), output_dir=runs / "squares").run(4, on_event=exporter)
     >>> run = client_for(store).get_run(exporter.run_id)
-    >>> run.info.status, run.data.params, run.data.metrics["running/err"]
-    ('FINISHED', {'lr': '0.1'}, 0.5)
+    >>> run.info.status, run.data.params, run.data.metrics["running/score"]
+    ('FINISHED', {'lr': '0.1'}, 0.75)
     """
 
     tracker = "MLflow"

@@ -77,14 +77,7 @@ class TensorBoardExporter(Exporter):
     Examples
     --------
     >>> import tempfile
-    >>> from kit import EnvironmentProvider, Runner
-    >>> class Env(EnvironmentProvider):
-    ...     def build_env_local(self): return {}
-    ...     def make_worker_setup_fn(self): return dict
-    >>> class Square(Runner):
-    ...     @staticmethod
-    ...     def forward(idx):
-    ...         return {"y": idx * idx}
+    >>> from kit.examples.toy import Env, Square
     >>> logdir = tempfile.mkdtemp()
     >>> _ = Square(Env({})).run(4, on_event=TensorBoardExporter(logdir))
     >>> from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

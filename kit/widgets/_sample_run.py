@@ -78,14 +78,7 @@ class SampleRun:
 
     Examples
     --------
-    >>> from kit import EnvironmentProvider, Runner
-    >>> class Env(EnvironmentProvider):
-    ...     def build_env_local(self): return {}
-    ...     def make_worker_setup_fn(self): return dict
-    >>> class Square(Runner):
-    ...     @staticmethod
-    ...     def forward(idx):
-    ...         return idx * idx
+    >>> from kit.examples.toy import Env, Square
     >>> sample = SampleRun(Square(Env({})), range(100))
     >>> handle = sample.start(3, "first", 0)
     >>> sample.wait(lambda handle: None, timeout=30).records, sample.selection["of"]
