@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import html
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
-from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
 
 from kit import RunError, RunHandle, Runner, RunResult, RunStatus
 from kit.check import CheckResult
-from kit.config import ParallelConfig
 from kit.dashboard import Dashboard
 from kit.events import RunStarted
 from kit.result import Index
@@ -152,62 +149,33 @@ class RunPanel(w.VBox):  # type: ignore[misc]
     ----------
     runner, indices
         The runner (its provider's config is the experiment) and all the items.
-    base_config, config_path, scale_out, scale_out_dir, check
-        As :class:`~kit.widgets._sample_run.SampleRun`'s, the panel's model
-        (``panel.sample``); also ``on_end``, ``output_dir_for``, ``parallel_for``.
     pool_source
         Where ``indices`` come from, shown beside their count (e.g.
         ``"config items"``).
+    **options
+        The panel's model's (``panel.sample``), as
+        :class:`~kit.widgets._sample_run.SampleRun` takes them: ``base_config``,
+        ``config_path``, ``scale_out``, ``scale_out_dir``, ``check``,
+        ``on_end``, ``output_dir_for``, ``parallel_for``.
 
     Examples
     --------
-    >>> from kit import EnvironmentProvider, Runner
-    >>> class Env(EnvironmentProvider):
-    ...     def build_env_local(self): return {}
-    ...     def make_worker_setup_fn(self): return dict
-    >>> class Square(Runner):
-    ...     @staticmethod
-    ...     def forward(idx):
-    ...         return {"square": idx * idx}
-    >>> panel = RunPanel(Square(Env({})), range(100))
+    >>> from kit.examples.toy import Env, Scored
+    >>> panel = RunPanel(Scored(Env({})), range(100))
     >>> panel.how_many.value = 5
     >>> panel.run_button.click()
-    >>> panel.wait(timeout=30).records[:2]
-    [{'square': 0}, {'square': 1}]
+    >>> [record["square"] for record in panel.wait(timeout=30).records[:3]]
+    [0, 1, 4]
     """
 
     def __init__(
-        self,
-        runner: Runner,
-        indices: Any,
-        *,
-        base_config: Any = None,
-        config_path: str = "config.yaml",
-        scale_out: Sequence[str] = ("parallel.env=slurm",),
-        on_end: Callable[[RunHandle], None] | None = None,
-        output_dir_for: Callable[[], Path | None] | None = None,
-        parallel_for: Callable[[], ParallelConfig] | None = None,
-        pool_source: str = "",
-        scale_out_dir: str | os.PathLike[str] | None = None,
-        check: Callable[[], None] | None = None,
-        **kwargs: Any,
+        self, runner: Runner, indices: Any, *, pool_source: str = "", **options: Any
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__()
         self.add_class("kit-run-panel")  # for tests and a user's own CSS
         load_bokehjs()  # now, in the cell's output: the dashboard is made later, on a click
         #: The panel's model: the runner, the items, the latest run (this draws it).
-        self.sample = SampleRun(
-            runner,
-            indices,
-            base_config=base_config,
-            config_path=config_path,
-            scale_out=scale_out,
-            on_end=on_end,
-            output_dir_for=output_dir_for,
-            parallel_for=parallel_for,
-            scale_out_dir=scale_out_dir,
-            check=check,
-        )
+        self.sample = SampleRun(runner, indices, **options)
         self.dashboard: Dashboard | None = None
         total = len(self.sample.indices)
         self.how_many = w.BoundedIntText(
