@@ -183,14 +183,7 @@ class Exporter:
 
     Examples
     --------
-    >>> from kit import EnvironmentProvider, Runner
-    >>> class Env(EnvironmentProvider):
-    ...     def build_env_local(self): return {}
-    ...     def make_worker_setup_fn(self): return dict
-    >>> class Square(Runner):
-    ...     @staticmethod
-    ...     def forward(idx):
-    ...         return idx * idx
+    >>> from kit.examples.toy import Env, Square
     >>> class Printer(Exporter):
     ...     def close(self, finished, values):
     ...         print(f"{finished.status}: {values['items/done']:.0f} items")
@@ -207,6 +200,8 @@ class Exporter:
         self._queue: queue.SimpleQueue[Event] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._failed = False
+        #: Whether the run's end stopped waiting for this exporter (and said so).
+        self._given_up = False
         #: Whether the run's end reached the tracker (set on the exporter's thread).
         self.sent = False
         #: Seconds into the run of the last event taken: when the values written were so.
@@ -248,6 +243,9 @@ class Exporter:
             self._thread.join(self.finish_wait)
             self.end_seconds = time.perf_counter() - began
             if self._thread.is_alive():
+                # Said once, here, on the run's thread: the exporter's thread, when it
+                # ends, says nothing more (its warning would come from nowhere, minutes on).
+                self._given_up = True
                 warnings.warn(
                     f"kit: {self.tracker} was still being written {self.finish_wait:.0f} s "
                     f"after the run ended ({self.fix}); the run's own folder is complete, and "
@@ -310,11 +308,13 @@ class Exporter:
     def fail(self, exc: BaseException) -> None:
         """Warn once that the tracker failed, and write nothing more to it."""
         self._failed = True
-        warn_stopped(
-            f"{self.tracker} export",
-            exc,
-            f"The run goes on and its output directory is complete; {self.fix}, then {self.again}",
-        )
+        if not self._given_up:
+            warn_stopped(
+                f"{self.tracker} export",
+                exc,
+                f"The run goes on and its output directory is complete; {self.fix}, "
+                f"then {self.again}",
+            )
         with contextlib.suppress(Exception):  # already failing: the warning says so
             self.abandon()
 
