@@ -137,10 +137,14 @@ def test_the_cli_treats_every_handle_alike() -> None:
     # `kit status` and `kit cancel` ask the handle; no command tells the classes apart.
     import ast
 
-    tree = ast.parse((Path(kit.__file__).parent / "cli.py").read_text())
+    trees = [
+        ast.parse(path.read_text()) for path in (Path(kit.__file__).parent / "cli").glob("*.py")
+    ]
     handle_types = {"RunFuture", "SweepFuture", "DetachedRun", "DetachedSweep", "Progress"}
+    assert len(trees) > 5  # every command group's module
     branches = [
         ast.unparse(node)
+        for tree in trees
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
         and getattr(node.func, "id", None) == "isinstance"
