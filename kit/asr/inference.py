@@ -526,7 +526,7 @@ def infer(config: DictConfig | Mapping[str, Any], *, client: Any = None) -> dict
         if OmegaConf.is_config(config.input_key)
         else config.input_key,
         idx_key=idx_key,
-        output_keys=list(output_keys) if output_keys is not None else None,
+        output_keys=output_keys,
     )
     if config.get("output_fn"):
         load_output_fn(str(config.output_fn))  # a typo fails now, not on every worker
