@@ -70,6 +70,10 @@ def send_run(folder: Path, exporters: list[Exporter]) -> tuple[str, bool]:
             f"{folder} holds no run that ended (its {RunDir.events.name} has no end): "
             "send it once it has, with `kit export-tracking` again"
         )
+    for exporter in exporters:
+        # Sending is all this does: no run waits behind it, so a slow tracker (a server on
+        # a busy machine) is waited for, never reported unsent while it is still writing.
+        exporter.finish_wait = None
     group = Exporters(exporters)
     for event in session:
         group(event)

@@ -235,7 +235,7 @@ class Exporter:
     def wait(self) -> None:
         """Say the run's folder is complete (its report written); wait until its end is written.
 
-        Waits at most :attr:`finish_wait` seconds.
+        Waits at most :attr:`finish_wait` seconds (None: until it is written or failed).
         """
         self._folder_complete.set()
         if self._thread is not None:
@@ -319,8 +319,8 @@ class Exporter:
             self.abandon()
 
     # ------------------------------------------------------- what subclasses write
-    #: Seconds the run's end waits for this exporter at most.
-    finish_wait = FINISH_WAIT
+    #: Seconds the run's end waits for this exporter at most (None: no bound).
+    finish_wait: float | None = FINISH_WAIT
     #: The warning's advice when the tracker fails.
     fix = "check where it writes"
     #: How to send the run to the tracker again from its folder.

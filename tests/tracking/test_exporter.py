@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import threading
+import time
 import warnings
+from pathlib import Path
 
 from kit.errors import TrackingWarning
 from kit.events import RunFinished
 from kit.examples.toy import Env, Square
+from kit.tracking._again import send_run
 from kit.tracking._exporter import Exporter
 
 
@@ -53,3 +56,26 @@ def test_an_exporter_that_fails_while_the_run_waits_says_why() -> None:
         Square(Env({})).run(range(4), on_event=stuck)
     said = [str(w.message) for w in caught if w.category is TrackingWarning]
     assert len(said) == 1 and "Stuck export stopped: ConnectionError: the server is gone" in said[0]
+
+
+class Slow(Exporter):
+    """A tracker slower than its bound at a run's end (a server on a busy machine)."""
+
+    tracker = "Slow"
+    finish_wait = 0.01
+
+    def close(self, finished: RunFinished, values: dict[str, float]) -> None:
+        time.sleep(0.3)
+
+
+def test_sending_a_folder_again_waits_for_a_slow_tracker_and_calls_it_sent(
+    tmp_path: Path,
+) -> None:
+    Square(Env({}), output_dir=tmp_path / "run").run(range(4))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line, sent = send_run(tmp_path / "run", [Slow()])
+    # The run itself gives up after finish_wait; a send again has nothing else to do.
+    assert sent, line
+    assert "completed, 4 items (0 failed)" in line
+    assert not [w for w in caught if w.category is TrackingWarning]
