@@ -13,9 +13,7 @@ Examples
 
 from kit._base.deprecated import moved as _moved
 from kit._base.errors import KitError
-from kit._base.errors import (
-    speak_as as _speak_as,
-)
+from kit._base.errors import speak_as as _speak_as
 from kit._engine import RunHandle
 from kit._from_config import items_of
 from kit._sweeps.search import search, submit_search

@@ -11,13 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kit._base.errors import (
-    ClusterError,
-    DriverLostError,
-    KitError,
-    ProviderSetupError,
-    RunError,
-)
+from kit._base.errors import ClusterError, DriverLostError, KitError, ProviderSetupError, RunError
 from kit._base.format import printable
 
 EXIT_OK = 0

@@ -8,25 +8,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
 
 from kit._base.errors import ClusterError
-from kit._base.exits import (
-    EXIT_OK,
-    EXIT_REFUSED,
-    EXIT_USAGE,
-    say,
-)
-from kit.cli._common import (
-    Commands,
-    load,
-    with_config,
-)
-
-if TYPE_CHECKING:
-    pass
+from kit._base.exits import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, say
+from kit.cli._common import Commands, load, with_config
 
 
 def _cluster_script(args: argparse.Namespace) -> int:

@@ -7,22 +7,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
 from omegaconf import OmegaConf
 
-from kit._base.exits import (
-    EXIT_OK,
-    say,
-)
-from kit.cli._common import (
-    Commands,
-    with_config,
-)
+from kit._base.exits import EXIT_OK, say
+from kit.cli._common import Commands, with_config
 from kit.config import load_config, resolve_config, to_overrides
-
-if TYPE_CHECKING:
-    pass
 
 
 def _config_show(args: argparse.Namespace) -> int:

@@ -8,17 +8,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from kit._base.exits import (
-    EXIT_OK,
-    say,
-)
-from kit.cli._common import (
-    Commands,
-    load,
-    say_viewers,
-    tracked,
-    with_config,
-)
+from kit._base.exits import EXIT_OK, say
+from kit.cli._common import Commands, load, say_viewers, tracked, with_config
 from kit.cli._sweep import sweep_options, sweep_request
 from kit.launch._futures import RunFuture, SweepFuture
 

@@ -5,21 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from kit._base.exits import (
-    EXIT_NOTHING,
-    EXIT_OK,
-    say,
-)
-from kit.cli._common import (
-    Commands,
-    say_viewers,
-)
+from kit._base.exits import EXIT_NOTHING, EXIT_OK, say
+from kit.cli._common import Commands, say_viewers
 from kit.store._rundir import SweepDir
-
-if TYPE_CHECKING:
-    pass
 
 
 def _report(args: argparse.Namespace) -> int:

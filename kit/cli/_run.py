@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from omegaconf import OmegaConf
 
 from kit._base.errors import KitError
-from kit._base.exits import (
-    EXIT_CHECK,
-    EXIT_GATE,
-    EXIT_ITEMS_FAILED,
-    EXIT_NOTHING,
-    EXIT_OK,
-    say,
-)
+from kit._base.exits import EXIT_CHECK, EXIT_GATE, EXIT_ITEMS_FAILED, EXIT_NOTHING, EXIT_OK, say
 from kit._base.format import first_line, rounded
 from kit.cli._common import (
     Commands,
@@ -31,9 +24,6 @@ from kit.cli._common import (
 from kit.cli._sweep import sweep_command, sweep_options
 from kit.config import load_config
 from kit.result import RunError, RunResult
-
-if TYPE_CHECKING:
-    pass
 
 
 def _print_result(result: RunResult) -> int:

@@ -7,24 +7,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kit._base.errors import KitError
-from kit._base.exits import (
-    EXIT_GATE,
-    EXIT_NOTHING,
-    EXIT_OK,
-    say,
-)
-from kit.cli._common import (
-    Commands,
-    gates,
-    positive,
-    with_gates,
-)
-
-if TYPE_CHECKING:
-    pass
+from kit._base.exits import EXIT_GATE, EXIT_NOTHING, EXIT_OK, say
+from kit.cli._common import Commands, gates, positive, with_gates
 
 
 def _score(args: argparse.Namespace) -> int:

@@ -8,19 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kit._base.errors import KitError
-from kit._base.exits import (
-    EXIT_TRIALS_FAILED,
-    say,
-)
+from kit._base.exits import EXIT_TRIALS_FAILED, say
 from kit._base.format import text_table
 from kit._trials.trial import sweep_exit_code
-from kit.cli._common import (
-    Commands,
-    fraction,
-    positive,
-    say_viewers,
-    with_config,
-)
+from kit.cli._common import Commands, fraction, positive, say_viewers, with_config
 
 if TYPE_CHECKING:
     from kit._sweeps.request import SweepRequest

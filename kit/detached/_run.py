@@ -33,13 +33,7 @@ from kit._base.waiting import WAIT_STEP
 from kit.cluster._process import alive
 from kit.detached._status import well_formed
 from kit.events import EventStream
-from kit.result import (
-    Index,
-    Progress,
-    RunError,
-    RunResult,
-    RunStatus,
-)
+from kit.result import Index, Progress, RunError, RunResult, RunStatus
 from kit.store._manifest import stored_indices
 from kit.store._results import read_result, reader, within
 from kit.store._rundir import RunDir, SweepDir

@@ -23,13 +23,7 @@ from kit._base.extras import install
 from kit._base.files import read_json, write_json
 from kit.events import RunFinished, RunStarted
 from kit.store._rundir import RunDir
-from kit.tracking._exporter import (
-    INTERVAL,
-    REMOTE_FINISH_WAIT,
-    Exporter,
-    installed,
-    numbers,
-)
+from kit.tracking._exporter import INTERVAL, REMOTE_FINISH_WAIT, Exporter, installed, numbers
 
 EXTRA = install("mlflow")
 #: MLflow's status for each final :class:`kit.RunStatus`.

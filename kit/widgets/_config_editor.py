@@ -12,10 +12,7 @@ import traitlets
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from kit.config import (
-    PARALLEL_ENVS,
-    ConfigError,
-)
+from kit.config import PARALLEL_ENVS, ConfigError
 from kit.widgets._config_edits import ConfigEdits
 from kit.widgets._style import error_html
 

@@ -12,18 +12,9 @@ from typing import Any
 import ipywidgets as w
 from omegaconf import DictConfig
 
-from kit import (
-    ConfigError,
-    EnvironmentProvider,
-    RunHandle,
-    Runner,
-    items_of,
-    load_config,
-)
+from kit import ConfigError, EnvironmentProvider, RunHandle, Runner, items_of, load_config
 from kit.config import parallel_section
-from kit.history import (
-    user_folder,
-)
+from kit.history import user_folder
 from kit.tracking import Tracking
 from kit.views import number, status_html
 from kit.widgets._cluster_panel import ClusterPanel
