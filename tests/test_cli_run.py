@@ -584,5 +584,5 @@ def test_a_sweep_a_notebook_drives_is_not_cancelled_from_outside(tmp_path: Path)
     (folder / "sweep.json").write_text(
         json.dumps({"trials": [{"name": "../elsewhere", "overrides": [], "status": "completed"}]})
     )
-    with pytest.raises(kit.KitError, match=r"'\.\./elsewhere' is not a trial's folder name"):
+    with pytest.raises(kit.KitError, match=r"trial 0 is named '\.\./elsewhere', not 'trial-000'"):
         kit.attach(folder)

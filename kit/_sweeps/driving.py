@@ -61,6 +61,22 @@ def check_trial_folder(path: Path) -> None:
         )
 
 
+@dataclass(frozen=True)
+class SweepSpec:
+    """What a sweep is: its folder and record, its plan, how a trial is built, how many at once.
+
+    The handle users hold and the driver doing the work are both given it.
+    """
+
+    folder: Path
+    plan: TrialPlan
+    build: Callable[[Trial], tuple[Any, Sequence[Any]]]
+    concurrency: int
+    #: ``sweep.json`` as the driver keeps it (the driver alone writes it).
+    record: dict[str, Any]
+    on_trial: TrialCallback | None = None
+
+
 @dataclass
 class SweepState:
     """What a sweep's driver writes and its handle reads, under ``lock``."""
@@ -95,27 +111,17 @@ class SweepDriver:
 
     def __init__(
         self,
-        folder: Path,
-        plan: TrialPlan,
-        build: Callable[[Trial], tuple[Any, Sequence[Any]]],
-        concurrency: int,
-        record: dict[str, Any],
+        spec: SweepSpec,
         state: SweepState,
         partial: Callable[[], SweepResult],
-        on_trial: TrialCallback | None = None,
         tracker: SweepTracker | None = None,
     ) -> None:
-        self.folder = folder
-        self.plan = plan
-        self.build = build
-        self.concurrency = concurrency
-        self.record = record
+        self.spec = spec
         self.state = state
         #: The sweep as it stands (what the trackers are told at the end).
         self.partial = partial
-        self.on_trial = on_trial
         self.tracker = tracker
-        self.store = RunStore(folder)
+        self.store = RunStore(spec.folder)
         self.reports = Reports()
         self.queue = ReuseQueue(lambda trial: reuse_group(self._request(trial)))
 
@@ -129,9 +135,9 @@ class SweepDriver:
         """
         self.store.lock()  # one driver per sweep folder: sweep.json has one writer
         try:
-            restored = self.plan.restore()
+            restored = self.spec.plan.restore()
             for number, (result, _) in restored.items():
-                self._check_read_back(self.plan.trials[number], result)
+                self._check_read_back(self.spec.plan.trials[number], result)
             self._save()
         except BaseException:
             self.store.unlock()
@@ -181,7 +187,7 @@ class SweepDriver:
         The sweep exports its trials itself (nested under it, with their swept
         values) and draws their reports itself, off the trials' path (see Reports).
         """
-        runner, indices = self.build(trial)
+        runner, indices = self.spec.build(trial)
         return RunRequest.of(runner, indices).replace(
             output_dir=trial.output_dir, tracking=None, draws_report=False
         )
@@ -191,10 +197,10 @@ class SweepDriver:
         starting: list[Trial] = []
         with self.state.lock:
             while not self.state.cancelled and not self.state.exhausted:
-                if self.state.running >= self.concurrency:
+                if self.state.running >= self.spec.concurrency:
                     break
                 try:
-                    trial = self.queue.next(self.plan.next)
+                    trial = self.queue.next(self.spec.plan.next)
                 except Exception as failed:  # a search that cannot propose: end, keep what ran
                     warnings.warn(
                         f"the sweep could not make its next trial: {failed}; it ends once "
@@ -202,7 +208,7 @@ class SweepDriver:
                         RuntimeWarning,
                         stacklevel=1,
                     )
-                    trial = self.queue.next(self.plan.next)  # the plan is done: those waiting
+                    trial = self.queue.next(self.spec.plan.next)  # the plan is done: those waiting
                 if not isinstance(trial, Trial):  # None: no trial left; or those left wait
                     self.state.exhausted = trial is None  # on running ones alike (WAITING)
                     break
@@ -229,7 +235,7 @@ class SweepDriver:
             self.reports.close()  # the trials' reports are drawn: the sweep's is next
             self._write_report()
             if self.tracker is not None:
-                search = self.record.get("search") or self.record
+                search = self.spec.record.get("search") or self.spec.record
                 self.tracker.finish(
                     self.partial(),
                     self.state.cancelled,
@@ -258,7 +264,7 @@ class SweepDriver:
         with self.state.lock:
             self.state.handles[trial.number] = handle
         self._set(trial, TrialState(RunStatus.RUNNING))
-        self.plan.watch(trial, handle, request.items)
+        self.spec.plan.watch(trial, handle, request.items)
         handle.add_done_callback(lambda done: self._on_done(trial, done))
 
     def _on_done(self, trial: Trial, handle: Any) -> None:
@@ -273,7 +279,7 @@ class SweepDriver:
 
     def _ended(self, trial: Trial, result: RunResult | None, exc: BaseException | None) -> None:
         try:
-            status, exc = self.plan.ended(trial, result, exc)
+            status, exc = self.spec.plan.ended(trial, result, exc)
         except Exception as failed:  # the study could not take it: say so, go on
             status, exc = TrialState(RunStatus.ERROR), failed
         with self.state.lock:
@@ -288,9 +294,9 @@ class SweepDriver:
             if isinstance(exc, TrialPruned):
                 self.state.notes[trial.number] = str(exc)
         self._set(trial, status, exc)
-        if self.on_trial is not None:
+        if self.spec.on_trial is not None:
             try:
-                self.on_trial(trial, result, exc)
+                self.spec.on_trial(trial, result, exc)
             except Exception as failed:  # a view's bug must not stop the sweep
                 warnings.warn(
                     f"the sweep's on_trial callback raised {failed!r} for {trial.name}; "
@@ -302,7 +308,7 @@ class SweepDriver:
 
     def _set(self, trial: Trial, status: TrialState, error: BaseException | None = None) -> None:
         with self.state.lock:
-            entry = self.record["trials"][trial.number]
+            entry = self.spec.record["trials"][trial.number]
             entry["status"] = status.word
             entry.pop("error", None)
             if error is not None:  # what a reader in another process shows for it
@@ -311,20 +317,20 @@ class SweepDriver:
 
     def _save(self) -> None:
         with self.state.lock:
-            text = json.dumps(self.record, indent=1)
-            with atomic_file(SweepDir(self.folder).record) as fh:
+            text = json.dumps(self.spec.record, indent=1)
+            with atomic_file(SweepDir(self.spec.folder).record) as fh:
                 fh.write(text + "\n")
 
     def _write_report(self) -> None:
         """Write the sweep's report.html (with bokeh); a report that fails is a warning."""
         try:
-            write_sweep_report(self.folder)
+            write_sweep_report(self.spec.folder)
         except ImportError:
             pass  # no bokeh: `kit report FOLDER` says what to install
         except Exception as exc:
             warnings.warn(
-                f"kit: the sweep's report.html could not be written in {self.folder}: {exc}; "
-                f"its trials are stored; try `kit report {self.folder}`",
+                f"kit: the sweep's report.html could not be written in {self.spec.folder}: {exc}; "
+                f"its trials are stored; try `kit report {self.spec.folder}`",
                 RuntimeWarning,
                 stacklevel=2,
             )

@@ -22,13 +22,13 @@ from typing import Any
 from omegaconf import DictConfig
 
 from kit._from_config import build_runner
+from kit._sweeps.driving import SweepSpec
 from kit._sweeps.joined import waits_for
 from kit._sweeps.sweep import (
     CONCURRENCY,
     EXAMPLE,  # noqa: F401  (the examples below run it)
     Prepared,
     SweepHandle,
-    check_base,
     load_record,
     read_stored,
     split_watching,
@@ -36,6 +36,7 @@ from kit._sweeps.sweep import (
     sweep_tracking,
 )
 from kit._trials.compare import item_metric, metric_of, run_metric
+from kit._trials.record import check_base, new_record
 from kit._trials.trial import SweepResult, Trial, TrialCallback, TrialPruned, TrialState
 from kit.config import load_config
 from kit.config._api import outcome_hash
@@ -445,13 +446,7 @@ def _search_record(
 ) -> dict[str, Any]:
     stored = load_record(folder)
     if stored is None:
-        return {
-            "kit_sweep": 1,
-            "config_hash": base_hash,
-            "overrides": overrides,
-            "search": search,
-            "trials": [],
-        }
+        return new_record(base_hash, overrides, search=search)
     was = stored.get("search")
     if not isinstance(was, dict):
         raise config_error(
@@ -560,12 +555,7 @@ def submit_search(
 
         plan, build = DecidedPlan(plan, metric, bounds, margin), decided_build(build, seed or 0)
     return SweepHandle(
-        prepared.folder,
-        plan,
-        build,
-        concurrency,
-        prepared.record,
-        on_trial,
+        SweepSpec(prepared.folder, plan, build, concurrency, prepared.record, on_trial),
         prepared.summarize,
         sweep_tracking(tracking, prepared.base),
         prepared.base,

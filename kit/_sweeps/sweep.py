@@ -10,7 +10,6 @@ are read back, not run; half-finished ones resume at chunk level.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +18,10 @@ from typing import Any
 from omegaconf import DictConfig
 
 from kit._base.errors import KitError
-from kit._base.files import read_text
 from kit._from_config import build_runner
-from kit._sweeps.driving import SweepDriver, SweepState, check_trial_folder
+from kit._sweeps.driving import SweepDriver, SweepSpec, SweepState, check_trial_folder
 from kit._sweeps.joined import waits_for
+from kit._trials.record import check_base, new_record, read_record
 from kit._trials.trial import (
     BuildTrial,
     SweepResult,
@@ -79,34 +78,26 @@ class SweepHandle:
 
     def __init__(
         self,
-        folder: Path,
-        plan: TrialPlan,
-        build: Callable[[Trial], tuple[Any, Sequence[Any]]],
-        concurrency: int,
-        record: dict[str, Any],
-        on_trial: TrialCallback | None = None,
+        spec: SweepSpec,
         summarize: Callable[[list[Any]], dict[str, Any]] | None = None,
         tracking: Tracking | None = None,
         base: DictConfig | None = None,
         *,
         study: Any = None,
     ) -> None:
-        self.folder = folder
+        self.folder = spec.folder
         self._study = study
-        self._plan = plan
+        self._plan = spec.plan
         self.summarize = summarize
-        self.concurrency = concurrency
+        self.concurrency = spec.concurrency
         #: Where the sweep is exported to (its trials nested under it), or None.
         self.tracking = tracking
         self._state = SweepState()
+        overrides = list(spec.record.get("overrides", []))
         tracker = (
-            SweepTracker(tracking, folder, list(record.get("overrides", [])), base)
-            if tracking is not None
-            else None
+            SweepTracker(tracking, spec.folder, overrides, base) if tracking is not None else None
         )
-        self._driver = SweepDriver(
-            folder, plan, build, concurrency, record, self._state, self.partial, on_trial, tracker
-        )
+        self._driver = SweepDriver(spec, self._state, self.partial, tracker)
 
     @property
     def handles(self) -> dict[int, Any]:
@@ -386,12 +377,7 @@ def submit_sweep(
         build_trial = decided_build(build_trial, seed)
     prepared.folder.mkdir(parents=True, exist_ok=True)
     return SweepHandle(
-        prepared.folder,
-        plan,
-        build_trial,
-        concurrency,
-        prepared.record,
-        on_trial,
+        SweepSpec(prepared.folder, plan, build_trial, concurrency, prepared.record, on_trial),
         prepared.summarize,
         sweep_tracking(tracking, prepared.base),
         prepared.base,
@@ -534,40 +520,10 @@ def load_record(folder: Path) -> dict[str, Any] | None:
                 fix="give the sweep a folder of its own (output_dir=...)",
             )
         return None
-    try:
-        stored = json.loads(read_text(path))
-        if not isinstance(stored, dict) or not isinstance(stored["trials"], list):
-            raise TypeError("its trials are no list")
-        for number, entry in enumerate(stored["trials"]):
-            if not isinstance(entry, dict):
-                raise TypeError(f"trial {number} is no mapping")
-            if not all(isinstance(o, str) for o in entry["overrides"]):
-                raise TypeError(f"trial {number}'s overrides are not strings")
-            own = SweepDir(folder).trial(number).path.name
-            if entry["name"] != own:
-                # Where the trial's run is written comes from its number alone: a name
-                # like ../victim would write a whole run outside the sweep folder.
-                raise ValueError(f"trial {number} is named {entry['name']!r}, not {own!r}")
-    except (ValueError, KeyError, TypeError) as exc:
-        raise KitError(
-            f"{path} is not a sweep record Kit can read: {exc}; it was changed by hand or by "
-            "another program: restore it, or give the sweep a folder of its own"
-        ) from None
+    stored = read_record(folder)
     for number in range(len(stored["trials"])):
         check_trial_folder(SweepDir(folder).trial(number).path)
     return stored
-
-
-def check_base(folder: Path, stored: dict[str, Any], base_hash: str) -> None:
-    """Refuse to resume a sweep of another base config."""
-    if stored.get("config_hash") != base_hash:
-        raise error(
-            f"{folder} holds this sweep of another base config (hash "
-            f"{stored.get('config_hash')}, now {base_hash}): its finished trials would not "
-            "be this config's",
-            fix="run with the config the sweep began with (`kit config diff` shows the "
-            "difference), or give this one its own output_dir",
-        )
 
 
 def _record_for(
@@ -576,15 +532,8 @@ def _record_for(
     """Return the sweep's record: the one in ``folder`` if it is this sweep, else a new one."""
     stored = load_record(folder)
     if stored is None:
-        return {
-            "kit_sweep": 1,
-            "config_hash": base_hash,
-            "overrides": overrides,
-            "trials": [
-                {"name": t.name, "overrides": list(t.overrides), "status": TrialState().word}
-                for t in trials
-            ],
-        }
+        pending = TrialState().word
+        return new_record(base_hash, overrides, [(t.name, t.overrides, pending) for t in trials])
     if stored.get("search"):
         raise error(
             f"{folder} holds a search, not a grid sweep",

@@ -9,7 +9,6 @@ to be the sweep's own folders (``trial-NNN``, no link).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import warnings
@@ -21,6 +20,7 @@ from kit._base.errors import KitError, StoreError
 from kit._base.files import read_json
 from kit._base.format import text_table
 from kit._base.waiting import WAIT_STEP
+from kit._trials.record import read_record
 from kit._trials.trial import SweepResult, Trial, TrialState, follow_trials
 from kit.detached._run import DriverIdentity, signal_driver
 from kit.result import Progress, RunResult, RunStatus
@@ -54,27 +54,7 @@ class DetachedSweep:
 
     def record(self) -> dict[str, Any]:
         """Return the sweep's ``sweep.json`` as read now, checked but not interpreted."""
-        path = SweepDir(self.folder).record
-        if path.is_symlink() or not path.is_file():
-            raise FileNotFoundError(
-                f"{self.folder} holds no Kit sweep ({SweepDir.RECORD}); check the path"
-            )
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-            entries = record["trials"]
-            if not isinstance(entries, list):
-                raise TypeError("its trials are no list")
-            for entry in entries:
-                if not SweepDir.is_trial_name(str(entry["name"])):
-                    raise ValueError(f"{entry['name']!r} is not a trial's folder name")
-                if not all(isinstance(o, str) for o in entry["overrides"]):
-                    raise TypeError(f"{entry['name']}'s overrides are not strings")
-            trials = (record.get("search") or {}).get("trials", 0)
-            if type(trials) is not int or trials < 0:
-                raise TypeError(f"its search's trials is {trials!r}, not a count")
-        except (ValueError, KeyError, TypeError) as exc:
-            raise KitError(f"{path} is not a sweep record Kit can read: {exc}") from None
-        return dict(record)
+        return read_record(self.folder)
 
     @property
     def trials(self) -> list[Trial]:
