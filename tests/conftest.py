@@ -23,6 +23,9 @@ from hypothesis import settings
 
 import kit
 from kit.config import parallel_section
+
+# Every process the suite starts ends with it, on Ctrl-C too (tests/reaper.py).
+from tests.reaper import pytest_configure, pytest_unconfigure  # noqa: F401
 from tests.slurm import clear_queue, slurm_problem
 
 if TYPE_CHECKING:

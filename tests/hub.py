@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from tests.jupyter import ROOT, Jupyter, config_dir
+from tests.reaper import MARK
 from tests.servers import free_port
 
 VENV_BIN = Path(sys.executable).parent
@@ -150,6 +151,9 @@ def jupyterhub(
         # The test workloads live in this repository, as in tests.jupyter's servers.
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
+        # The hub passes attendees' servers no variable it is not given: the suite's
+        # mark goes with them, so that they end with it (tests/reaper.py).
+        **{key: os.environ[key] for key in (MARK,) if key in os.environ},
         **environment,
     }
     (folder / "jupyterhub_config.py").write_text(

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
 
 from tests.conftest import ROOT
 from tests.test_claims import exists
@@ -95,3 +103,53 @@ def units_in_order(*files: str) -> list[str]:
         timeout=300,
     )
     return [scope_of(line) for line in done.stdout.splitlines() if "::" in line]
+
+
+#: A test that starts a process in a session of its own (Ctrl-C in the terminal never
+#: reaches it) and a daemon that leaves its parent (as a detached driver does), then waits.
+STARTS_AND_WAITS = """
+import os, subprocess, sys, time
+from pathlib import Path
+
+SLEEP = [sys.executable, "-c", "import time; time.sleep(600)"]
+DAEMON = (
+    "import os, subprocess, sys; os.setsid(); "
+    "print(subprocess.Popen(sys.argv[1:], stdout=-3, stderr=-3).pid)"  # -3: DEVNULL
+)
+
+
+def test_starts_and_waits():
+    alone = subprocess.Popen(SLEEP, start_new_session=True)
+    daemon = subprocess.run([sys.executable, "-c", DAEMON, *SLEEP], capture_output=True, text=True)
+    pids = [alone.pid, int(daemon.stdout)]
+    Path(os.environ["PIDS"]).write_text(" ".join(map(str, pids)))
+    time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("jobs", [[], ["-n", "1"]], ids=["one-process", "xdist"])
+def test_ctrl_c_ends_what_the_suites_tests_started(jobs: list[str], tmp_path: Path) -> None:
+    (tmp_path / "test_waits.py").write_text(STARTS_AND_WAITS)
+    pids = tmp_path / "pids"
+    suite = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", *QUIET, "-p", "tests.reaper", *jobs],
+        cwd=tmp_path,
+        env={**os.environ, "PIDS": str(pids), "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group: a terminal's Ctrl-C reaches all of it
+    )
+    try:
+        while not pids.exists() or not pids.read_text():
+            assert suite.poll() is None, suite.communicate()[0]
+            time.sleep(0.05)
+        started = [psutil.Process(int(pid)) for pid in pids.read_text().split()]
+        os.killpg(suite.pid, signal.SIGINT)
+        said, _ = suite.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(suite.pid, signal.SIGKILL)
+    _, alive = psutil.wait_procs(started, timeout=10)
+    assert alive == [], said
+    assert "the suite ended 2 processes it left running: python" in said, said
