@@ -259,7 +259,10 @@ def test_cancel_shows_what_ran_and_one_not_run_line(
     jupyter: Jupyter, page: Any, shots: Shots
 ) -> None:
     """Why 6: after Cancel, no rows of None; the history says cancelled."""
-    cell = app_cell("sleep=0.05", "ToyProvider", "Affine", 200, "runs/cancel")
+    # Items from 20 on wait for a gate never opened: the run is still going when Cancel
+    # is clicked, however busy the machine (200 x 50 ms once ended first: no Cancel).
+    held = "sleep=0.02, gate='runs/cancel/never-opened', gate_from=20"
+    cell = app_cell(held, "ToyProvider", "Affine", 200, "runs/cancel")
     open_and_run_all(page, jupyter, jupyter.write("cancel.ipynb", [cell]))
     how_many = field_input(page, "run on")
     how_many.wait_for(timeout=90_000)
