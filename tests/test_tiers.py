@@ -134,7 +134,7 @@ def test_ctrl_c_ends_what_the_suites_tests_started(jobs: list[str], tmp_path: Pa
     suite = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", *QUIET, "-p", "tests.reaper", *jobs],
         cwd=tmp_path,
-        env={**os.environ, "PIDS": str(pids), "PYTHONPATH": str(ROOT)},
+        env={**outside_xdist(), "PIDS": str(pids), "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -153,3 +153,8 @@ def test_ctrl_c_ends_what_the_suites_tests_started(jobs: list[str], tmp_path: Pa
     _, alive = psutil.wait_procs(started, timeout=10)
     assert alive == [], said
     assert "the suite ended 2 processes it left running: python" in said, said
+
+
+def outside_xdist() -> dict[str, str]:
+    """This process's environment without what makes a pytest think it is an xdist worker."""
+    return {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_XDIST")}

@@ -259,9 +259,10 @@ def test_cancel_shows_what_ran_and_one_not_run_line(
     jupyter: Jupyter, page: Any, shots: Shots
 ) -> None:
     """Why 6: after Cancel, no rows of None; the history says cancelled."""
-    # Items from 20 on wait for a gate never opened: the run is still going when Cancel
-    # is clicked, however busy the machine (200 x 50 ms once ended first: no Cancel).
-    held = "sleep=0.02, gate='runs/cancel/never-opened', gate_from=20"
+    # Items from 20 on wait for a gate opened once Cancel is clicked: the run is still
+    # going then, however busy the machine (200 x 50 ms once ended first: no Cancel).
+    gate = jupyter.folder / "runs" / "cancel-gate"
+    held = f"sleep=0.02, gate={str(gate)!r}, gate_from=20"
     cell = app_cell(held, "ToyProvider", "Affine", 200, "runs/cancel")
     open_and_run_all(page, jupyter, jupyter.write("cancel.ipynb", [cell]))
     how_many = field_input(page, "run on")
@@ -275,6 +276,8 @@ def test_cancel_shows_what_ran_and_one_not_run_line(
     )
     shots(page, "running")
     button(page, "Cancel").click()
+    gate.parent.mkdir(parents=True, exist_ok=True)
+    gate.touch()  # the chunks running then end; the pending ones were cancelled
     status(page, "cancelled").wait_for(timeout=60_000)
     not_run = page.locator(".kit-not-run", has_text="items not run (cancelled)").first
     not_run.wait_for(timeout=30_000)
