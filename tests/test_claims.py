@@ -19,6 +19,9 @@ GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
 #: A phrase of the claim's sentence -> what checks it.
 CLAIMS: dict[str, list[str]] = {
+    "Every process the suite starts ends with it": [
+        "tests/test_tiers.py::test_ctrl_c_ends_what_the_suites_tests_started",
+    ],
     "A key missing from a section the config has fails the run before anything runs": [
         "tests/reuse/test_stored.py::"
         "test_forward_keys_naming_a_key_the_config_lacks_fail_the_run_before_anything_runs",
