@@ -13,6 +13,7 @@ import ast
 import sys
 from pathlib import Path
 
+from tests.sources import parsed
 from tests.test_layers import import_graph, module_files, wing_graph
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +37,7 @@ def floors(wings: dict[str, dict[str, int]]) -> dict[str, int]:
 
 
 def first_line(path: Path) -> str:
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    doc = ast.get_docstring(parsed(path)) or ""
     # As plain text: the page shows it in a block, where RST's ``code`` would show as is.
     return doc.strip().splitlines()[0].replace("``", "") if doc.strip() else ""
 

@@ -14,6 +14,8 @@ import ast
 import re
 from pathlib import Path
 
+from tests.sources import parsed
+
 ROOT = Path(__file__).resolve().parents[1]
 GENERAL = re.compile(r"\b(every|always|never|no)\b", re.IGNORECASE)
 
@@ -744,7 +746,7 @@ def exists(backing: str) -> bool:
         return False
     if not name:
         return True
-    tree = ast.parse(file.read_text(encoding="utf-8"))
+    tree = parsed(file)
     return any(isinstance(node, ast.FunctionDef) and node.name == name for node in ast.walk(tree))
 
 

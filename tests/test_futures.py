@@ -11,6 +11,7 @@ import pytest
 
 import kit
 from kit._sweeps.sweep import EXAMPLE
+from tests.sources import parsed
 from tests.workloads import Affine, ToyProvider, expected, toy_config
 
 pytestmark = pytest.mark.slow
@@ -137,9 +138,7 @@ def test_the_cli_treats_every_handle_alike() -> None:
     # `kit status` and `kit cancel` ask the handle; no command tells the classes apart.
     import ast
 
-    trees = [
-        ast.parse(path.read_text()) for path in (Path(kit.__file__).parent / "cli").glob("*.py")
-    ]
+    trees = [parsed(path) for path in (Path(kit.__file__).parent / "cli").glob("*.py")]
     handle_types = {"RunFuture", "SweepFuture", "DetachedRun", "DetachedSweep", "Progress"}
     assert len(trees) > 5  # every command group's module
     branches = [

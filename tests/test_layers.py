@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.sources import parsed
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def imports(path: Path) -> set[str]:
     """Every module ``path`` imports, at its top or inside a function."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
         elif isinstance(node, ast.Import):
@@ -68,7 +70,7 @@ def test_no_client_is_taken_from_dasks_globals() -> None:
     taken = [
         f"{path.relative_to(ROOT)}:{node.lineno}"
         for path in sorted((ROOT / "kit").rglob("*.py"))
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in ast.walk(parsed(path))
         if isinstance(node, ast.Name | ast.Attribute)
         and getattr(node, "id", getattr(node, "attr", None)) in ("default_client", "get_client")
     ]
@@ -98,7 +100,7 @@ def test_no_run_or_trial_state_is_compared_as_a_string() -> None:
     states = {"completed", "cancelled", "stopped", "pruned", "pending", "died", "incomplete"}
     found = []
     for path in sorted((ROOT / "kit").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Compare):
                 parts = [node.left, *node.comparators]
             elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "count":
@@ -150,7 +152,7 @@ def import_graph() -> dict[str, dict[str, int]]:
 
     graph: dict[str, dict[str, int]] = {}
     for module, path in files.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
         edges: dict[str, int] = {}
         for node in ast.walk(tree):
@@ -286,7 +288,7 @@ def test_each_wing_stands_below_the_ones_that_use_it(wing: str, below: tuple[str
 
 def test_the_sweep_seam_knows_no_search_library() -> None:
     # A grid and a search are plans behind one Protocol; Optuna stays in the search plan.
-    tree = ast.parse((ROOT / "kit/_trials/trial.py").read_text(encoding="utf-8"))
+    tree = parsed(ROOT / "kit/_trials/trial.py")
     plan = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "TrialPlan")
     assert "optuna" not in ast.unparse(plan).lower()
     for seam in ("kit/_trials/trial.py", "kit/_sweeps/sweep.py", "kit/_sweeps/driving.py"):

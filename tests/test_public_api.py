@@ -22,6 +22,7 @@ import kit.store
 import kit.tracking
 import kit.views
 from kit import widgets
+from tests.sources import parsed
 
 MODULES = [
     kit,
@@ -65,7 +66,7 @@ def test_widgets_use_only_kits_public_api() -> None:
     """The notebook UI is a client of ``kit`` like any other: no private module of it."""
     private = []
     for path in sorted(Path(widgets.__file__).parent.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             names = (
                 [node.module or ""]
                 if isinstance(node, ast.ImportFrom)

@@ -14,6 +14,7 @@ import ast
 from pathlib import Path
 
 import kit
+from tests.sources import parse
 
 ROOT = Path(kit.__file__).parent
 MAX_TOP_MODULES = 15
@@ -74,7 +75,7 @@ def sizes(kinds: tuple[type[ast.AST], ...]) -> dict[str, int]:
     found = {}
     for path in sorted(ROOT.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        tree = ast.parse(text)
+        tree = parse(text)
         prose, source = prose_lines(tree), text.splitlines()
         where = str(path.relative_to(ROOT.parent))
         for node in ast.walk(tree):
