@@ -69,6 +69,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         names = sorted({name for p in left for name in _name(p)})
         print(f"\nthe suite ended {len(left)} processes it left running: {', '.join(names)}",
               file=sys.stderr)  # fmt: skip
+        for process in left:  # which, so that a leak can be traced to its test
+            with contextlib.suppress(psutil.Error):
+                print(f"  {process.pid}: {' '.join(process.cmdline())[:160]}", file=sys.stderr)
         end(left)
 
 
