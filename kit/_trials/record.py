@@ -19,7 +19,7 @@ from kit._base.files import read_text
 from kit.config._errors import error
 from kit.store._rundir import SweepDir
 
-#: The record's format; a record of another is refused.
+#: The record's format, written into each record as ``kit_sweep``.
 FORMAT = 1
 
 
