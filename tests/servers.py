@@ -338,7 +338,10 @@ c.ClusterConfig.worker_memory = "1 G"
 c.ClusterConfig.scheduler_memory = "1 G"
 c.ClusterConfig.scheduler_cmd = [{dask!r}, "scheduler"]
 c.ClusterConfig.worker_cmd = [{dask!r}, "worker"]
-c.ClusterConfig.environment = {{"PYTHONPATH": {root!r}}}
+c.ClusterConfig.environment = {{"PYTHONPATH": {python_path!r}}}
+# The local backend copies PYTHONPATH from its own environment over the one above: a
+# developer's PYTHONPATH would hide the tests' package from the workers.
+c.UnsafeLocalBackend.inherited_environment = ["PATH", "VIRTUAL_ENV", "LANG", "LC_ALL"]
 c.UnsafeLocalBackend.clusters_directory = {clusters!r}
 """
 
@@ -356,7 +359,7 @@ def gateway_server(folder: Path, password: str) -> Iterator[str]:
             api=free_port(),
             password=password,
             dask=DASK,
-            root=str(ROOT),
+            python_path=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
             clusters=str(folder / "clusters"),
         )
     )
