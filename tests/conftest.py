@@ -24,6 +24,9 @@ from hypothesis import settings
 import kit
 from kit.config import parallel_section
 
+# ...and it writes no run folder into the checkout (tests/checkout.py).
+from tests.checkout import pytest_sessionfinish, pytest_sessionstart  # noqa: F401
+
 # Every process the suite starts ends with it, on Ctrl-C too (tests/reaper.py).
 from tests.reaper import pytest_configure, pytest_unconfigure  # noqa: F401
 from tests.slurm import clear_queue, slurm_problem

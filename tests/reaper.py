@@ -39,8 +39,16 @@ def left_running(mark: str) -> list[psutil.Process]:
     for pid, process in found.items():
         with contextlib.suppress(psutil.Error):
             if pid not in mine and process.status() != psutil.STATUS_ZOMBIE:
-                alive.append(process)
+                if not _own_helper(process, me):
+                    alive.append(process)
     return alive
+
+
+def _own_helper(process: psutil.Process, me: psutil.Process) -> bool:
+    """Whether ``process`` is this process's multiprocessing server, which ends as it exits."""
+    helpers = ("multiprocessing.forkserver", "multiprocessing.resource_tracker")
+    command = " ".join(process.cmdline())
+    return process.ppid() == me.pid and any(helper in command for helper in helpers)
 
 
 def end(processes: list[psutil.Process]) -> None:

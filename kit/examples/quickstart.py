@@ -93,7 +93,9 @@ def run_quickstart(cfg: DictConfig) -> RunResult:
 
     Examples
     --------
-    >>> cfg = quickstart_config(["parallel.env=inline", "items.stop=3", "output_dir=null"])
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()  # without output_dir, runs/ in this folder
+    >>> cfg = quickstart_config(["parallel.env=inline", "items.stop=3", f"output_dir={folder}"])
     >>> [r["y"] for r in run_quickstart(cfg).records]
     [1.0, 0.805, 0.62]
     """

@@ -268,11 +268,12 @@ def test_a_provider_named_like_another_never_gives_its_env_to_the_other(
             f"parallel.address={scheduler}",
             "parallel.env=remote",
             "items.stop=4",
-            "output_dir=null",
+            "output_dir=null",  # runs/Evaluate-<hash> in the scratch folder
         ],
         capture_output=True,
         text=True,
         timeout=300,
+        cwd=tmp_path,
     )
     assert alice.returncode == 0, alice.stderr
     assert "-999" not in alice.stdout

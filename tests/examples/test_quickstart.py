@@ -26,10 +26,12 @@ def test_quickstart_runs_on_the_local_cluster(
 
 def test_quickstart_inline_gives_the_same_records(tmp_path: Path) -> None:
     local = quickstart.run_quickstart(
-        quickstart.quickstart_config(["items.stop=30", "output_dir=null"])
+        quickstart.quickstart_config(["items.stop=30", f"output_dir={tmp_path / 'local'}"])
     )
     inline = quickstart.run_quickstart(
-        quickstart.quickstart_config(["items.stop=30", "output_dir=null", "parallel.env=inline"])
+        quickstart.quickstart_config(
+            ["items.stop=30", f"output_dir={tmp_path / 'inline'}", "parallel.env=inline"]
+        )
     )
     strip = lambda records: [(r["x"], r["y"]) for r in records]  # noqa: E731
     assert strip(local.records) == strip(inline.records)
