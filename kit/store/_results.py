@@ -22,12 +22,6 @@ from kit.store._rundir import RunDir
 from kit.store._store import RunStore, StoreError, StoreWarning
 
 
-def ok_mask(result: RunResult) -> list[bool]:
-    """Say, position by position, whether ``result``'s item succeeded."""
-    failed = {err.position for err in result.errors}
-    return [pos not in failed for pos in range(len(result.records))]
-
-
 def within(
     chunks: Iterable[ChunkResult], n_items: int, folder: str | os.PathLike[str]
 ) -> Iterator[ChunkResult]:
