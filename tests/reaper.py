@@ -38,9 +38,9 @@ def left_running(mark: str) -> list[psutil.Process]:
     alive = []
     for pid, process in found.items():
         with contextlib.suppress(psutil.Error):
-            if pid not in mine and process.status() != psutil.STATUS_ZOMBIE:
-                if not _own_helper(process, me):
-                    alive.append(process)
+            ended = process.status() == psutil.STATUS_ZOMBIE
+            if pid not in mine and not ended and not _own_helper(process, me):
+                alive.append(process)
     return alive
 
 
