@@ -21,6 +21,13 @@ from kit.examples.quickstart import CONFIG_PATH
 FAST = ["model.work_seconds=0", "parallel.env=inline", "items.stop=10", "--items", "3"]
 
 
+@pytest.fixture(autouse=True)
+def _in_a_scratch_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The check keeps its verdict in the run's folder too, runs/quickstart here: in the
+    # checkout, the next suite would find it there (the commands below inherit the folder).
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture
 def null_device(tmp_path: Path) -> Path:
     """A null device node of the test's own, in a scratch folder: /dev/null is never risked."""
