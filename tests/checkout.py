@@ -40,6 +40,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if left:
         print(
             f"\nthe suite wrote into the checkout: {', '.join(f'runs/{n}' for n in left)}"
-            " (a test ran without an output_dir in a scratch folder)"
+            " (a test ran without an output_dir outside a scratch folder)"
         )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -60,6 +60,14 @@ SLOW_FIXTURES = frozenset({"chromium", "serve", "slurm", "corpus", "spoken_corpu
 SLOW_USES = re.compile(r"\b(browser|jupyter_server|jupyterhub|mlflow_server|tensorboard_server)\(")
 
 
+@pytest.fixture
+def in_scratch_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run the test (and what it starts) in ``tmp_path``: a run without ``output_dir``
+    writes runs/ in the working directory, never the checkout (tests/checkout.py)."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         function = getattr(item, "function", None)

@@ -21,11 +21,8 @@ from kit.examples.quickstart import CONFIG_PATH
 FAST = ["model.work_seconds=0", "parallel.env=inline", "items.stop=10", "--items", "3"]
 
 
-@pytest.fixture(autouse=True)
-def _in_a_scratch_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The check keeps its verdict in the run's folder too, runs/quickstart here: in the
-    # checkout, the next suite would find it there (the commands below inherit the folder).
-    monkeypatch.chdir(tmp_path)
+# The check keeps its verdict in the run's folder, by default under runs/ here.
+pytestmark = pytest.mark.usefixtures("in_scratch_folder")
 
 
 @pytest.fixture

@@ -94,7 +94,7 @@ def run_quickstart(cfg: DictConfig) -> RunResult:
     Examples
     --------
     >>> import tempfile
-    >>> folder = tempfile.mkdtemp()  # without output_dir, runs/ in this folder
+    >>> folder = tempfile.mkdtemp()  # without one, the run would go to runs/ here
     >>> cfg = quickstart_config(["parallel.env=inline", "items.stop=3", f"output_dir={folder}"])
     >>> [r["y"] for r in run_quickstart(cfg).records]
     [1.0, 0.805, 0.62]

@@ -11,12 +11,8 @@ import pytest
 from kit.cli import EXIT_CHECK, EXIT_OK, EXIT_USAGE, main
 from kit.examples.quickstart import CONFIG_PATH
 
-
-@pytest.fixture(autouse=True)
-def _in_a_scratch_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The check keeps its verdict in the run's folder, under runs/ here by default:
-    # in the checkout, the next suite would find it there.
-    monkeypatch.chdir(tmp_path)
+# The check keeps its verdict in the run's folder, by default under runs/ here.
+pytestmark = pytest.mark.usefixtures("in_scratch_folder")
 
 
 def test_a_clean_config_passes_with_its_forecast_in_the_json(
