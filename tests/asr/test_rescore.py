@@ -29,13 +29,30 @@ def decode(corpus: Path, out: Path, *overrides: str) -> kit.RunResult:
     return DecodeRunner(DecodeProvider(cfg), output_dir=out).run(ITEMS)
 
 
+@pytest.fixture(scope="module")
+def decoded(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, kit.RunResult]:
+    """One decoding run of ``ITEMS`` for the module's tests that only read it again.
+
+    Decoded from a copy of the corpus, removed once decoded: scoring again needs
+    the hypotheses, not the recordings. Each test takes a copy (:func:`run_copy`).
+    """
+    folder = tmp_path_factory.mktemp("decoded")
+    shutil.copytree(corpus, folder / "audio")
+    result = decode(folder / "audio", folder / "run")
+    shutil.rmtree(folder / "audio")
+    return folder / "run", result
+
+
+def run_copy(decoded: tuple[Path, kit.RunResult], out: Path) -> kit.RunResult:
+    """Copy the module's decoding run to ``out``, as if it had been decoded there."""
+    shutil.copytree(decoded[0], out)
+    return decoded[1]
+
+
 def test_kit_score_scores_stored_hypotheses_again_without_their_audio(
-    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    decoded: tuple[Path, kit.RunResult], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    audio = tmp_path / "audio"
-    shutil.copytree(corpus, audio)
-    result = decode(audio, tmp_path / "run")
-    shutil.rmtree(audio)  # scoring again needs the hypotheses, not the recordings
+    result = run_copy(decoded, tmp_path / "run")  # its audio is gone
     assert main(["score", str(tmp_path / "run"), "--align", "2"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith(f"{tmp_path / 'run'} (normalizer: whisper)\n")
@@ -148,10 +165,10 @@ def test_each_recognizers_first_call_is_its_warm_up_and_rtf_warm_leaves_it_out(
 
 
 def test_a_co_user_who_can_write_the_run_folder_cannot_make_kit_score_follow_or_run_anything(
-    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    decoded: tuple[Path, kit.RunResult], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run"
-    result = decode(corpus, out)
+    result = run_copy(decoded, out)
     victim = tmp_path / "thesis.tex"
     victim.write_text("precious")
     # Planted: metrics.json as a link to a file of the reader's, and config.yaml as a link
@@ -181,7 +198,10 @@ def test_a_co_user_who_can_write_the_run_folder_cannot_make_kit_score_follow_or_
 
 
 def test_kit_score_and_kit_export_take_a_sweeps_folder_trial_by_trial_and_skip_planted_trials(
-    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    corpus: Path,
+    decoded: tuple[Path, kit.RunResult],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     sweep = tmp_path / "sweep"
     args = [f"data.root={corpus}", "decoder.engine=pocketsphinx", "items.stop=6"]
@@ -192,7 +212,7 @@ def test_kit_score_and_kit_export_take_a_sweeps_folder_trial_by_trial_and_skip_p
     # A co-user who can write the sweep's folder plants a trial: a link to a run of the
     # reader's elsewhere, and a link to a folder of the reader's that holds no run.
     mine = tmp_path / "mine"
-    decode(corpus, mine)
+    run_copy(decoded, mine)
     (sweep / "trial-007").symlink_to(mine)
     (sweep / "trial-008").symlink_to(tmp_path, target_is_directory=True)
     # The grammar trial only knows digit strings: many insertions, a WER over 100%, and
@@ -283,12 +303,12 @@ def test_references_without_a_word_give_no_interval_not_a_huge_one() -> None:
 
 
 def test_the_open_asr_convention_scores_as_the_leaderboard_and_gates_on_its_wer(
-    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    decoded: tuple[Path, kit.RunResult], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from kaldialign import batch_error_rate
     from whisper_normalizer.english import EnglishTextNormalizer
 
-    result = decode(corpus, tmp_path / "run")
+    result = run_copy(decoded, tmp_path / "run")
     assert main(["score", str(tmp_path / "run"), "--convention", "open-asr"]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == f"{tmp_path / 'run'} (convention: open-asr)"
