@@ -311,6 +311,23 @@ def kernel_state(jupyter: Jupyter, name: str) -> tuple[str, str] | None:
     return None
 
 
+def wait_until_quiet(jupyter: Jupyter, name: str, timeout: float = 120) -> None:
+    """Return once notebook ``name``'s kernel is idle and got no message for half a second.
+
+    A kernel running a queue of cells is idle for a moment between two of
+    them; half a second without a message is the queue's end.
+    """
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        state = kernel_state(jupyter, name)
+        if state is not None and state[0] == "idle" and state == last:
+            return
+        assert time.monotonic() < deadline, f"{name}: the kernel never became idle: {state}"
+        last = state
+        time.sleep(0.5)
+
+
 def open_and_run_all(page: Any, jupyter: Jupyter, name: str) -> None:
     """Open a notebook as a person would and click Run → Run All Cells, once.
 
@@ -331,17 +348,9 @@ def open_and_run_all(page: Any, jupyter: Jupyter, name: str) -> None:
     page.goto(jupyter.url(name))
     page.locator(".jp-Notebook").wait_for(timeout=60_000)
     page.locator(KERNEL_READY[jupyter.ui]).first.wait_for(state="attached", timeout=120_000)
-    # The server's side too: the notebook's kernel exists, is idle and quiet (for half
-    # a second), so that from here on only what the page sends changes its activity.
-    deadline = time.monotonic() + 120
-    last = None
-    while True:
-        state = kernel_state(jupyter, name)
-        if state is not None and state[0] == "idle" and state == last:
-            break
-        assert time.monotonic() < deadline, f"{name}: the kernel never became idle: {state}"
-        last = state
-        time.sleep(0.5)
+    # The server's side too: the notebook's kernel exists, is idle and quiet, so that
+    # from here on only what the page sends changes its activity.
+    wait_until_quiet(jupyter, name)
     dialog = page.locator(".jp-Dialog")
     started = page.locator(".jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]")).first
     deadline = time.monotonic() + 180
