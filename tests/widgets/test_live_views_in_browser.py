@@ -342,10 +342,10 @@ def test_the_workshop_dashboard_shows_the_run_it_follows(
     dashboard_cell = page.locator(".jp-CodeCell", has_text="widgets.show_dashboard(handle)")
     assert "Dashboard at 0x" not in (dashboard_cell.first.text_content() or "")
     nothing_said(page, ui, console)
-    # Saved once every cell has run, as a person saves a notebook they ran through: a
-    # cell still running after the save leaves the page unsaved, and reloading it then
-    # is not reopening what was saved. Saved, it stays small: BokehJS comes from the
-    # server, not in each widget's output.
+    # Saved once every cell has run, as a person saves a notebook they ran through: under
+    # load the cells the last Run Below queued were still running at the save, and the
+    # page the test reloaded had changed since. Saved, it stays small: BokehJS comes from
+    # the server, not in each widget's output.
     wait_until_quiet(jupyter, name)
     saved = jupyter.folder / name
     save(page, saved)
